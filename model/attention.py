@@ -1,0 +1,130 @@
+"""Scaled dot-product attention and multi-head attention, from first principles.
+
+Shapes: B batch, H heads, N query positions, M key positions, d_k head width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.hooks import HookPoint
+
+
+def attention_scores(
+    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True
+) -> torch.Tensor:
+    """QKᵀ (divided by √d_k when ``scale``) with blocked cells set to −inf.
+
+    q: (B, H, N, d_k), k: (B, H, M, d_k), mask: broadcastable to (B, H, N, M), 0 = blocked.
+    Returns (B, H, N, M).
+    """
+    scores = q @ k.transpose(-2, -1)  # (B, H, N, M)
+    if scale:
+        # Dot products of d_k-dim vectors with unit-variance entries have variance d_k; dividing by
+        # sqrt(d_k) keeps the softmax out of its saturated, near-one-hot region.
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    return scores
+
+
+def masked_softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis; a row whose every key is −inf becomes all zeros, not NaN."""
+    dead = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., N, 1)
+    if bool(dead.any()):
+        scores = scores.masked_fill(dead, 0.0)
+        return torch.softmax(scores, dim=-1).masked_fill(dead, 0.0)
+    return torch.softmax(scores, dim=-1)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    scale: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(QKᵀ/√d_k)·V.
+
+    q: (B, H, N, d_k), k and v: (B, H, M, d_k), mask broadcastable to (B, H, N, M) with 0 = blocked.
+    Returns (output (B, H, N, d_k), weights (B, H, N, M)).
+    """
+    weights = masked_softmax(attention_scores(q, k, mask, scale))
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # (B, H, N, d_k)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with W_q, W_k, W_v, W_o and hook points at every step.
+
+    Hook points (module paths relative to this module):
+    ``hook_q``/``hook_k``/``hook_v`` (B, H, N|M, d_k), ``hook_scores`` and ``hook_pattern`` (B, H, N, M),
+    ``hook_z`` the per-head output before W_o (B, H, N, d_k), ``hook_out`` the result (B, N, d_model).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+        rope: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.rope = rope
+        self.hook_q = HookPoint()  # (B, H, N, d_k), after RoPE when used
+        self.hook_k = HookPoint()  # (B, H, M, d_k)
+        self.hook_v = HookPoint()  # (B, H, M, d_k)
+        self.hook_scores = HookPoint()  # (B, H, N, M), scaled and masked (-inf = blocked)
+        self.hook_pattern = HookPoint()  # (B, H, N, M), rows sum to 1
+        self.hook_z = HookPoint()  # (B, H, N, d_k), each head's output before W_o
+        self.hook_out = HookPoint()  # (B, N, d_model)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, N, d_model) -> (B, H, N, d_k)."""
+        B, N, _ = x.shape
+        return x.view(B, N, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, N, d_k)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, N, d_k) -> (B, N, d_model)."""
+        B, H, N, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, N, H * d_k)  # (B, N, d_model)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        scale: bool = True,
+    ) -> torch.Tensor:
+        """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x).
+
+        mask broadcastable to (B, H, N, M), 0 = blocked. Returns (B, N, d_model).
+        """
+        kv = x if context is None else context
+        q = self.split_heads(self.w_q(x))  # (B, H, N, d_k)
+        k = self.split_heads(self.w_k(kv))  # (B, H, M, d_k)
+        v = self.split_heads(self.w_v(kv))  # (B, H, M, d_k)
+        if self.rope is not None:
+            q, k = self.rope(q), self.rope(k)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        scores = self.hook_scores(attention_scores(q, k, mask, scale))  # (B, H, N, M)
+        pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
+        if self.training and self.dropout > 0:
+            pattern = F.dropout(pattern, p=self.dropout)
+        z = self.hook_z(pattern @ v)  # (B, H, N, d_k)
+        return self.hook_out(self.w_o(self.merge_heads(z)))  # (B, N, d_model)

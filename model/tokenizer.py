@@ -1,0 +1,120 @@
+"""Tokenisation with the `tokenizers` library (never `transformers`).
+
+Wraps a ``tokenizers.Tokenizer`` with no fixed padding or truncation, and returns ids, token strings,
+character offsets into the original text and which tokens are special.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer as _HFTokenizer
+
+from model.errors import CheckpointError
+
+MAX_TEXT_CHARS = 200_000  # longer text is cut before tokenising (a 512-token model sees ~2k chars)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One encoded text. ``offsets[i]`` is the (start, end) character span of token i (0, 0 for specials)."""
+
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    offsets: tuple[tuple[int, int], ...]
+    special: tuple[bool, ...]
+    truncated: bool  # the text had more tokens than the model accepts
+    n_tokens_full: int  # tokens before truncation (specials included)
+    text: str  # the text the offsets index into
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class Tokenizer:
+    """A thread-safe view of a ``tokenizers.Tokenizer`` (it is never reconfigured after loading)."""
+
+    def __init__(self, inner: _HFTokenizer) -> None:
+        inner.no_padding()
+        inner.no_truncation()
+        self.inner = inner
+
+    @classmethod
+    def from_str(cls, data: str) -> Tokenizer:
+        try:
+            return cls(_HFTokenizer.from_str(data))
+        except Exception as exc:  # the Rust side raises plain Exception subclasses
+            raise CheckpointError(f"not a valid tokenizer.json: {exc}") from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Tokenizer:
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(f"tokenizer file not found: {path}")
+        return cls.from_str(path.read_text(encoding="utf-8", errors="replace"))
+
+    def to_str(self) -> str:
+        return self.inner.to_str()
+
+    @property
+    def vocab_size(self) -> int:
+        return self.inner.get_vocab_size(with_added_tokens=True)
+
+    def token_id(self, token: str) -> int | None:
+        return self.inner.token_to_id(token)
+
+    @property
+    def mask_token(self) -> str | None:
+        for cand in ("[MASK]", "<mask>"):
+            if self.inner.token_to_id(cand) is not None:
+                return cand
+        return None
+
+    @property
+    def pad_id(self) -> int:
+        for cand in ("[PAD]", "<pad>"):
+            tid = self.inner.token_to_id(cand)
+            if tid is not None:
+                return tid
+        return 0
+
+    def id_to_token(self, i: int) -> str:
+        return self.inner.id_to_token(i) or f"<{i}>"
+
+    def special_ids(self) -> set[int]:
+        data = json.loads(self.inner.to_str())
+        return {t["id"] for t in data.get("added_tokens", []) if t.get("special")}
+
+    def encode(self, text: str, max_len: int | None = None) -> Encoded:
+        """Encode ``text``; if it has more than ``max_len`` tokens, keep the start (specials kept)."""
+        if not isinstance(text, str):
+            raise TypeError("text must be a string")
+        # Lone surrogates cannot cross into Rust; replace them rather than fail.
+        text = text.encode("utf-8", errors="replace").decode("utf-8")[:MAX_TEXT_CHARS]
+        enc = self.inner.encode(text, add_special_tokens=False)
+        n_special = self.inner.num_special_tokens_to_add(False)
+        n_full = len(enc.ids) + n_special
+        truncated = False
+        if max_len is not None and n_full > max_len:
+            enc.truncate(max(max_len - n_special, 0))
+            truncated = True
+        enc = self.inner.post_process(enc)
+        return Encoded(
+            ids=tuple(enc.ids),
+            tokens=tuple(enc.tokens),
+            offsets=tuple(tuple(o) for o in enc.offsets),
+            special=tuple(bool(s) for s in enc.special_tokens_mask),
+            truncated=truncated,
+            n_tokens_full=n_full,
+            text=text,
+        )
+
+    def check_fits(self, vocab_size: int) -> None:
+        """Refuse a tokenizer that can produce ids outside the model's embedding table."""
+        if self.vocab_size > vocab_size:
+            raise CheckpointError(
+                f"the tokenizer has {self.vocab_size} tokens but the model's embedding table has only "
+                f"{vocab_size} rows; use the tokenizer the model was trained with"
+            )

