@@ -1,0 +1,31 @@
+"""Attention Lab: `streamlit run app.py`. The frame only: page config, shared sidebar, navigation."""
+
+import streamlit as st
+
+from viz.pages.common import CHIP_CSS
+from viz.pages.sidebar import build_context
+
+st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
+
+PAGES = {
+    "Where attention goes": [
+        st.Page("viz/pages/tokens.py", title="Tokens", icon=":material/text_fields:", url_path="tokens"),
+        st.Page("viz/pages/attention.py", title="Attention map", icon=":material/grid_on:", url_path="attention", default=True),
+        st.Page("viz/pages/head_view.py", title="Head view", icon=":material/share:", url_path="head-view"),
+        st.Page("viz/pages/overview.py", title="Model overview", icon=":material/apps:", url_path="overview"),
+        st.Page("viz/pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+        st.Page("viz/pages/metrics.py", title="Head metrics", icon=":material/table_chart:", url_path="metrics"),
+    ],
+}
+
+page = st.navigation(PAGES)
+st.markdown(CHIP_CSS, unsafe_allow_html=True)
+context = build_context()
+if context is None:
+    st.title("Attention Lab")
+    st.info("Fix the problem shown in the sidebar to continue; your text and settings are kept.")
+    st.stop()
+st.session_state["_ctx"] = context
+for notice in context.analysis.notices:
+    st.warning(notice)
+page.run()

@@ -1,0 +1,208 @@
+"""Text in, everything the dashboard shows out: tokenise, forward, capture, metrics — as numpy.
+
+This is the one place where tensors become numpy arrays; figures never see torch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from model.analysis import METRICS, head_metrics
+from model.capture import run_with_cache
+from model.encoder import TransformerEncoder
+from model.tokenizer import Encoded, Tokenizer
+
+#: forward passes run by :func:`analyse` in this process (tests use it to prove caching works)
+FORWARD_CALLS = {"n": 0}
+
+ATTENTION_KINDS = ("q", "k", "v", "scores", "pattern", "z")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Per-analysis switches. Hashable: part of the cache key."""
+
+    causal: bool | None = None  # None: as the model was built
+    scale: bool = True  # divide scores by sqrt(d_k)
+    ablate: tuple[tuple[int, int], ...] = ()  # (layer, head) switched off
+    max_len: int | None = None  # None: the model's maximum
+    kinds: tuple[str, ...] = ATTENTION_KINDS  # what to capture
+
+
+@dataclass
+class Analysis:
+    """Everything one forward pass showed, as read-only numpy arrays.
+
+    patterns/scores: (L, H, N, N) float32 (scores -inf where masked); q, k, v, z: (L, H, N, d_k);
+    hidden: (N, d_model); metrics: {name: (L, H)}.
+    """
+
+    tokens: list[str]
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    special: np.ndarray  # (N,) bool
+    truncated: bool
+    n_tokens_full: int
+    text: str
+    patterns: np.ndarray
+    scores: np.ndarray | None
+    q: np.ndarray | None
+    k: np.ndarray | None
+    v: np.ndarray | None
+    z: np.ndarray | None
+    hidden: np.ndarray
+    metrics: dict[str, np.ndarray]
+    device: str
+    forward_ms: float
+    capture_bytes: int
+    options: Options
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def n_layers(self) -> int:
+        return self.patterns.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.patterns.shape[1]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.patterns.shape[2]
+
+    def keep(self, hide_special: bool) -> np.ndarray:
+        """Indices of the tokens to show."""
+        idx = np.arange(self.n_tokens)
+        return idx[~self.special] if hide_special and (~self.special).any() else idx
+
+
+def _np(t: torch.Tensor | None) -> np.ndarray | None:
+    if t is None:
+        return None
+    arr = t.detach().to("cpu", torch.float32).numpy()
+    arr.setflags(write=False)  # shared by every user of the cache: never mutated
+    return arr
+
+
+def encode(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list[str]]:
+    """Tokenise with the model's limit; return notices for anything adjusted."""
+    notices = []
+    enc = tokenizer.encode(text, max_len=max_len)
+    if enc.truncated:
+        notices.append(
+            f"The text has {enc.n_tokens_full} tokens; the model reads at most {max_len}, so only the first "
+            f"{len(enc)} are shown."
+        )
+    if not text.strip():
+        notices.append("The text is empty: only the special tokens are shown.")
+    return enc, notices
+
+
+def analyse(
+    model: TransformerEncoder, tokenizer: Tokenizer, text: str, options: Options = Options(), device: str = "cpu"
+) -> Analysis:
+    """Run one captured forward pass on ``device``; an out-of-memory or device error retries on the CPU.
+
+    The model must already live on ``device`` (models are cached per device); on a fallback the
+    caller's CPU copy is used through :func:`model_on_cpu`.
+    """
+    cfg = model.cfg
+    max_len = min(options.max_len or cfg.max_seq_len, cfg.max_seq_len)
+    enc, notices = encode(tokenizer, text, max_len)
+    ids = torch.tensor([enc.ids], dtype=torch.long)
+    bad = [i for i in enc.ids if i >= cfg.vocab_size]
+    if bad:
+        raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
+    kinds = tuple(dict.fromkeys((*options.kinds, "pattern")))
+    FORWARD_CALLS["n"] += 1
+    t0 = time.perf_counter()
+    try:
+        hidden, trace = _forward(model, ids, kinds, options, device)
+    except (torch.OutOfMemoryError, RuntimeError) as exc:
+        if device == "cpu":
+            raise
+        notices.append(f"The forward pass failed on {device} ({type(exc).__name__}); it ran on the CPU instead.")
+        device = "cpu"
+        hidden, trace = _forward(model_on_cpu(model), ids, kinds, options, device)
+    forward_ms = (time.perf_counter() - t0) * 1000
+    patterns = trace.stack("pattern")[:, 0]  # (L, H, N, N)
+    special = torch.tensor(enc.special)
+    metrics = {k: v.numpy() for k, v in head_metrics(patterns, special=special).items()}
+
+    def stacked(kind: str) -> np.ndarray | None:
+        return _np(trace.stack(kind)[:, 0]) if kind in kinds else None
+
+    return Analysis(
+        tokens=list(enc.tokens),
+        ids=list(enc.ids),
+        offsets=[tuple(o) for o in enc.offsets],
+        special=np.array(enc.special, dtype=bool),
+        truncated=enc.truncated,
+        n_tokens_full=enc.n_tokens_full,
+        text=enc.text,
+        patterns=_np(patterns),
+        scores=stacked("scores"),
+        q=stacked("q"),
+        k=stacked("k"),
+        v=stacked("v"),
+        z=stacked("z"),
+        hidden=_np(hidden[0]),
+        metrics=metrics,
+        device=device,
+        forward_ms=forward_ms,
+        capture_bytes=trace.nbytes,
+        options=options,
+        notices=notices,
+    )
+
+
+def _forward(model: TransformerEncoder, ids: torch.Tensor, kinds, options: Options, device: str):
+    dev = torch.device(device)
+    return run_with_cache(
+        model, ids.to(dev), kinds=kinds, causal=options.causal, scale=options.scale, ablate=options.ablate
+    )
+
+
+_cpu_copies: dict[int, TransformerEncoder] = {}
+
+
+def model_on_cpu(model: TransformerEncoder) -> TransformerEncoder:
+    """A CPU copy of a model that lives on an accelerator (the original is never moved)."""
+    if next(model.parameters()).device.type == "cpu":
+        return model
+    key = id(model)
+    if key not in _cpu_copies:
+        copy = TransformerEncoder(model.cfg)
+        copy.load_state_dict({k: v.to("cpu") for k, v in model.state_dict().items()})
+        _cpu_copies[key] = copy.eval()
+    return _cpu_copies[key]
+
+
+def metrics_table(analysis: Analysis) -> list[dict]:
+    """One row per head: layer, head and every metric."""
+    rows = []
+    for layer in range(analysis.n_layers):
+        for head in range(analysis.n_heads):
+            row = {"layer": layer, "head": head}
+            row.update({m: float(analysis.metrics[m][layer, head]) for m in METRICS})
+            rows.append(row)
+    return rows
+
+
+def head_similarity(analysis: Analysis, keep: np.ndarray, max_rows: int = 128) -> tuple[np.ndarray, list[str]]:
+    """Jensen–Shannon distance between every pair of heads: ((L*H, L*H), labels "L0H0", ...).
+
+    Long inputs compare an evenly spaced subset of at most ``max_rows`` query rows (keys are all kept).
+    """
+    from model.analysis import js_distance_matrix
+
+    p = analysis.patterns[..., keep, :][..., :, keep]  # (L, H, n, n)
+    L, H, n, _ = p.shape
+    rows = np.unique(np.linspace(0, n - 1, min(n, max_rows)).round().astype(int))
+    flat = torch.from_numpy(np.ascontiguousarray(p[:, :, rows])).reshape(L * H, len(rows), n)  # (K, r, n)
+    d = js_distance_matrix(flat).numpy()
+    return d, [f"L{i}H{j}" for i in range(L) for j in range(H)]

@@ -1,0 +1,65 @@
+"""The real app in a real browser: type a sentence, visit every page, charts render, no errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import ROOT, wait_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SHOTS = ROOT / "assets" / "screenshots"
+PAGES = [
+    ("", "Attention map"),
+    ("tokens", "Tokens"),
+    ("head-view", "Head view"),
+    ("overview", "Model overview"),
+    ("compare", "Compare"),
+    ("metrics", "Head metrics"),
+]
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+
+
+def test_every_page_renders_in_chromium(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url}"))
+    page.goto(server + "/")
+    wait_idle(page)
+    area = page.get_by_label("Text to analyse")
+    area.fill(SENTENCE)
+    area.press("Control+Enter")
+    wait_idle(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for path, title in PAGES:
+        # navigate inside the same session (a page.goto would open a new session)
+        page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+        page.wait_for_url(f"{server}/{path}")
+        wait_idle(page)
+        page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+        assert page.get_by_role("heading", name=title).first.is_visible(), title
+        assert page.locator('[data-testid="stException"]').count() == 0, f"exception on {title}"
+        assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"error box on {title}"
+        if path == "tokens":
+            assert page.locator(".al-chip").count() >= 10
+            assert "quick" in page.locator(".al-chips").inner_text()
+        else:
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+            assert page.locator(".js-plotly-plot").count() >= 1
+        page.screenshot(path=str(SHOTS / f"{path or 'attention'}.png"), full_page=False)
+    # the text survived navigation (session state is per session, kept across pages)
+    assert page.get_by_label("Text to analyse").input_value() == SENTENCE
+    relevant = [p for p in problems if "favicon" not in p and "websocket" not in p.lower()]
+    assert not relevant, relevant
+    page.close()
+
+
+def test_screenshots_exist_and_are_pngs():
+    for path, _ in PAGES:
+        shot = Path(SHOTS / f"{path or 'attention'}.png")
+        if shot.exists():
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,107 @@
+"""Shared helpers for the figure builders: validation, token labels, themes and export options."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+ZW = "\u200b"  # zero-width space: makes repeated tokens distinct categories without changing how they look
+
+
+@dataclass(frozen=True)
+class Theme:
+    """How figures look. ``presentation`` means larger fonts and thicker lines for slides."""
+
+    presentation: bool = False
+    dark: bool = False
+    colorscale: str = "Viridis"  # sequential scale for weights
+    diverging: str = "RdBu_r"  # for differences and raw scores
+
+    @property
+    def font_size(self) -> int:
+        return 18 if self.presentation else 12
+
+    @property
+    def line_scale(self) -> float:
+        return 2.0 if self.presentation else 1.0
+
+    @property
+    def template(self) -> str:
+        return "plotly_dark" if self.dark else "plotly_white"
+
+
+DEFAULT_THEME = Theme()
+COLORBLIND_SCALES = ("Viridis", "Cividis", "Magma", "Inferno", "Plasma", "Blues", "Greys")
+
+
+def as_array(name: str, value, ndim: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    return arr
+
+
+def check_labels(name: str, labels, n: int) -> list[str]:
+    labels = [str(t) for t in labels]
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} labels but the array has {n} positions")
+    return labels
+
+
+def unique_labels(tokens) -> list[str]:
+    """Repeated tokens get zero-width suffixes so plotly's categorical axes keep them apart.
+
+    Labels are HTML-escaped: plotly renders tick and hover text as HTML, and a token such as
+    ``<script>`` must show as text.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for tok in tokens:
+        tok = html.escape(str(tok), quote=False) or " "
+        n = seen.get(tok, 0)
+        seen[tok] = n + 1
+        out.append(tok + ZW * n)
+    return out
+
+
+def style(fig: go.Figure, theme: Theme | None = None, *, title: str | None = None, height: int | None = None):
+    """Apply the theme (template, fonts) and the title; returns the same figure."""
+    theme = theme or DEFAULT_THEME
+    fig.update_layout(
+        template=theme.template,
+        font={"size": theme.font_size},
+        title={"text": html.escape(title, quote=False) if title else None, "x": 0.0, "xanchor": "left"},
+        margin={"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},
+    )
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def safe_filename(*parts: object) -> str:
+    text = "_".join(str(p) for p in parts if p not in (None, ""))
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:120] or "figure"
+
+
+def plotly_config(filename: str, *, scale: int = 3) -> dict:
+    """Modebar settings: PNG download at ``scale``x with a descriptive filename; SVG one click away."""
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "filename": safe_filename(filename), "scale": scale},
+        "modeBarButtonsToAdd": ["toImage"],
+        "responsive": True,
+    }
+
+
+def downsample(matrix: np.ndarray, size: int) -> np.ndarray:
+    """Block-average a (N, M) matrix to at most (size, size) (thumbnails: never full resolution)."""
+    n, m = matrix.shape
+    if n <= size and m <= size:
+        return matrix
+    rows = np.linspace(0, n, min(n, size) + 1).astype(int)
+    cols = np.linspace(0, m, min(m, size) + 1).astype(int)
+    row_means = np.add.reduceat(matrix, rows[:-1], axis=0) / np.diff(rows)[:, None]
+    return np.add.reduceat(row_means, cols[:-1], axis=1) / np.diff(cols)[None, :]

@@ -1,0 +1,170 @@
+"""Attention heatmaps: one head, all heads of a layer, differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
+
+HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
+HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
+
+
+def _masked_overlay(scores: np.ndarray, x: list[str], y: list[str]) -> go.Heatmap | None:
+    blocked = ~np.isfinite(scores)
+    if not blocked.any():
+        return None
+    z = np.where(blocked, 1.0, np.nan)
+    return go.Heatmap(
+        z=z,
+        x=x,
+        y=y,
+        colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],
+        showscale=False,
+        zmin=0,
+        zmax=1,
+        hovertemplate="query: %{y}<br>key: %{x}<br>masked (−∞ before softmax)<extra></extra>",
+        name="masked",
+    )
+
+
+def attention_heatmap(
+    weights,
+    tokens,
+    *,
+    key_tokens=None,
+    title: str | None = None,
+    mode: str = "weights",
+    zmin: float | None = None,
+    zmax: float | None = None,
+    colorscale: str | None = None,
+    theme: Theme | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """One head's attention as a heatmap: queries down the side, keys along the top.
+
+    weights: (N, M) — softmax weights (``mode="weights"``) or scaled scores (``mode="scores"``,
+    −inf cells drawn grey and labelled "masked"). tokens: N query labels; key_tokens: M labels
+    (default: tokens).
+    """
+    w = as_array("weights", weights, 2).astype(np.float32)
+    n, m = w.shape
+    y = unique_labels(check_labels("tokens", tokens, n))
+    x = unique_labels(check_labels("key_tokens", tokens if key_tokens is None else key_tokens, m))
+    theme = theme or Theme()
+    if mode not in ("weights", "scores"):
+        raise ValueError("mode must be 'weights' or 'scores'")
+    finite = np.where(np.isfinite(w), w, np.nan)
+    if mode == "weights":
+        zmin = 0.0 if zmin is None else zmin
+        zmax = float(np.nanmax(finite)) if zmax is None and np.isfinite(finite).any() else (zmax or 1.0)
+        scale = colorscale or theme.colorscale
+    else:
+        bound = float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0
+        zmin = -bound if zmin is None else zmin
+        zmax = bound if zmax is None else zmax
+        scale = colorscale or theme.diverging
+    fig = go.Figure(
+        go.Heatmap(
+            z=finite,
+            x=x,
+            y=y,
+            zmin=zmin,
+            zmax=zmax,
+            colorscale=scale,
+            hovertemplate=HOVER_WEIGHT if mode == "weights" else HOVER_SCORE,
+            colorbar={"title": {"text": "weight" if mode == "weights" else "score"}},
+            name=mode,
+        )
+    )
+    overlay = _masked_overlay(w, x, y) if mode == "scores" else None
+    if overlay is not None:
+        fig.add_trace(overlay)
+    fig.update_yaxes(autorange="reversed", title_text="query token", type="category")
+    fig.update_xaxes(title_text="key token", type="category", tickangle=-60, side="bottom")
+    side = max(350, min(900, 18 * max(n, m) + 150))
+    style(fig, theme, title=title, height=height or side)
+    if max(n, m) > 60:  # dense axes: let plotly thin the labels instead of overprinting them
+        fig.update_xaxes(nticks=40)
+        fig.update_yaxes(nticks=40)
+    return fig
+
+
+def heads_grid(
+    weights,
+    tokens,
+    *,
+    head_labels=None,
+    title: str | None = None,
+    cols: int = 4,
+    theme: Theme | None = None,
+) -> go.Figure:
+    """Small multiples: several heads, one shared colour scale. weights: (H, N, N)."""
+    w = as_array("weights", weights, 3).astype(np.float32)
+    h, n, _ = w.shape
+    labels = unique_labels(check_labels("tokens", tokens, n))
+    head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
+    if len(head_labels) != h:
+        raise ValueError(f"{len(head_labels)} head labels for {h} heads")
+    theme = theme or Theme()
+    cols = max(1, min(cols, h))
+    rows = -(-h // cols)
+    fig = make_subplots(
+        rows=rows, cols=cols, subplot_titles=head_labels, horizontal_spacing=0.02, vertical_spacing=0.06
+    )
+    zmax = float(np.nanmax(w)) if w.size else 1.0
+    for i in range(h):
+        fig.add_trace(
+            go.Heatmap(
+                z=w[i],
+                x=labels,
+                y=labels,
+                zmin=0,
+                zmax=zmax,
+                colorscale=theme.colorscale,
+                coloraxis="coloraxis",
+                name=head_labels[i],
+                hovertemplate=f"{head_labels[i]}<br>" + HOVER_WEIGHT,
+            ),
+            row=i // cols + 1,
+            col=i % cols + 1,
+        )
+    fig.update_layout(
+        coloraxis={"colorscale": theme.colorscale, "cmin": 0, "cmax": zmax, "colorbar": {"title": {"text": "weight"}}}
+    )
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=n <= 24)
+    fig.update_xaxes(type="category", showticklabels=False)
+    style(fig, theme, title=title, height=260 * rows + 80)
+    return fig
+
+
+def difference_heatmap(
+    a, b, tokens, *, key_tokens=None, title: str | None = None, theme: Theme | None = None
+) -> go.Figure:
+    """A − B on a symmetric diverging scale. a, b: (N, M) of the same shape."""
+    a = as_array("a", a, 2).astype(np.float32)
+    b = as_array("b", b, 2).astype(np.float32)
+    if a.shape != b.shape:
+        raise ValueError(f"cannot subtract maps of shapes {a.shape} and {b.shape}")
+    diff = a - b
+    bound = float(np.nanmax(np.abs(diff))) if diff.size else 1.0
+    theme = theme or Theme()
+    fig = attention_heatmap(
+        diff,
+        tokens,
+        key_tokens=key_tokens,
+        title=title,
+        mode="scores",
+        zmin=-bound or -1,
+        zmax=bound or 1,
+        colorscale=theme.diverging,
+        theme=theme,
+    )
+    fig.update_traces(
+        hovertemplate="query: %{y}<br>key: %{x}<br>A − B: %{z:+.5f}<extra></extra>",
+        colorbar={"title": {"text": "A − B"}},
+        selector={"name": "scores"},
+    )
+    return fig

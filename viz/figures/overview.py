@@ -1,0 +1,78 @@
+"""Model overview: every layer × head as a thumbnail, tiled into one light-weight heatmap."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.figures.common import Theme, as_array, downsample, style
+
+THUMB = 32  # thumbnails are at most THUMB × THUMB cells, whatever the sequence length
+
+
+def tile_thumbnails(patterns: np.ndarray, size: int = THUMB) -> tuple[np.ndarray, int]:
+    """(L, H, N, N) -> one (L*(t+1), H*(t+1)) float16 mosaic with NaN gutters, and t."""
+    p = as_array("patterns", patterns, 4)
+    L, H, n, _ = p.shape
+    t = min(n, size)
+    mosaic = np.full((L * (t + 1), H * (t + 1)), np.nan, dtype=np.float32)
+    for layer in range(L):
+        for head in range(H):
+            thumb = downsample(p[layer, head].astype(np.float32), size)
+            thumb = thumb / max(float(thumb.max()), 1e-12)  # each head on its own scale: structure, not level
+            r, c = layer * (t + 1), head * (t + 1)
+            mosaic[r : r + t, c : c + t] = thumb
+    return mosaic.astype(np.float16), t
+
+
+def model_overview(
+    patterns, *, title: str | None = None, theme: Theme | None = None, selected: tuple[int, int] | None = None
+) -> go.Figure:
+    """All heads at a glance; click a head (its centre marker) to select it. patterns: (L, H, N, N)."""
+    p = as_array("patterns", patterns, 4)
+    L, H = p.shape[:2]
+    mosaic, t = tile_thumbnails(p)
+    theme = theme or Theme()
+    fig = go.Figure(
+        go.Heatmap(
+            z=mosaic.astype(np.float32), colorscale=theme.colorscale, showscale=False, hoverinfo="skip", zmin=0, zmax=1
+        )
+    )
+    cy, cx = np.meshgrid(np.arange(L) * (t + 1) + (t - 1) / 2, np.arange(H) * (t + 1) + (t - 1) / 2, indexing="ij")
+    layer_idx, head_idx = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    fig.add_trace(
+        go.Scatter(
+            x=cx.ravel(),
+            y=cy.ravel(),
+            mode="markers",
+            marker={"size": max(8, 300 // max(L, H)), "color": "rgba(0,0,0,0)", "symbol": "square"},
+            customdata=np.column_stack([layer_idx.ravel(), head_idx.ravel()]),
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
+            name="heads",
+            showlegend=False,
+        )
+    )
+    if selected is not None:
+        lay, hd = selected
+        x0, y0 = hd * (t + 1) - 0.5, lay * (t + 1) - 0.5
+        fig.add_shape(type="rect", x0=x0, y0=y0, x1=x0 + t, y1=y0 + t, line={"color": "#e03131", "width": 3})
+    fig.update_yaxes(
+        autorange="reversed",
+        tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
+        ticktext=[f"L{i}" for i in range(L)],
+        title_text="layer",
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_xaxes(
+        tickvals=np.arange(H) * (t + 1) + (t - 1) / 2,
+        ticktext=[f"H{i}" for i in range(H)],
+        title_text="head",
+        showgrid=False,
+        zeroline=False,
+        side="top",
+    )
+    cell = 70 if H <= 12 else 50
+    style(fig, theme, title=title, height=min(1200, 120 + cell * L * (1.3 if theme.presentation else 1)))
+    fig.update_layout(dragmode="select", clickmode="event+select")
+    return fig

@@ -1,0 +1,1 @@
+"""Streamlit pages (one file per page) and the shared sidebar/state helpers."""
