@@ -10,7 +10,13 @@ st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layo
 PAGES = {
     "Where attention goes": [
         st.Page("viz/pages/tokens.py", title="Tokens", icon=":material/text_fields:", url_path="tokens"),
-        st.Page("viz/pages/attention.py", title="Attention map", icon=":material/grid_on:", url_path="attention", default=True),
+        st.Page(
+            "viz/pages/attention.py",
+            title="Attention map",
+            icon=":material/grid_on:",
+            url_path="attention",
+            default=True,
+        ),
         st.Page("viz/pages/head_view.py", title="Head view", icon=":material/share:", url_path="head-view"),
         st.Page("viz/pages/overview.py", title="Model overview", icon=":material/apps:", url_path="overview"),
         st.Page("viz/pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),

@@ -1,0 +1,114 @@
+"""Every page, headless, with the bundled model and a random init; caching; model errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from model import pipeline
+from tests.app.conftest import PAGES, configs, figures, new_app
+
+EXPECTED_CHARTS = {
+    "viz/pages/tokens.py": 0,
+    "viz/pages/attention.py": 3,
+    "viz/pages/head_view.py": 1,
+    "viz/pages/overview.py": 1,
+    "viz/pages/compare.py": 3,
+    "viz/pages/metrics.py": 1,
+}
+
+
+@pytest.mark.parametrize("source", ["bundled", "random"])
+def test_every_page_renders(source):
+    at = new_app()
+    if source == "random":
+        at.sidebar.selectbox(key="model_kind").set_value("random").run()
+        at.sidebar.number_input(key="rand_layers").set_value(2)
+        at.run()
+        assert not at.exception
+    for page in PAGES:
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, (page, at.exception)
+        assert not at.error, (page, [e.value for e in at.error])
+        assert len(at.get("plotly_chart")) == EXPECTED_CHARTS[page], page
+        for cfg in configs(at):  # every figure exports PNG at >= 2x with a descriptive name
+            opts = cfg["toImageButtonOptions"]
+            assert opts["scale"] >= 2 and opts["filename"]
+    if source == "random":
+        assert "Random init" in at.sidebar.expander[-1].label
+
+
+def test_attention_page_figure_content(app):
+    fig = figures(app)[0]
+    heat = fig["data"][0]
+    assert heat["type"] == "heatmap"
+    assert heat["y"][0] == "[CLS]" and heat["y"][-1] == "[SEP]"
+    assert "weight" in heat["hovertemplate"] and "query" in heat["hovertemplate"]
+    assert "Layer 0, head 0" in fig["layout"]["title"]["text"]
+    app.radio(key="attn_mode").set_value("raw scaled scores (QKᵀ/√d_k)").run()
+    assert "scores" in figures(app)[0]["layout"]["title"]["text"]
+
+
+def test_layer_head_page_and_style_changes_run_no_forward_pass(app):
+    before = pipeline.FORWARD_CALLS["n"]
+    app.selectbox(key="layer").set_value(1).run()
+    app.selectbox(key="head").set_value(3).run()
+    assert "Layer 1, head 3" in figures(app)[0]["layout"]["title"]["text"]
+    app.sidebar.selectbox(key="colorscale").set_value("Cividis").run()
+    for page in PAGES:
+        app.switch_page(page).run()
+    assert not app.exception
+    assert pipeline.FORWARD_CALLS["n"] == before
+    # a new text does run the model once
+    app.sidebar.text_area(key="text").set_value("A brand new sentence for the counter.").run()
+    assert pipeline.FORWARD_CALLS["n"] == before + 1
+
+
+def test_long_text_is_truncated_with_a_notice(app):
+    app.sidebar.text_area(key="text").set_value("word " * 900).run()
+    assert not app.exception
+    assert any("reads at most 512" in w.value for w in app.warning)
+
+
+def test_hide_special_tokens(app):
+    app.sidebar.toggle(key="hide_special").set_value(True).run()
+    y = figures(app)[0]["data"][0]["y"]
+    assert "[CLS]" not in y and "[SEP]" not in y
+
+
+def test_bad_upload_keeps_previous_model_and_text(app):
+    app.sidebar.text_area(key="text").set_value("Keep this text.").run()
+    app.sidebar.selectbox(key="model_kind").set_value("folder").run()
+    app.sidebar.text_input(key="folder_path").set_value("/nonexistent/model").run()
+    assert not app.exception
+    assert any("no such file or folder" in e.value for e in app.sidebar.error)
+    assert app.sidebar.text_area(key="text").value == "Keep this text."
+    assert len(app.get("plotly_chart")) == 3  # the previous (bundled) model still drives the page
+
+
+def test_overview_pick_opens_attention_page(app):
+    app.switch_page("viz/pages/overview.py").run()
+    app.selectbox(key="ov_layer").set_value(1)
+    app.selectbox(key="ov_head").set_value(2)
+    app.button[0].click().run()
+    assert not app.exception
+    assert "Layer 1, head 2" in figures(app)[0]["layout"]["title"]["text"]
+
+
+def test_compare_modes(app):
+    app.switch_page("viz/pages/compare.py").run()
+    app.radio(key="cmp_mode").set_value("two texts").run()
+    assert not app.exception
+    app.radio(key="cmp_mode").set_value("two models").run()
+    assert not app.exception and len(app.get("plotly_chart")) == 3
+    titles = [f["layout"]["title"]["text"] for f in figures(app)]
+    assert "Random init" in titles[1] and "A − B" in titles[2]
+
+
+def test_minilm_loads_when_installed(app):
+    app.sidebar.selectbox(key="model_kind").set_value("minilm").run()
+    assert not app.exception
+    fig = figures(app)[0]
+    assert fig["data"][0]["y"][1] == "the"  # MiniLM's own tokenizer
+    app.switch_page("viz/pages/overview.py").run()
+    assert not app.exception

@@ -1,0 +1,147 @@
+import numpy as np
+import pytest
+
+from viz.figures import (
+    Theme,
+    attention_heatmap,
+    difference_heatmap,
+    head_view,
+    heads_grid,
+    metric_spread,
+    model_overview,
+    similarity_matrix,
+)
+from viz.figures.common import ZW, downsample, plotly_config, unique_labels
+from viz.figures.metrics import cluster_order
+from viz.figures.overview import tile_thumbnails
+
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
+
+
+def uniform(n):
+    return np.full((n, n), 1.0 / n, dtype=np.float32)
+
+
+def test_heatmap_shape_labels_hover_and_title():
+    w = np.random.default_rng(0).random((8, 8)).astype(np.float32)
+    fig = attention_heatmap(w, TOKENS, title="L0 H1")
+    trace = fig.data[0]
+    assert trace.z.shape == (8, 8)
+    assert list(trace.y) == unique_labels(TOKENS)
+    assert trace.y[1] == "the" and trace.y[5] == "the" + ZW  # repeated tokens stay distinct rows
+    assert "query: %{y}" in trace.hovertemplate and "%{z:.5f}" in trace.hovertemplate
+    assert fig.layout.title.text == "L0 H1"
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert trace.zmin == 0 and trace.zmax == pytest.approx(w.max())
+
+
+def test_scores_mode_marks_masked_cells():
+    s = np.random.default_rng(1).normal(size=(4, 4)).astype(np.float32)
+    s[np.triu_indices(4, 1)] = -np.inf
+    fig = attention_heatmap(s, TOKENS[:4], mode="scores")
+    main, overlay = fig.data
+    assert np.isnan(main.z[0, 3]) and not np.isnan(main.z[3, 0])
+    assert overlay.name == "masked" and overlay.z[0, 3] == 1 and np.isnan(overlay.z[3, 0])
+    assert "masked" in overlay.hovertemplate
+    assert main.zmin == -main.zmax  # symmetric diverging scale
+
+
+def test_bad_shapes_raise_clear_errors():
+    with pytest.raises(ValueError, match="2 dimensions"):
+        attention_heatmap(np.zeros((2, 2, 2)), ["a", "b"])
+    with pytest.raises(ValueError, match="3 labels but the array has 2"):
+        attention_heatmap(np.zeros((2, 2)), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="shapes"):
+        difference_heatmap(np.zeros((2, 2)), np.zeros((3, 3)), ["a", "b"])
+    with pytest.raises(ValueError, match="mode"):
+        attention_heatmap(np.zeros((2, 2)), ["a", "b"], mode="logits")
+
+
+def test_hostile_token_text_is_escaped():
+    fig = attention_heatmap(uniform(2), ["<script>alert(1)</script>", "&"], title="<b>x</b>")
+    assert fig.data[0].y[0] == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert fig.data[0].y[1] == "&amp;"
+    assert fig.layout.title.text == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_heads_grid_shares_one_colour_scale():
+    w = np.stack([uniform(8), np.eye(8, dtype=np.float32)])
+    fig = heads_grid(w, TOKENS, head_labels=["uniform", "self"])
+    assert len(fig.data) == 2
+    assert all(t.coloraxis == "coloraxis" for t in fig.data)
+    assert fig.layout.coloraxis.cmax == pytest.approx(1.0)
+    assert [a.text for a in fig.layout.annotations] == ["uniform", "self"]
+
+
+def test_difference_is_a_minus_b():
+    a, b = np.eye(8, dtype=np.float32), uniform(8)
+    fig = difference_heatmap(a, b, TOKENS)
+    np.testing.assert_allclose(fig.data[0].z, a - b)
+    assert "A − B" in fig.data[0].hovertemplate
+
+
+def test_head_view_lines_follow_weights_and_threshold():
+    prev = np.eye(8, k=-1, dtype=np.float32)
+    prev[0, 0] = 1.0
+    fig = head_view(prev[None], TOKENS, threshold=0.5)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 1  # one opacity bucket: all weights are 1
+    ys = np.array(lines[0].y, dtype=float).reshape(-1, 3)[:, :2]
+    assert len(ys) == 8  # one line per query row
+    assert {(int(-a), int(-b)) for a, b in ys} == {(0, 0)} | {(i, i - 1) for i in range(1, 8)}
+    labels = [t for t in fig.data if t.mode == "markers+text"]
+    assert len(labels) == 2 and list(labels[0].text) == unique_labels(TOKENS)
+    faint = head_view(uniform(8)[None], TOKENS, threshold=0.5)
+    assert not [t for t in faint.data if t.mode == "lines"]  # 1/8 < threshold: nothing drawn
+
+
+def test_head_view_multiple_heads_get_distinct_colours():
+    w = np.stack([np.eye(8, dtype=np.float32), np.eye(8, k=-1, dtype=np.float32)])
+    fig = head_view(w, TOKENS, head_labels=["h0", "h1"], threshold=0.1)
+    colours = {t.line.color for t in fig.data if t.mode == "lines"}
+    assert len(colours) == 2
+    assert {t.name for t in fig.data if t.mode == "lines" and t.showlegend} == {"h0", "h1"}
+
+
+def test_overview_is_downsampled_one_trace():
+    p = np.random.default_rng(2).random((6, 12, 512, 512)).astype(np.float32)
+    fig = model_overview(p, selected=(1, 2))
+    heat, centres = fig.data
+    assert heat.z.shape == (6 * 33, 12 * 33)  # 32x32 thumbnails with a 1-cell gutter
+    assert len(centres.x) == 72
+    assert list(centres.customdata[13]) == [1, 1]
+    assert len(fig.layout.shapes) == 1
+    assert len(fig.to_json()) < 2_000_000
+
+
+def test_downsample_and_tiles_keep_structure():
+    eye = np.eye(64, dtype=np.float32)
+    small = downsample(eye, 16)
+    assert small.shape == (16, 16)
+    np.testing.assert_allclose(small, np.eye(16) * 0.25)  # each 4x4 block holds 4 ones of 16 cells
+    mosaic, t = tile_thumbnails(eye[None, None])
+    assert t == 32 and np.nanmax(mosaic) == 1.0
+
+
+def test_similarity_matrix_orders_similar_heads_together():
+    d = np.array([[0, 0.9, 0.1, 0.9], [0.9, 0, 0.9, 0.1], [0.1, 0.9, 0, 0.9], [0.9, 0.1, 0.9, 0]])
+    order = list(cluster_order(d))
+    assert abs(order.index(0) - order.index(2)) == 1 and abs(order.index(1) - order.index(3)) == 1
+    fig = similarity_matrix(d, ["a", "b", "c", "d"])
+    assert fig.data[0].z.shape == (4, 4)
+    with pytest.raises(ValueError):
+        similarity_matrix(d, ["a"])
+
+
+def test_metric_spread_and_theme():
+    fig = metric_spread({"trained": [0.1, 0.9], "random": [0.2, 0.2]}, "previous", theme=Theme(presentation=True))
+    assert [t.name for t in fig.data] == ["trained", "random"]
+    assert fig.layout.font.size == 18
+    dark = attention_heatmap(uniform(2), ["a", "b"], theme=Theme(dark=True, colorscale="Cividis"))
+    assert dark.layout.template.layout.paper_bgcolor is not None
+    assert dark.data[0].colorscale[0][1] != attention_heatmap(uniform(2), ["a", "b"]).data[0].colorscale[0][1]
+
+
+def test_plotly_config_names_the_file():
+    cfg = plotly_config("MiniLM attention L1 H2")
+    assert cfg["toImageButtonOptions"] == {"format": "png", "filename": "MiniLM-attention-L1-H2", "scale": 3}
