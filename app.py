@@ -22,6 +22,15 @@ PAGES = {
         st.Page("viz/pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
         st.Page("viz/pages/metrics.py", title="Head metrics", icon=":material/table_chart:", url_path="metrics"),
     ],
+    "Why it goes there": [
+        st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),
+        st.Page("viz/pages/rollout.py", title="Rollout and flow", icon=":material/account_tree:", url_path="rollout"),
+        st.Page("viz/pages/masks.py", title="Masks", icon=":material/visibility_off:", url_path="masks"),
+        st.Page(
+            "viz/pages/positional.py", title="Positional encodings", icon=":material/timeline:", url_path="positional"
+        ),
+        st.Page("viz/pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
+    ],
 }
 
 page = st.navigation(PAGES)

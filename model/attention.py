@@ -110,6 +110,7 @@ class MultiHeadAttention(nn.Module):
         context: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         scale: bool = True,
+        positions: bool = True,
     ) -> torch.Tensor:
         """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x).
 
@@ -119,7 +120,7 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(self.w_q(x))  # (B, H, N, d_k)
         k = self.split_heads(self.w_k(kv))  # (B, H, M, d_k)
         v = self.split_heads(self.w_v(kv))  # (B, H, M, d_k)
-        if self.rope is not None:
+        if self.rope is not None and positions:
             q, k = self.rope(q), self.rope(k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         scores = self.hook_scores(attention_scores(q, k, mask, scale))  # (B, H, N, M)

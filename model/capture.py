@@ -24,6 +24,7 @@ from model.hooks import HookPoint
 
 #: kind -> hook path below ``blocks.{layer}``, with the shape each holds.
 KIND_PATHS: dict[str, str] = {
+    "attn_in": "hook_attn_in",  # (B, N, d_model), the attention sublayer's input
     "q": "attn.hook_q",  # (B, H, N, d_k)
     "k": "attn.hook_k",  # (B, H, M, d_k)
     "v": "attn.hook_v",  # (B, H, M, d_k)
@@ -250,6 +251,7 @@ def run_with_cache(
     kinds: Iterable[str] | None = None,
     causal: bool | None = None,
     scale: bool = True,
+    positions: bool = True,
     dtype: torch.dtype | None = None,
     ablate: Iterable[tuple[int, int]] = (),
     ablate_mode: str = "output",
@@ -270,5 +272,5 @@ def run_with_cache(
             replace_patterns=replace_patterns,
         ) as trace,
     ):
-        hidden = model(ids, attention_mask, token_type_ids, causal=causal, scale=scale)
+        hidden = model(ids, attention_mask, token_type_ids, causal=causal, scale=scale, positions=positions)
     return hidden.detach().to("cpu"), trace

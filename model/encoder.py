@@ -49,16 +49,23 @@ class TransformerEncoderBlock(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_resid_pre = HookPoint()  # (B, N, d_model)
+        self.hook_attn_in = HookPoint()  # (B, N, d_model), what attention reads: LN(x) pre-norm, x post-norm
         self.hook_resid_mid = HookPoint()  # (B, N, d_model), after the attention sublayer
         self.hook_resid_post = HookPoint()  # (B, N, d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True) -> torch.Tensor:
-        """x: (B, N, d_model); mask broadcastable to (B, H, N, N), 0 = blocked."""
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True, positions: bool = True
+    ) -> torch.Tensor:
+        """x: (B, N, d_model); mask broadcastable to (B, H, N, N), 0 = blocked.
+
+        ``positions=False`` skips RoPE (the permutation lab's switch)."""
         x = self.hook_resid_pre(x)
         if self.norm == "pre":
-            x = self.hook_resid_mid(x + self.drop(self.attn(self.ln1(x), mask=mask, scale=scale)))
+            h = self.hook_attn_in(self.ln1(x))
+            x = self.hook_resid_mid(x + self.drop(self.attn(h, mask=mask, scale=scale, positions=positions)))
             return self.hook_resid_post(x + self.drop(self.ff(self.ln2(x))))
-        x = self.hook_resid_mid(self.ln1(x + self.drop(self.attn(x, mask=mask, scale=scale))))
+        h = self.hook_attn_in(x)
+        x = self.hook_resid_mid(self.ln1(x + self.drop(self.attn(h, mask=mask, scale=scale, positions=positions))))
         return self.hook_resid_post(self.ln2(x + self.drop(self.ff(x))))
 
 
@@ -127,7 +134,9 @@ class TransformerEncoder(nn.Module):
             mask = tri if mask is None else mask & tri
         return mask
 
-    def embed(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def embed(
+        self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, positions: bool = True
+    ) -> torch.Tensor:
         """ids (B, N) -> embeddings with position (and type) added (B, N, d_model)."""
         x = self.tok_emb(ids)
         if self.cfg.scale_embeddings:
@@ -137,7 +146,7 @@ class TransformerEncoder(nn.Module):
         if self.type_emb is not None:
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
             x = x + self.type_emb(types)
-        if self.pos_enc is not None:
+        if self.pos_enc is not None and positions:
             x = self.pos_enc(x)
         if self.emb_ln is not None:
             x = self.emb_ln(x)
@@ -151,11 +160,13 @@ class TransformerEncoder(nn.Module):
         *,
         causal: bool | None = None,
         scale: bool = True,
+        positions: bool = True,
     ) -> torch.Tensor:
         """ids: (B, N) int64; attention_mask: (B, N), 1 = real token, 0 = padding.
 
-        ``causal`` overrides the config for this call; ``scale=False`` drops 1/sqrt(d_k) everywhere
-        (a teaching switch). Returns hidden states (B, N, d_model).
+        Teaching switches for one call: ``causal`` overrides the config; ``scale=False`` drops
+        1/sqrt(d_k) everywhere; ``positions=False`` removes every positional signal (table or RoPE).
+        Returns hidden states (B, N, d_model).
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
@@ -164,9 +175,9 @@ class TransformerEncoder(nn.Module):
             raise ValueError(f"sequence of {n} tokens is longer than max_seq_len {self.cfg.max_seq_len}")
         causal = self.cfg.causal if causal is None else causal
         mask = self.build_mask(n, attention_mask, causal, ids.device)
-        x = self.hook_embed(self.embed(ids, token_type_ids))
+        x = self.hook_embed(self.embed(ids, token_type_ids, positions))
         for block in self.blocks:
-            x = block(x, mask=mask, scale=scale)
+            x = block(x, mask=mask, scale=scale, positions=positions)
         return self.ln_f(x) if self.ln_f is not None else x
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:

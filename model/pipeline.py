@@ -19,7 +19,7 @@ from model.tokenizer import Encoded, Tokenizer
 #: forward passes run by :func:`analyse` in this process (tests use it to prove caching works)
 FORWARD_CALLS = {"n": 0}
 
-ATTENTION_KINDS = ("q", "k", "v", "scores", "pattern", "z")
+ATTENTION_KINDS = ("attn_in", "q", "k", "v", "scores", "pattern", "z", "attn_out")
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Options:
 
     causal: bool | None = None  # None: as the model was built
     scale: bool = True  # divide scores by sqrt(d_k)
+    positions: bool = True  # False: no positional signal at all (permutation lab)
     ablate: tuple[tuple[int, int], ...] = ()  # (layer, head) switched off
     max_len: int | None = None  # None: the model's maximum
     kinds: tuple[str, ...] = ATTENTION_KINDS  # what to capture
@@ -54,6 +55,8 @@ class Analysis:
     k: np.ndarray | None
     v: np.ndarray | None
     z: np.ndarray | None
+    attn_in: np.ndarray | None  # (L, N, d_model)
+    attn_out: np.ndarray | None  # (L, N, d_model)
     hidden: np.ndarray
     metrics: dict[str, np.ndarray]
     device: str
@@ -150,6 +153,8 @@ def analyse(
         k=stacked("k"),
         v=stacked("v"),
         z=stacked("z"),
+        attn_in=stacked("attn_in"),
+        attn_out=stacked("attn_out"),
         hidden=_np(hidden[0]),
         metrics=metrics,
         device=device,
@@ -163,7 +168,13 @@ def analyse(
 def _forward(model: TransformerEncoder, ids: torch.Tensor, kinds, options: Options, device: str):
     dev = torch.device(device)
     return run_with_cache(
-        model, ids.to(dev), kinds=kinds, causal=options.causal, scale=options.scale, ablate=options.ablate
+        model,
+        ids.to(dev),
+        kinds=kinds,
+        causal=options.causal,
+        scale=options.scale,
+        positions=options.positions,
+        ablate=options.ablate,
     )
 
 

@@ -115,11 +115,17 @@ def analysis_for(
 ) -> tuple[Analysis, CatalogModel]:
     """Another cached analysis (another text, options or model) on the same device."""
     spec = spec or c.spec
-    data = st.session_state["uploads"].get(spec.digest, (None, None))[1] if spec.kind == "upload" else None
+    data = upload_bytes(spec)
     loaded = c.loaded if spec == c.spec else cached_model(spec, c.device, data)
     return cached_analysis(
         spec, c.device, c.analysis.text if text is None else text, options or c.options, loaded
     ), loaded
+
+
+def upload_bytes(spec: ModelSpec) -> bytes | None:
+    """This session's bytes behind an upload spec (or behind the base of a re-initialised one)."""
+    root = spec.base if spec.kind == "reinit" and spec.base is not None else spec
+    return st.session_state["uploads"].get(root.digest, (None, None))[1] if root.kind == "upload" else None
 
 
 def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwargs):

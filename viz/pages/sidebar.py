@@ -10,7 +10,7 @@ from model.devices import available_devices, device_label, resolve_device
 from model.errors import CheckpointError
 from model.pipeline import Options
 from viz.figures.common import COLORBLIND_SCALES, Theme
-from viz.pages.common import EXAMPLES, Ctx, cached_analysis, cached_model, init_state
+from viz.pages.common import EXAMPLES, Ctx, cached_analysis, cached_model, init_state, upload_bytes
 
 
 def _set_example() -> None:
@@ -88,15 +88,11 @@ def _load_model(device: str) -> tuple[ModelSpec | None, str]:
         return None, device
     if device != "cpu":
         try:
-            cached_model(active, device, _upload_bytes(active))
+            cached_model(active, device, upload_bytes(active))
         except Exception as exc:
             st.warning(f"Could not move the model to {device} ({type(exc).__name__}); using the CPU.")
             device = "cpu"
     return active, device
-
-
-def _upload_bytes(spec: ModelSpec) -> bytes | None:
-    return st.session_state["uploads"].get(spec.digest, (None, None))[1] if spec.kind == "upload" else None
 
 
 def build_context() -> Ctx | None:
@@ -137,7 +133,7 @@ def build_context() -> Ctx | None:
         if spec is None:
             st.error("No model is loaded yet: choose a model source above.")
             return None
-        loaded = cached_model(spec, device, _upload_bytes(spec))
+        loaded = cached_model(spec, device, upload_bytes(spec))
         desc = loaded.description
         with st.expander(f"About: {desc['name']}", expanded=False):
             st.markdown(
