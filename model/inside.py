@@ -196,14 +196,13 @@ def attention_flow(patterns: np.ndarray, residual: float = 0.5, max_tokens: int 
     for layer in range(L):
         a = residual * np.eye(n) + (1 - residual) * p[layer]
         a = a / np.maximum(a.sum(-1, keepdims=True), 1e-12)
-        for i in range(n):  # node (layer + 1, i) takes from node (layer, j) with capacity a[i, j]
-            for j in range(n):
-                if a[i, j] > 0:
-                    rows.append((layer + 1) * n + i)
-                    cols.append(layer * n + j)
-                    caps.append(max(1, int(round(a[i, j] * unit))))
+        i, j = np.nonzero(a > 0)  # node (layer + 1, i) draws from node (layer, j) with capacity a[i, j]
+        rows.append((layer + 1) * n + i)
+        cols.append(layer * n + j)
+        caps.append(np.maximum(1, np.rint(a[i, j] * unit)).astype(np.int32))
+    rows, cols, caps = np.concatenate(rows), np.concatenate(cols), np.concatenate(caps)
     size = (L + 1) * n
-    graph = csr_matrix((np.array(caps, dtype=np.int32), (rows, cols)), shape=(size, size))
+    graph = csr_matrix((caps, (rows, cols)), shape=(size, size))
     flow = np.zeros((n, n))
     for i in range(n):
         for j in range(n):
