@@ -18,6 +18,11 @@ PAGES = [
     ("overview", "Model overview"),
     ("compare", "Compare"),
     ("metrics", "Head metrics"),
+    ("qkv", "Q / K / V"),
+    ("rollout", "Rollout and flow"),
+    ("masks", "Masks"),
+    ("positional", "Positional encodings"),
+    ("lessons", "Lessons"),
 ]
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 
