@@ -90,9 +90,15 @@ def browser():
         b.close()
 
 
-def wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished running the script (its status widget is gone)."""
+def wait_idle(page, timeout: float = 90_000) -> None:
+    """Wait until Streamlit has finished running the script: its status widget gone and staying gone."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    status = '[data-testid="stStatusWidget"]'
+    deadline = time.time() + timeout / 1000
     page.wait_for_timeout(300)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout)
-    page.wait_for_timeout(200)
+    while time.time() < deadline:
+        page.wait_for_selector(status, state="detached", timeout=timeout)
+        page.wait_for_timeout(800)
+        if page.locator(status).count() == 0 and page.locator('[data-testid="stSkeleton"]').count() == 0:
+            return
+    raise TimeoutError("the app kept running")
