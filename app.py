@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from viz.pages.common import CHIP_CSS
+from viz.pages.common import CHIP_CSS, PRESENTATION_CSS
+from viz.pages.export_panel import export_section, session_controls
 from viz.pages.sidebar import build_context
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
@@ -34,13 +35,24 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
+restore = st.session_state.pop("_restore_page", None)
+if restore is not None:  # a session file named the page to reopen
+    target = next((p for group in PAGES.values() for p in group if p.url_path == restore), None)
+    if target is not None and target.url_path != page.url_path:
+        st.switch_page(target)
 st.markdown(CHIP_CSS, unsafe_allow_html=True)
+st.session_state["_page_figures"] = []  # show_chart registers this run's figures for the export pack
 context = build_context()
+with st.sidebar:
+    session_controls(page.url_path)
 if context is None:
     st.title("Attention Lab")
     st.info("Fix the problem shown in the sidebar to continue; your text and settings are kept.")
     st.stop()
 st.session_state["_ctx"] = context
+if context.theme.presentation:
+    st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
 for notice in context.analysis.notices:
     st.warning(notice)
 page.run()
+export_section(page.title, page.url_path)

@@ -14,6 +14,11 @@ PAGES = [
     "viz/pages/overview.py",
     "viz/pages/compare.py",
     "viz/pages/metrics.py",
+    "viz/pages/qkv.py",
+    "viz/pages/rollout.py",
+    "viz/pages/masks.py",
+    "viz/pages/positional.py",
+    "viz/pages/lessons.py",
 ]
 
 

@@ -35,8 +35,9 @@ class FakeTokenizer:
         words = text.split()[: (max_len or 10**6) - 2]
         ids = (2, *(4 + (sum(map(ord, w)) % 50) for w in words), 3)
         toks = ("[CLS]", *words, "[SEP]")
-        return Encoded(ids, toks, tuple((0, 0) for _ in ids), (True, *(False for _ in words), True), False,
-                       len(ids), text)
+        return Encoded(
+            ids, toks, tuple((0, 0) for _ in ids), (True, *(False for _ in words), True), False, len(ids), text
+        )
 
 
 @pytest.fixture(params=["pre", "post"])
@@ -51,14 +52,25 @@ def test_pipeline_recomputation_matches_the_model(setup):
     model, a = setup
     for layer in range(2):
         for head in range(4):
-            steps = pipeline_steps(a.q[layer, head], a.k[layer, head], a.v[layer, head], a.z[layer],
-                                   a.attn_in[layer], a.scores[layer, head], head_weights(model, layer, head), head)
+            steps = pipeline_steps(
+                a.q[layer, head],
+                a.k[layer, head],
+                a.v[layer, head],
+                a.z[layer],
+                a.attn_in[layer],
+                a.scores[layer, head],
+                head_weights(model, layer, head),
+                head,
+            )
             np.testing.assert_allclose(steps.pattern, a.patterns[layer, head], atol=1e-6)
             np.testing.assert_allclose(steps.z, a.z[layer, head], atol=1e-5)
             np.testing.assert_allclose(steps.out, a.attn_out[layer], atol=1e-5)
             w = head_weights(model, layer, head)
-            np.testing.assert_allclose(steps.x @ w["w_q"] + model.blocks[layer].attn.w_q.bias.detach().numpy()
-                                       [head * 8 : (head + 1) * 8], steps.q, atol=1e-5)
+            np.testing.assert_allclose(
+                steps.x @ w["w_q"] + model.blocks[layer].attn.w_q.bias.detach().numpy()[head * 8 : (head + 1) * 8],
+                steps.q,
+                atol=1e-5,
+            )
 
 
 def test_explain_query_reproduces_the_row(setup):
@@ -154,5 +166,9 @@ def test_masked_predictions_on_bundled_model():
     assert len(pred.tokens) == 5 and list(pred.probs) == sorted(pred.probs, reverse=True)
     assert 0 < sum(pred.probs) <= 1.0 + 1e-6
     with pytest.raises(ValueError, match="no masked-language-model head"):
-        masked_predictions(TransformerEncoder(EncoderConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1,
-                                                            d_ff=8)), torch.tensor([[1]]), [0], str)
+        masked_predictions(
+            TransformerEncoder(EncoderConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8)),
+            torch.tensor([[1]]),
+            [0],
+            str,
+        )

@@ -46,10 +46,31 @@ DEFAULTS = {
 }
 
 
+PERSISTENT = (
+    "attn_mode",
+    "hv_heads",
+    "hv_threshold",
+    "cmp_mode",
+    "cmp_text_b",
+    "pad_text_b",
+    "ablate_heads",
+    "lesson_metric",
+    "perm_positions",
+    "perm_seed",
+    "pe_positions",
+    "pe_dims",
+)
+
+
 def init_state() -> None:
     """Session state is initialised here and nowhere else."""
     for key, value in DEFAULTS.items():
         st.session_state.setdefault(key, value)
+    # Streamlit drops a widget's value when a page does not draw that widget; re-assigning the keys at the
+    # start of every run keeps layer, head and the other shared choices across page switches.
+    for key in (*DEFAULTS, *PERSISTENT):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
     st.session_state.setdefault("active_spec", None)  # last spec that loaded successfully
     st.session_state.setdefault("failed", {})  # spec -> message, so a bad file is not re-parsed each rerun
     st.session_state.setdefault("uploads", {})  # digest -> (name, bytes): this session's uploads only
@@ -129,13 +150,49 @@ def upload_bytes(spec: ModelSpec) -> bytes | None:
 
 
 def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwargs):
-    """Render a figure with the export modebar (PNG at 3x, named after model, page and view)."""
+    """Render a figure with the export modebar (PNG at 3x, named after model, page and view), SVG/PNG/HTML
+    download buttons under it (rendered only when clicked), and register it for the page's export pack."""
+    from viz.export import figure_html, image_export_available, render_image
+
     c = st.session_state.get("_ctx")
     name = safe_filename(c.model_name() if c else "attention-lab", *parts)
+    st.session_state.setdefault("_page_figures", []).append((name, fig))
     kwargs.setdefault("width", "stretch")
     if on_select is not None:
-        return st.plotly_chart(fig, key=key, config=plotly_config(name), on_select=on_select, **kwargs)
-    return st.plotly_chart(fig, key=key, config=plotly_config(name), **kwargs)
+        event = st.plotly_chart(fig, key=key, config=plotly_config(name), on_select=on_select, **kwargs)
+    else:
+        event = st.plotly_chart(fig, key=key, config=plotly_config(name), **kwargs)
+    cols = st.columns([1, 1, 1, 5])
+    if image_export_available():
+        cols[0].download_button(
+            "SVG",
+            lambda: render_image(fig, "svg"),
+            f"{name}.svg",
+            "image/svg+xml",
+            key=f"{key}__svg",
+            icon=":material/download:",
+            type="tertiary",
+        )
+        cols[1].download_button(
+            "PNG",
+            lambda: render_image(fig, "png"),
+            f"{name}.png",
+            "image/png",
+            key=f"{key}__png",
+            icon=":material/download:",
+            type="tertiary",
+        )
+    cols[2].download_button(
+        "HTML",
+        lambda: figure_html(fig, name),
+        f"{name}.html",
+        "text/html",
+        key=f"{key}__html",
+        icon=":material/download:",
+        type="tertiary",
+        help="One interactive file that works offline (plotly.js included).",
+    )
+    return event
 
 
 def layer_head_picker(c: Ctx, prefix: str = "", *, head: bool = True, label: str = "") -> tuple[int, int]:
@@ -173,5 +230,13 @@ CHIP_CSS = """
           background: #e7ecff; border: 1px solid #b9c6ff; color: #1b2559; font-family: monospace;}
 .al-chip small {color: #4a5480; font-size: 0.72em;}
 .al-special {background: #f1f3f5; border: 1px dashed #adb5bd; color: #495057;}
+</style>
+"""
+
+PRESENTATION_CSS = """
+<style>
+.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label {font-size: 1.25rem !important;}
+.stMainBlockContainer h1 {font-size: 3rem !important;}
+.stMainBlockContainer h2, .stMainBlockContainer h3 {font-size: 2rem !important;}
 </style>
 """

@@ -1,0 +1,106 @@
+"""The export section under every page and the session-file controls in the sidebar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from viz.export import INSTALL_HINT, build_pack, image_export_available, page_html
+from viz.figures.common import safe_filename
+from viz.session import dump_session, load_session
+
+
+def _restore() -> None:
+    up = st.session_state.get("session_file")
+    if up is None:
+        return
+    try:
+        settings, page, notes = load_session(up.getvalue())
+    except ValueError as exc:
+        st.session_state["_session_msg"] = ("error", str(exc))
+        return
+    st.session_state.update(settings)
+    st.session_state["_restore_page"] = page
+    st.session_state["_session_msg"] = ("ok", "Session restored." + (" " + "; ".join(notes) if notes else ""))
+
+
+def session_controls(page_path: str) -> None:
+    """Download the current settings; load a session file back (sidebar)."""
+    with st.expander("Session file"):
+        st.download_button(
+            "Download settings (JSON)",
+            dump_session(st.session_state, page_path),
+            "attention-lab-session.json",
+            "application/json",
+            key="session_download",
+            icon=":material/save:",
+        )
+        st.file_uploader("Restore a session", type=["json"], key="session_file", on_change=_restore)
+        msg = st.session_state.pop("_session_msg", None)
+        if msg:
+            (st.success if msg[0] == "ok" else st.error)(msg[1])
+
+
+def export_section(page_title: str, page_path: str) -> None:
+    """Under every page: build an export pack (zip) and download the page as one offline HTML file."""
+    c = st.session_state.get("_ctx")
+    figures = st.session_state.get("_page_figures", [])
+    if c is None or not figures:
+        return
+    st.divider()
+    with st.expander(
+        f"Export this page ({len(figures)} figure{'s' * (len(figures) != 1)})", icon=":material/ios_share:"
+    ):
+        base = safe_filename("attention-lab", c.model_name(), page_path or "attention")
+        settings = {
+            "model": c.model_name(),
+            "text": c.analysis.text,
+            "page": page_title,
+            "device": c.device,
+            "hide_special": c.hide_special,
+            "causal": c.options.causal,
+            "scale": c.options.scale,
+            "presentation": c.theme.presentation,
+            "dark": c.theme.dark,
+            "colorscale": c.theme.colorscale,
+        }
+        layer, head = int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0))
+        if not image_export_available():
+            st.info(
+                f"Images are not available on this server: {INSTALL_HINT}. The pack still holds the data "
+                "and the interactive HTML figures."
+            )
+        cols = st.columns(2)
+        if cols[0].button("Build export pack (zip)", key="pack_build", icon=":material/folder_zip:"):
+            bar = st.progress(0.0, text="Starting…")
+            data, notes = build_pack(
+                figures,
+                c.analysis,
+                settings,
+                layer=layer,
+                head=head,
+                progress=lambda f, m: bar.progress(min(1.0, f), text=m),
+            )
+            st.session_state["_pack"] = (page_path, data, notes)
+            bar.empty()
+        pack = st.session_state.get("_pack")
+        if pack and pack[0] == page_path:
+            st.download_button(
+                f"Download {base}.zip ({len(pack[1]) / 2**20:.1f} MB)",
+                pack[1],
+                f"{base}.zip",
+                "application/zip",
+                key="pack_download",
+                type="primary",
+            )
+            for note in pack[2]:
+                st.caption(note)
+        cols[1].download_button(
+            "Page as interactive HTML",
+            lambda: page_html(
+                figures, title=f"Attention Lab — {page_title}", caption=f"{c.model_name()}: {c.analysis.text[:300]}"
+            ),
+            f"{base}.html",
+            "text/html",
+            key="page_html",
+            icon=":material/html:",
+        )
