@@ -44,23 +44,22 @@ def head_metrics(
     Returns {metric: tensor of shape pattern.shape[:-2]} for each name in METRICS:
     entropy (nats), mean |i - j| distance, mass on self / previous / next / special tokens, max weight.
     """
-    p = pattern.double()
+    p = pattern.float()
     n = p.size(-1)
     rows = _valid_rows(p, query_mask)
-    plogp = torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), torch.zeros_like(p))
+    logp = p.clamp_min(1e-30).log_()  # p = 0 contributes 0·(−69) = 0
     idx = torch.arange(n, dtype=p.dtype)
     dist = (idx[:, None] - idx[None, :]).abs()  # (N, N)
     out = {
-        "entropy": _row_mean(-plogp.sum(-1), rows),
-        "mean_distance": _row_mean((p * dist).sum(-1), rows),
+        "entropy": _row_mean(-torch.einsum("...i,...i->...", p, logp), rows),
+        "mean_distance": _row_mean(torch.einsum("...ij,ij->...i", p, dist), rows),
         "self": _row_mean(diagonal_mass(p, 0), rows),
         "previous": _row_mean(diagonal_mass(p, -1), rows),
         "next": _row_mean(diagonal_mass(p, 1), rows),
         "max_weight": _row_mean(p.amax(-1), rows),
     }
     if special is not None:
-        sp = special.to(p.dtype)
-        out["special"] = _row_mean((p * sp).sum(-1), rows)
+        out["special"] = _row_mean(p @ special.to(p.dtype), rows)
     else:
         out["special"] = torch.zeros_like(out["self"])
     return {k: out[k].float() for k in METRICS}
@@ -93,4 +92,4 @@ def js_distance_matrix(patterns: torch.Tensor, rows: torch.Tensor | None = None)
 def entropy(pattern: torch.Tensor) -> torch.Tensor:
     """Row entropy in nats: (..., N, M) -> (..., N)."""
     p = pattern.double()
-    return -torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), 0.0).sum(-1)
+    return -torch.special.xlogy(p, p).sum(-1)

@@ -145,3 +145,12 @@ def test_metric_spread_and_theme():
 def test_plotly_config_names_the_file():
     cfg = plotly_config("MiniLM attention L1 H2")
     assert cfg["toImageButtonOptions"] == {"format": "png", "filename": "MiniLM-attention-L1-H2", "scale": 3}
+
+
+def test_heads_grid_block_averages_long_inputs():
+    w = np.random.default_rng(3).dirichlet(np.ones(512), (12, 512)).astype(np.float32)
+    fig = heads_grid(w, [f"t{i}" for i in range(512)], title="L0")
+    assert fig.data[0].z.shape == (96, 96)
+    assert "block-averaged" in fig.layout.title.text and "mean weight" in fig.data[0].hovertemplate
+    np.testing.assert_allclose(np.asarray(fig.data[0].z).sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
+    assert len(fig.to_json()) < 2_000_000

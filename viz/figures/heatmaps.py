@@ -6,7 +6,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
+from viz.figures.common import Theme, as_array, check_labels, downsample, style, unique_labels
+
+GRID_MAX = 96  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
 
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
 HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
@@ -105,6 +107,14 @@ def heads_grid(
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, _ = w.shape
     labels = unique_labels(check_labels("tokens", tokens, n))
+    hover = HOVER_WEIGHT
+    if n > GRID_MAX:  # block-average: the payload stays small at 512 tokens
+        edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
+        labels = [f"tokens {a}–{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+        w = np.stack([downsample(w[i], GRID_MAX) for i in range(h)])
+        hover = "queries: %{y}<br>keys: %{x}<br>mean weight: %{z:.5f}<extra></extra>"
+        title = f"{title} (block-averaged to {GRID_MAX}×{GRID_MAX})" if title else None
+        n = GRID_MAX
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
     if len(head_labels) != h:
         raise ValueError(f"{len(head_labels)} head labels for {h} heads")
@@ -126,7 +136,7 @@ def heads_grid(
                 colorscale=theme.colorscale,
                 coloraxis="coloraxis",
                 name=head_labels[i],
-                hovertemplate=f"{head_labels[i]}<br>" + HOVER_WEIGHT,
+                hovertemplate=f"{head_labels[i]}<br>" + hover,
             ),
             row=i // cols + 1,
             col=i % cols + 1,
