@@ -14,7 +14,7 @@ import torch
 from model.analysis import METRICS, head_metrics
 from model.capture import run_with_cache
 from model.encoder import TransformerEncoder
-from model.tokenizer import Encoded, Tokenizer
+from model.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
 
 #: forward passes run by :func:`analyse` in this process (tests use it to prove caching works)
 FORWARD_CALLS = {"n": 0}
@@ -94,6 +94,10 @@ def _np(t: torch.Tensor | None) -> np.ndarray | None:
 def encode(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list[str]]:
     """Tokenise with the model's limit; return notices for anything adjusted."""
     notices = []
+    if len(text) > MAX_TEXT_CHARS:
+        notices.append(f"The text has {len(text):,} characters; only the first {MAX_TEXT_CHARS:,} were read.")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text[:MAX_TEXT_CHARS]):
+        notices.append("Some characters could not be encoded (lone surrogates) and were replaced by �.")
     enc = tokenizer.encode(text, max_len=max_len)
     if enc.truncated:
         notices.append(
@@ -125,7 +129,7 @@ def analyse(
     t0 = time.perf_counter()
     try:
         hidden, trace = _forward(model, ids, kinds, options, device)
-    except (torch.OutOfMemoryError, RuntimeError) as exc:
+    except Exception as exc:  # out of memory, a lost device, a driver error: the CPU still works
         if device == "cpu":
             raise
         notices.append(f"The forward pass failed on {device} ({type(exc).__name__}); it ran on the CPU instead.")

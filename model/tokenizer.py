@@ -91,8 +91,11 @@ class Tokenizer:
         """Encode ``text``; if it has more than ``max_len`` tokens, keep the start (specials kept)."""
         if not isinstance(text, str):
             raise TypeError("text must be a string")
-        # Lone surrogates cannot cross into Rust; replace them rather than fail.
-        text = text.encode("utf-8", errors="replace").decode("utf-8")[:MAX_TEXT_CHARS]
+        text = text[:MAX_TEXT_CHARS]
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates cannot cross into Rust: show them as U+FFFD
+            text = "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
         enc = self.inner.encode(text, add_special_tokens=False)
         n_special = self.inner.num_special_tokens_to_add(False)
         n_full = len(enc.ids) + n_special

@@ -68,3 +68,27 @@ def test_screenshots_exist_and_are_pngs():
         shot = Path(SHOTS / f"{path or 'attention'}.png")
         if shot.exists():
             assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_browser_sessions_at_once_see_only_their_own_text(server, browser):
+    """Two real sessions type different texts at the same time; each sees only its own tokens."""
+    texts = {"a": "Moses went up the mountain.", "b": "The function returns a dictionary."}
+    own = {"a": "moses", "b": "dictionary"}
+    contexts = {k: browser.new_context(viewport={"width": 1300, "height": 900}) for k in texts}
+    pages = {k: c.new_page() for k, c in contexts.items()}
+    for page in pages.values():
+        page.goto(server + "/tokens")
+    for page in pages.values():
+        wait_idle(page)
+    for k, page in pages.items():  # submit both before waiting for either
+        area = page.get_by_label("Text to analyse")
+        area.fill(texts[k])
+        area.press("Control+Enter")
+    for k, page in pages.items():
+        wait_idle(page)
+        page.wait_for_selector(".al-chips", timeout=30_000)
+        chips = page.locator(".al-chips").inner_text().lower()
+        other = own["b" if k == "a" else "a"]
+        assert own[k] in chips and other not in chips, (k, chips)
+    for c in contexts.values():
+        c.close()

@@ -1,0 +1,129 @@
+"""Broken and malicious checkpoints through every load path: upload, local path, CLI, and the UI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model.catalog import ModelSpec, digest, load
+from model.errors import CheckpointError
+from tests.app.conftest import figures, new_app
+from tests.security.files import MARKER_NAME, broken_files
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("broken")
+    return tmp, broken_files(tmp)
+
+
+def test_there_are_at_least_ten(files):
+    assert len(files[1]) >= 10
+
+
+def _check(load_call, message):
+    if message is None:
+        with pytest.warns(UserWarning, match="NaN or Inf"):
+            loaded = load_call()
+        assert loaded.warnings
+        return
+    with pytest.raises(CheckpointError, match=message):
+        load_call()
+
+
+def test_upload_path(files):
+    tmp, cases = files
+    for name, (fname, data, message) in cases.items():
+        _check(lambda: load(ModelSpec("upload", digest=digest(data), name=fname), data), message)
+    assert not (tmp / MARKER_NAME).exists(), "the pickle ran code"
+
+
+def test_local_path(files):
+    tmp, cases = files
+    for name, (fname, data, message) in cases.items():
+        path = tmp / fname
+        path.write_bytes(data)
+        _check(lambda: load(ModelSpec("folder", path=str(path))), message)
+    assert not (tmp / MARKER_NAME).exists()
+
+
+@pytest.mark.slow
+def test_cli_path(files):
+    tmp, cases = files
+    for name, (fname, data, message) in cases.items():
+        path = tmp / f"cli_{fname}"
+        path.write_bytes(data)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "viz.export",
+                "--model",
+                str(path),
+                "--text",
+                "hello",
+                "--out",
+                str(tmp / "o.html"),
+                "--format",
+                "html",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if message is None:
+            assert run.returncode == 0, (name, run.stderr)
+        else:
+            assert run.returncode == 2 and message in run.stderr, (name, run.stderr)
+            assert "Traceback" not in run.stderr
+    assert not (tmp / MARKER_NAME).exists()
+
+
+@pytest.mark.slow
+def test_ui_keeps_previous_model_text_and_settings(files):
+    tmp, cases = files
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value("My lesson sentence stays.").run()
+    at.selectbox(key="layer").set_value(1).run()
+    at.sidebar.selectbox(key="model_kind").set_value("upload").run()
+    # refused files first (the previous model must survive each); the NaN file loads, so it goes last
+    for name, (fname, data, message) in sorted(cases.items(), key=lambda kv: kv[1][2] is None):
+        at.sidebar.file_uploader(key="upload_file").set_value((fname, data, "application/octet-stream")).run()
+        assert not at.exception, name
+        if message is None:
+            assert any("NaN or Inf" in w.value for w in at.sidebar.warning), name
+            continue
+        errors = " ".join(e.value for e in at.sidebar.error)
+        assert "Could not load this model" in errors and message in errors, (name, errors)
+        assert at.sidebar.text_area(key="text").value == "My lesson sentence stays."
+        fig = figures(at)[0]  # the page still works, on the previously loaded model
+        assert "Layer 1" in fig["layout"]["title"]["text"]
+        assert "sentence" in fig["data"][0]["y"]
+    assert not (tmp / MARKER_NAME).exists()
+
+
+def test_oversized_upload_is_refused(monkeypatch):
+    import model.catalog as catalog
+
+    monkeypatch.setattr(catalog, "MAX_UPLOAD_BYTES", 10)
+    data = b"x" * 11
+    with pytest.raises(CheckpointError, match="larger than"):
+        load(ModelSpec("upload", digest=digest(data), name="big.safetensors"), data)
+
+
+def test_server_limits_in_config():
+    import tomllib
+
+    from model.catalog import MAX_UPLOAD_BYTES
+
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert cfg["server"]["address"] == "localhost"
+    assert cfg["server"]["enableXsrfProtection"] is True
+    assert cfg["browser"]["gatherUsageStats"] is False
+    assert cfg["server"]["maxUploadSize"] * 2**20 == MAX_UPLOAD_BYTES
