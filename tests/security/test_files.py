@@ -38,17 +38,18 @@ def _check(load_call, message):
 
 def test_upload_path(files):
     tmp, cases = files
-    for name, (fname, data, message) in cases.items():
-        _check(lambda: load(ModelSpec("upload", digest=digest(data), name=fname), data), message)
+    for fname, data, message in cases.values():
+        spec = ModelSpec("upload", digest=digest(data), name=fname)
+        _check(lambda s=spec, d=data: load(s, d), message)
     assert not (tmp / MARKER_NAME).exists(), "the pickle ran code"
 
 
 def test_local_path(files):
     tmp, cases = files
-    for name, (fname, data, message) in cases.items():
+    for fname, data, message in cases.values():
         path = tmp / fname
         path.write_bytes(data)
-        _check(lambda: load(ModelSpec("folder", path=str(path))), message)
+        _check(lambda p=path: load(ModelSpec("folder", path=str(p))), message)
     assert not (tmp / MARKER_NAME).exists()
 
 

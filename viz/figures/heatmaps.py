@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -110,7 +112,7 @@ def heads_grid(
     hover = HOVER_WEIGHT
     if n > GRID_MAX:  # block-average: the payload stays small at 512 tokens
         edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
-        labels = [f"tokens {a}–{b - 1}" for a, b in zip(edges[:-1], edges[1:])]
+        labels = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
         w = np.stack([downsample(w[i], GRID_MAX) for i in range(h)])
         hover = "queries: %{y}<br>keys: %{x}<br>mean weight: %{z:.5f}<extra></extra>"
         title = f"{title} (block-averaged to {GRID_MAX}×{GRID_MAX})" if title else None
