@@ -138,7 +138,7 @@ def test_metric_spread_and_theme():
     assert [t.name for t in fig.data] == ["trained", "random"]
     assert fig.layout.font.size == 18
     dark = attention_heatmap(uniform(2), ["a", "b"], theme=Theme(dark=True, colorscale="Cividis"))
-    assert dark.layout.template.layout.paper_bgcolor is not None
+    assert dark.layout.paper_bgcolor == "#111418" and dark.layout.font.color == "#e9ecef"
     assert dark.data[0].colorscale[0][1] != attention_heatmap(uniform(2), ["a", "b"]).data[0].colorscale[0][1]
 
 

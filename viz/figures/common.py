@@ -29,8 +29,11 @@ class Theme:
         return 2.0 if self.presentation else 1.0
 
     @property
-    def template(self) -> str:
-        return "plotly_dark" if self.dark else "plotly_white"
+    def colors(self) -> dict[str, str]:
+        """Page, text and grid colours. Set directly: a named plotly template costs ~100 ms per figure."""
+        if self.dark:
+            return {"bg": "#111418", "text": "#e9ecef", "grid": "#343a40"}
+        return {"bg": "#ffffff", "text": "#212529", "grid": "#e9ecef"}
 
 
 DEFAULT_THEME = Theme()
@@ -70,12 +73,18 @@ def unique_labels(tokens) -> list[str]:
 def style(fig: go.Figure, theme: Theme | None = None, *, title: str | None = None, height: int | None = None):
     """Apply the theme (template, fonts) and the title; returns the same figure."""
     theme = theme or DEFAULT_THEME
+    colors = theme.colors
     fig.update_layout(
-        template=theme.template,
-        font={"size": theme.font_size},
+        template="none",
+        paper_bgcolor=colors["bg"],
+        plot_bgcolor=colors["bg"],
+        font={"size": theme.font_size, "color": colors["text"], "family": "Arial, Helvetica, sans-serif"},
+        hoverlabel={"font": {"size": theme.font_size}},
         title={"text": html.escape(title, quote=False) if title else None, "x": 0.0, "xanchor": "left"},
         margin={"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},
     )
+    fig.update_xaxes(gridcolor=colors["grid"], zerolinecolor=colors["grid"], linecolor=colors["grid"])
+    fig.update_yaxes(gridcolor=colors["grid"], zerolinecolor=colors["grid"], linecolor=colors["grid"])
     if height:
         fig.update_layout(height=height)
     return fig
@@ -97,11 +106,11 @@ def plotly_config(filename: str, *, scale: int = 3) -> dict:
 
 
 def downsample(matrix: np.ndarray, size: int) -> np.ndarray:
-    """Block-average a (N, M) matrix to at most (size, size) (thumbnails: never full resolution)."""
-    n, m = matrix.shape
+    """Block-average the last two axes of (..., N, M) to at most (size, size) (thumbnails, never full size)."""
+    n, m = matrix.shape[-2:]
     if n <= size and m <= size:
         return matrix
     rows = np.linspace(0, n, min(n, size) + 1).astype(int)
     cols = np.linspace(0, m, min(m, size) + 1).astype(int)
-    row_means = np.add.reduceat(matrix, rows[:-1], axis=0) / np.diff(rows)[:, None]
-    return np.add.reduceat(row_means, cols[:-1], axis=1) / np.diff(cols)[None, :]
+    row_means = np.add.reduceat(matrix, rows[:-1], axis=-2) / np.diff(rows)[:, None]
+    return np.add.reduceat(row_means, cols[:-1], axis=-1) / np.diff(cols)[None, :]

@@ -15,14 +15,11 @@ def tile_thumbnails(patterns: np.ndarray, size: int = THUMB) -> tuple[np.ndarray
     p = as_array("patterns", patterns, 4)
     L, H, n, _ = p.shape
     t = min(n, size)
-    mosaic = np.full((L * (t + 1), H * (t + 1)), np.nan, dtype=np.float32)
-    for layer in range(L):
-        for head in range(H):
-            thumb = downsample(p[layer, head].astype(np.float32), size)
-            thumb = thumb / max(float(thumb.max()), 1e-12)  # each head on its own scale: structure, not level
-            r, c = layer * (t + 1), head * (t + 1)
-            mosaic[r : r + t, c : c + t] = thumb
-    return mosaic.astype(np.float16), t
+    thumbs = downsample(p.astype(np.float32, copy=False), size)  # (L, H, t, t), all heads at once
+    thumbs = thumbs / np.maximum(thumbs.max(axis=(-2, -1), keepdims=True), 1e-12)  # each head on its own scale
+    mosaic = np.full((L, t + 1, H, t + 1), np.nan, dtype=np.float32)
+    mosaic[:, :t, :, :t] = thumbs.transpose(0, 2, 1, 3)  # (L, t, H, t)
+    return mosaic.reshape(L * (t + 1), H * (t + 1)).astype(np.float16), t
 
 
 def model_overview(

@@ -113,14 +113,13 @@ class Ctx:
         return [self.analysis.tokens[i] for i in self.keep]
 
     def pattern(self, layer: int, head: int) -> np.ndarray:
-        k = self.keep
-        return self.analysis.patterns[layer, head][np.ix_(k, k)]
+        return self.patterns(layer)[head]
 
     def patterns(self, layer: int | None = None) -> np.ndarray:
-        """(L, H, n, n) or (H, n, n) restricted to the shown tokens."""
+        """(L, H, n, n) or (H, n, n) restricted to the shown tokens (no copy when all are shown)."""
         k = self.keep
         p = self.analysis.patterns if layer is None else self.analysis.patterns[layer]
-        return p[..., k, :][..., :, k]
+        return p if len(k) == self.analysis.n_tokens else p[..., k, :][..., :, k]
 
     def model_name(self) -> str:
         return str(self.loaded.description.get("name", self.spec.kind))
