@@ -39,6 +39,16 @@ def test_every_page_renders_in_chromium(server, browser):
     area.fill(SENTENCE)
     area.press("Control+Enter")
     wait_idle(page)
+    # the deferred per-figure downloads work in a real browser (rendered server-side on click)
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="SVG").first.click()
+    svg = Path(info.value.path()).read_bytes()
+    assert svg.lstrip().startswith(b"<svg") and b"Layer 0, head 0" in svg
+    assert info.value.suggested_filename.endswith(".svg") and "attention" in info.value.suggested_filename
+    with page.expect_download(timeout=60_000) as info:
+        page.get_by_role("button", name="HTML").first.click()
+    assert b"Plotly" in Path(info.value.path()).read_bytes()
+    wait_idle(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for path, title in PAGES:
         # navigate inside the same session (a page.goto would open a new session)

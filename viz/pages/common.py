@@ -161,9 +161,9 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
         event = st.plotly_chart(fig, key=key, config=plotly_config(name), on_select=on_select, **kwargs)
     else:
         event = st.plotly_chart(fig, key=key, config=plotly_config(name), **kwargs)
-    cols = st.columns([1, 1, 1, 5])
+    row = st.container(horizontal=True, gap="small")
     if image_export_available():
-        cols[0].download_button(
+        row.download_button(
             "SVG",
             lambda: render_image(fig, "svg"),
             f"{name}.svg",
@@ -172,7 +172,7 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
             icon=":material/download:",
             type="tertiary",
         )
-        cols[1].download_button(
+        row.download_button(
             "PNG",
             lambda: render_image(fig, "png"),
             f"{name}.png",
@@ -181,7 +181,7 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
             icon=":material/download:",
             type="tertiary",
         )
-    cols[2].download_button(
+    row.download_button(
         "HTML",
         lambda: figure_html(fig, name),
         f"{name}.html",

@@ -20,6 +20,7 @@ def view(an, layer, head):
     return an.patterns[layer, head][np.ix_(keep, keep)], [an.tokens[i] for i in keep]
 
 
+st.session_state.setdefault("cmpB_head", min(1, a.n_heads - 1))  # B starts on another head than A
 left, right = st.columns(2)
 with left:
     st.markdown("**A**")
