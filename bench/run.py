@@ -217,35 +217,14 @@ def long_sequences(device: str) -> list[dict]:
 
 def browser_times() -> list[dict]:
     """Time from submitting a text (attention page) or clicking the nav link (overview) to rendered charts."""
-    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, wait_idle
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
 
     if not Path(CHROMIUM).exists():
         return [{"error": "no /usr/bin/chromium"}]
     from playwright.sync_api import sync_playwright
 
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
     rows = []
-    try:
-        time.sleep(4)
+    with streamlit_server() as url:
         m = load(ModelSpec("minilm"))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -272,9 +251,6 @@ def browser_times() -> list[dict]:
                 wait_idle(page)
                 rows.append({"N": n, "attention_page_s": t_att, "overview_s": t_ov})
             browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
     return rows
 
 
