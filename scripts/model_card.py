@@ -27,6 +27,14 @@ def card(path: str) -> str:
         f"- **Corpus**: {info['corpus']}; {info['train_tokens']:,} training tokens.",
         f"- **Command**: `{info['command']}` — {info['steps']} steps of {info['batch']} × {info['seq_len']} tokens, "
         f"{info['train_minutes']} minutes on 2 CPU cores ({info['torch_threads']} torch threads), seed 0.",
+        *(
+            [
+                f"  It continued (`--init-from`) a checkpoint made by `{info['previous']['command']}` "
+                f"({info['previous']['steps']} steps, {info['previous']['train_minutes']} minutes)."
+            ]
+            if info.get("previous")
+            else []
+        ),
         "",
         "| held-out masked tokens | loss (nats) | accuracy |",
         "| --- | --- | --- |",
