@@ -264,6 +264,9 @@ def main() -> None:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("CUDA is not available here")
     repeat = 3 if args.quick else 7
+    from model.memory import keep_freed_memory
+
+    allocator = keep_freed_memory()  # as app.py does
     lines = [
         "# Attention Lab benchmark",
         "",

@@ -26,7 +26,7 @@ MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
 KINDS = ("bundled", "random", "minilm", "upload", "folder")
 LABELS = {
-    "bundled": "Bundled trained model (MLM, 2 layers × 8 heads)",
+    "bundled": "Bundled trained model (MLM, 2 layers × 4 heads)",
     "random": "Random init of the classic encoder",
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
     "upload": "Upload a checkpoint file",

@@ -67,10 +67,16 @@ def test_hostile_token_text_is_escaped():
 def test_heads_grid_shares_one_colour_scale():
     w = np.stack([uniform(8), np.eye(8, dtype=np.float32)])
     fig = heads_grid(w, TOKENS, head_labels=["uniform", "self"])
-    assert len(fig.data) == 2
-    assert all(t.coloraxis == "coloraxis" for t in fig.data)
-    assert fig.layout.coloraxis.cmax == pytest.approx(1.0)
+    assert len(fig.data) == 1  # one tiled trace: one colour scale by construction
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (9, 18)  # two 8x8 blocks side by side with a gutter after each
+    np.testing.assert_allclose(z[:8, :8], uniform(8))
+    np.testing.assert_allclose(z[:8, 9:17], np.eye(8))
+    assert np.isnan(z[8]).all() and np.isnan(z[:, 8]).all()
+    assert fig.data[0].zmax == pytest.approx(1.0)
     assert [a.text for a in fig.layout.annotations] == ["uniform", "self"]
+    assert fig.data[0].y[1].startswith("the") and fig.data[0].x[10].startswith("the")  # hover names tokens
+    assert len(set(fig.data[0].x)) == len(fig.data[0].x)  # blocks stay distinct categories
 
 
 def test_difference_is_a_minus_b():
@@ -150,7 +156,8 @@ def test_plotly_config_names_the_file():
 def test_heads_grid_block_averages_long_inputs():
     w = np.random.default_rng(3).dirichlet(np.ones(512), (12, 512)).astype(np.float32)
     fig = heads_grid(w, [f"t{i}" for i in range(512)], title="L0")
-    assert fig.data[0].z.shape == (96, 96)
+    assert np.asarray(fig.data[0].z).shape == (3 * 97, 4 * 97)
     assert "block-averaged" in fig.layout.title.text and "mean weight" in fig.data[0].hovertemplate
-    np.testing.assert_allclose(np.asarray(fig.data[0].z).sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
+    block = np.asarray(fig.data[0].z, dtype=float)[:96, :96]
+    np.testing.assert_allclose(block.sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
     assert len(fig.to_json()) < 2_000_000

@@ -6,7 +6,6 @@ import itertools
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.figures.common import Theme, as_array, check_labels, downsample, style, unique_labels
 
@@ -105,16 +104,21 @@ def heads_grid(
     cols: int = 4,
     theme: Theme | None = None,
 ) -> go.Figure:
-    """Small multiples: several heads, one shared colour scale. weights: (H, N, N)."""
+    """Small multiples: several heads tiled into one heatmap (one trace, one shared colour scale).
+
+    weights: (H, N, N). Each head is a block with its label above it; hover names the query and key
+    tokens. Beyond GRID_MAX tokens each block is block-averaged (hover then names token ranges).
+    One trace instead of H subplots keeps the figure cheap to build and to send at 512 tokens.
+    """
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, _ = w.shape
     labels = unique_labels(check_labels("tokens", tokens, n))
-    hover = HOVER_WEIGHT
-    if n > GRID_MAX:  # block-average: the payload stays small at 512 tokens
+    what = "weight"
+    if n > GRID_MAX:
         edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
         labels = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
-        w = np.stack([downsample(w[i], GRID_MAX) for i in range(h)])
-        hover = "queries: %{y}<br>keys: %{x}<br>mean weight: %{z:.5f}<extra></extra>"
+        w = downsample(w, GRID_MAX)
+        what = "mean weight"
         title = f"{title} (block-averaged to {GRID_MAX}×{GRID_MAX})" if title else None
         n = GRID_MAX
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
@@ -123,32 +127,45 @@ def heads_grid(
     theme = theme or Theme()
     cols = max(1, min(cols, h))
     rows = -(-h // cols)
-    fig = make_subplots(
-        rows=rows, cols=cols, subplot_titles=head_labels, horizontal_spacing=0.02, vertical_spacing=0.06
-    )
-    zmax = float(np.nanmax(w)) if w.size else 1.0
+    mosaic = np.full((rows, n + 1, cols, n + 1), np.nan, dtype=np.float32)
     for i in range(h):
-        fig.add_trace(
-            go.Heatmap(
-                z=w[i],
-                x=labels,
-                y=labels,
-                zmin=0,
-                zmax=zmax,
-                colorscale=theme.colorscale,
-                coloraxis="coloraxis",
-                name=head_labels[i],
-                hovertemplate=f"{head_labels[i]}<br>" + hover,
-            ),
-            row=i // cols + 1,
-            col=i % cols + 1,
+        mosaic[i // cols, :n, i % cols, :n] = w[i]
+    mosaic = mosaic.reshape(rows * (n + 1), cols * (n + 1))
+    # Each block gets its own invisible suffix so plotly keeps the blocks' categories apart.
+    x = [lab + "\u2060" * (c + 1) for c in range(cols) for lab in [*labels, "\u2063"]]
+    y = [lab + "\u2060" * (r + 1) for r in range(rows) for lab in [*labels, "\u2063"]]
+    zmax = float(np.nanmax(w)) if w.size else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=mosaic,
+            x=x,
+            y=y,
+            zmin=0,
+            zmax=zmax,
+            colorscale=theme.colorscale,
+            hoverongaps=False,
+            hovertemplate=f"query: %{{y}}<br>key: %{{x}}<br>{what}: %{{z:.5f}}<extra></extra>",
+            colorbar={"title": {"text": what}},
+            name="heads",
         )
-    fig.update_layout(
-        coloraxis={"colorscale": theme.colorscale, "cmin": 0, "cmax": zmax, "colorbar": {"title": {"text": "weight"}}}
     )
-    fig.update_yaxes(autorange="reversed", type="category", showticklabels=n <= 24)
-    fig.update_xaxes(type="category", showticklabels=False)
-    style(fig, theme, title=title, height=260 * rows + 80)
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False, showgrid=False)
+    fig.update_xaxes(type="category", showticklabels=False, showgrid=False)
+    fig.update_layout(
+        annotations=[
+            {
+                "text": head_labels[i],
+                "x": x[(i % cols) * (n + 1) + n // 2],
+                "y": y[(i // cols) * (n + 1)],
+                "xref": "x",
+                "yref": "y",
+                "yshift": 12,
+                "showarrow": False,
+            }
+            for i in range(h)
+        ]
+    )
+    style(fig, theme, title=title, height=min(1400, 230 * rows + 100))
     return fig
 
 
