@@ -275,7 +275,7 @@ def main() -> None:
         f"- machine: {platform.machine()}, {os.cpu_count()} CPU cores, device {args.device}"
         + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""),
         f"- versions: python {platform.python_version()}, torch {torch.__version__}, torch threads "
-        f"{torch.get_num_threads()}",
+        f"{torch.get_num_threads()}; glibc allocator tuned as in app.py: {allocator}",
         "",
     ]
 
