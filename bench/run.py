@@ -124,15 +124,21 @@ def attention_vs_torch(device: str, repeat: int) -> dict:
 
 
 def page_figures(a, layer: int, head: int):
-    """The figures the attention and overview pages build (same builders, same arguments)."""
-    from viz.figures import attention_heatmap, heads_grid, model_overview
+    """The figures the attention page builds (same builders, same arguments)."""
+    from viz.figures import attention_heatmap, heads_grid
 
-    attention_page = [
+    return [
         attention_heatmap(a.patterns[layer, head], a.tokens, title=f"Layer {layer}, head {head}"),
         heads_grid(a.patterns[layer], a.tokens, title=f"Layer {layer}"),
         attention_heatmap(a.patterns[layer].mean(0), a.tokens, title="mean"),
     ]
-    return attention_page, [model_overview(a.patterns)]
+
+
+def overview_figure(a):
+    """The model overview page's figure."""
+    from viz.figures import model_overview
+
+    return model_overview(a.patterns)
 
 
 def end_to_end(device: str, repeat: int) -> list[dict]:
@@ -147,8 +153,7 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
 
             def text_change():
                 a = analyse(model, m.tokenizer, text, device=device)
-                att, _ = page_figures(a, 0, 0)
-                for f in att:
+                for f in page_figures(a, 0, 0):
                     f.to_json()
                 return a
 
@@ -156,11 +161,11 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
             a = text_change()
 
             def switch():  # a new layer/head on a cached analysis: figures only, no forward pass
-                att, _ = page_figures(a, a.n_layers - 1, a.n_heads - 1)
-                return [f.to_json() for f in att]
+                return [f.to_json() for f in page_figures(a, a.n_layers - 1, a.n_heads - 1)]
 
             t_switch = timeit(switch, repeat, lambda: None)
-            att, ov = page_figures(a, 0, 0)
+            t_overview = timeit(lambda: overview_figure(a).to_json(), repeat, lambda: None)
+            att, ov = page_figures(a, 0, 0), [overview_figure(a)]
             hv = head_view(a.patterns[0, :1], a.tokens, threshold=0.1)
             rows.append(
                 {
@@ -168,6 +173,7 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
                     "N": a.n_tokens,
                     "text_change_ms": t_text * 1e3,
                     "switch_ms": t_switch * 1e3,
+                    "overview_ms": t_overview * 1e3,
                     "attention_payload_mb": sum(len(f.to_json()) for f in att) / 1e6,
                     "overview_payload_mb": len(ov[0].to_json()) / 1e6,
                     "headview_payload_mb": len(hv.to_json()) / 1e6,
@@ -300,14 +306,14 @@ def main() -> None:
     emit()
     emit("## Text change and layer/head switch (server side)")
     emit(
-        "| model | N | text change ms | switch ms | attention page payload MB | overview payload MB | "
+        "| model | N | text change ms | layer/head switch ms | overview page ms | attention page payload MB | overview payload MB | "
         "head view MB | captured MiB |"
     )
-    emit("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    emit("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     e2e = end_to_end(args.device, repeat)
     for r in e2e:
         emit(
-            f"| {r['model']} | {r['N']} | {r['text_change_ms']:.0f} | {r['switch_ms']:.0f} | "
+            f"| {r['model']} | {r['N']} | {r['text_change_ms']:.0f} | {r['switch_ms']:.0f} | {r['overview_ms']:.0f} | "
             f"{r['attention_payload_mb']:.2f} | {r['overview_payload_mb']:.2f} | {r['headview_payload_mb']:.2f} | "
             f"{r['capture_mb']:.0f} |"
         )
@@ -349,9 +355,13 @@ def main() -> None:
             ", ".join(f"{r['model']} {r['full_ratio']:.2f}×" for r in c512),
         ),
         (
-            "layer/head switch ≤ 100 ms server side at N=512, no forward pass",
-            all(r["switch_ms"] <= 100 for r in e2e if r["N"] == 512),
-            ", ".join(f"{r['model']} {r['switch_ms']:.0f} ms" for r in e2e if r["N"] == 512),
+            "layer/head/page switch ≤ 100 ms server side at N=512, no forward pass",
+            all(max(r["switch_ms"], r["overview_ms"]) <= 100 for r in e2e if r["N"] == 512),
+            ", ".join(
+                f"{r['model']}: switch {r['switch_ms']:.0f} ms, overview {r['overview_ms']:.0f} ms"
+                for r in e2e
+                if r["N"] == 512
+            ),
         ),
         (
             "overview payload ≤ 10 MB for 6×12 heads at 512",
