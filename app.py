@@ -2,11 +2,13 @@
 
 import streamlit as st
 
+from model.memory import keep_freed_memory
 from viz.pages.common import CHIP_CSS, PRESENTATION_CSS
 from viz.pages.export_panel import export_section, session_controls
 from viz.pages.sidebar import build_context
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
+keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
 
 PAGES = {
     "Where attention goes": [

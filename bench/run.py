@@ -270,6 +270,9 @@ def main() -> None:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("CUDA is not available here")
     repeat = 3 if args.quick else 7
+    from model.memory import keep_freed_memory
+
+    allocator = keep_freed_memory()  # as app.py does
     lines = [
         "# Attention Lab benchmark",
         "",
@@ -278,7 +281,7 @@ def main() -> None:
         f"- machine: {platform.machine()}, {os.cpu_count()} CPU cores, device {args.device}"
         + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""),
         f"- versions: python {platform.python_version()}, torch {torch.__version__}, torch threads "
-        f"{torch.get_num_threads()}",
+        f"{torch.get_num_threads()}; glibc allocator tuned as in app.py: {allocator}",
         "",
     ]
 
