@@ -58,9 +58,17 @@ def hook_name(kind: str, layer: int) -> str:
     return f"blocks.{layer}.{KIND_PATHS[kind]}"
 
 
+_points_cache: weakref.WeakKeyDictionary[nn.Module, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
+
+
 def hook_points(model: nn.Module) -> dict[str, HookPoint]:
-    """Every hook point of ``model`` by module path."""
-    return {name: mod for name, mod in model.named_modules() if isinstance(mod, HookPoint)}
+    """Every hook point of ``model`` by module path (walked once per model, then remembered)."""
+    points = _points_cache.get(model)
+    if points is None:
+        points = {name: mod for name, mod in model.named_modules() if isinstance(mod, HookPoint)}
+        with _locks_guard:
+            _points_cache[model] = points
+    return points
 
 
 @dataclass
@@ -138,19 +146,12 @@ def capture(
     wanted = _select(points, layers, kinds)
     ablate = sorted(set(ablate))
     replace_patterns = dict(replace_patterns or {})
-    n_heads = (
-        {
-            name.split(".")[1]: getattr(model.blocks[int(name.split(".")[1])].attn, "n_heads", None)
-            for name in points
-            if name.startswith("blocks.")
-        }
-        if hasattr(model, "blocks")
-        else {}
-    )
-    for layer, head in [*ablate, *replace_patterns]:
-        heads = n_heads.get(str(layer))
-        if heads is None or not 0 <= head < heads:
-            raise ValueError(f"head ({layer}, {head}) does not exist in this model")
+    if ablate or replace_patterns:  # validate head indices only when there is something to validate
+        blocks = getattr(model, "blocks", [])
+        for layer, head in [*ablate, *replace_patterns]:
+            heads = getattr(blocks[layer].attn, "n_heads", None) if 0 <= layer < len(blocks) else None
+            if heads is None or not 0 <= head < heads:
+                raise ValueError(f"head ({layer}, {head}) does not exist in this model")
 
     lock = model_lock(model)
     owner = threading.get_ident()
@@ -167,7 +168,7 @@ def capture(
             t = out.detach()
             if dtype is not None and t.is_floating_point():
                 t = t.to(dtype)
-            trace.activations[name] = t.to("cpu")
+            trace.activations[name] = t if t.device.type == "cpu" else t.to("cpu")
 
         return hook
 
