@@ -83,6 +83,21 @@ def timeit(fn, repeat: int, sync) -> float:
     return statistics.median(times)
 
 
+def interleaved(fns, repeat: int, sync) -> list[float]:
+    """Median seconds of each function, calling them in turn (after one warm-up round)."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
 def capture_overhead(device: str, repeat: int) -> list[dict]:
     rows = []
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
@@ -96,9 +111,16 @@ def capture_overhead(device: str, repeat: int) -> list[dict]:
                 with torch.inference_mode():
                     model(ids)
 
-            t_plain = timeit(plain, repeat, sync)
-            t_full = timeit(lambda: run_with_cache(model, ids), repeat, sync)
-            t_sel = timeit(lambda: run_with_cache(model, ids, kinds=["pattern"], layers=[0]), repeat, sync)
+            # interleaved, so that drift in the machine's speed hits all three alike
+            t_plain, t_full, t_sel = interleaved(
+                [
+                    plain,
+                    lambda: run_with_cache(model, ids),
+                    lambda: run_with_cache(model, ids, kinds=["pattern"], layers=[0]),
+                ],
+                repeat * 3,
+                sync,
+            )
             rows.append(
                 {
                     "model": name,
@@ -291,7 +313,7 @@ def main() -> None:
 
     for line in lines:
         print(line)
-    emit(f"## Capture overhead (median of {repeat})")
+    emit(f"## Capture overhead (median of {repeat * 3}, interleaved)")
     emit("| model | N | plain ms | full capture ms | ratio | selective ms | ratio |")
     emit("| --- | --- | --- | --- | --- | --- | --- |")
     cap = capture_overhead(args.device, repeat)
