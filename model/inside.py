@@ -69,7 +69,6 @@ def pipeline_steps(
     x: np.ndarray,
     scores: np.ndarray,
     weights: dict[str, np.ndarray],
-    head: int,
     scale: bool = True,
 ) -> PipelineSteps:
     """Recompute one head step by step from captured q/k/v (N, d_k), all heads' z (H, N, d_k), the
@@ -99,6 +98,23 @@ def pipeline_steps(
         concat.astype(f),
         out.astype(f),
     )
+
+
+def analysis_steps(analysis, model: TransformerEncoder, layer: int, head: int) -> tuple[PipelineSteps, dict]:
+    """:func:`pipeline_steps` for one head of a :class:`model.pipeline.Analysis`, plus that head's weights."""
+    a = analysis
+    w = head_weights(model, layer, head)
+    steps = pipeline_steps(
+        a.q[layer, head],
+        a.k[layer, head],
+        a.v[layer, head],
+        a.z[layer],
+        a.attn_in[layer],
+        a.scores[layer, head],
+        w,
+        scale=a.options.scale,
+    )
+    return steps, w
 
 
 @dataclass

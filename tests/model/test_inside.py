@@ -9,14 +9,13 @@ import torch
 from model.config import EncoderConfig
 from model.encoder import TransformerEncoder
 from model.inside import (
+    analysis_steps,
     attention_flow,
     attention_rollout,
     explain_query,
-    head_weights,
     padded_batch,
     pca_2d,
     permutation_check,
-    pipeline_steps,
     positional_table,
     scaling_demo,
     softmax_rows,
@@ -52,20 +51,10 @@ def test_pipeline_recomputation_matches_the_model(setup):
     model, a = setup
     for layer in range(2):
         for head in range(4):
-            steps = pipeline_steps(
-                a.q[layer, head],
-                a.k[layer, head],
-                a.v[layer, head],
-                a.z[layer],
-                a.attn_in[layer],
-                a.scores[layer, head],
-                head_weights(model, layer, head),
-                head,
-            )
+            steps, w = analysis_steps(a, model, layer, head)
             np.testing.assert_allclose(steps.pattern, a.patterns[layer, head], atol=1e-6)
             np.testing.assert_allclose(steps.z, a.z[layer, head], atol=1e-5)
             np.testing.assert_allclose(steps.out, a.attn_out[layer], atol=1e-5)
-            w = head_weights(model, layer, head)
             np.testing.assert_allclose(
                 steps.x @ w["w_q"] + model.blocks[layer].attn.w_q.bias.detach().numpy()[head * 8 : (head + 1) * 8],
                 steps.q,

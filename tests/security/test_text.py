@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from model.catalog import ModelSpec, load
-from model.inside import explain_query, head_weights, pca_2d, pipeline_steps, value_contributions
+from model.inside import analysis_steps, explain_query, pca_2d, value_contributions
 from model.pipeline import analyse, head_similarity
 from viz.export import matrix_csv, page_html
 from viz.figures import (
@@ -96,8 +96,7 @@ def run_everything(loaded, text: str):
     ]
     d, labels = head_similarity(a, a.keep(False))
     figs.append(similarity_matrix(d, labels))
-    w = head_weights(loaded.model, 0, 0)
-    steps = pipeline_steps(a.q[0, 0], a.k[0, 0], a.v[0, 0], a.z[0], a.attn_in[0], a.scores[0, 0], w, 0)
+    steps, w = analysis_steps(a, loaded.model, 0, 0)
     figs.append(matrix_heatmap(steps.masked, toks, col_labels=toks, title="masked"))
     qe = explain_query(steps.q, steps.k, 0, a.scores[0, 0][0])
     figs.append(query_explained(qe, toks, toks[0]))

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from model.inside import explain_query, head_weights, pca_2d, pipeline_steps, value_contributions
+from model.inside import analysis_steps, explain_query, pca_2d, value_contributions
 from viz.figures import attention_heatmap
 from viz.figures.inside import matrix_heatmap, qk_scatter, query_explained, weights_vs_contributions
 from viz.pages.common import ctx, layer_head_picker, show_chart
@@ -14,18 +14,7 @@ st.title("Q / K / V")
 st.caption("All tokens are shown here (special ones included): hiding keys would change the computation.")
 layer, head = layer_head_picker(c)
 tokens = a.tokens
-w = head_weights(c.loaded.model, layer, head)
-steps = pipeline_steps(
-    a.q[layer, head],
-    a.k[layer, head],
-    a.v[layer, head],
-    a.z[layer],
-    a.attn_in[layer],
-    a.scores[layer, head],
-    w,
-    head,
-    scale=c.options.scale,
-)
+steps, w = analysis_steps(a, c.loaded.model, layer, head)
 d_k = steps.q.shape[1]
 tab_pipe, tab_query, tab_space, tab_values = st.tabs(["Pipeline", "One query", "Query/key space", "Value norms"])
 
