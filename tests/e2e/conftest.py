@@ -40,7 +40,10 @@ def streamlit_server(timeout: float = 60):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log_path = ROOT / "build" / f"streamlit-{port}.log"  # the server's output, for debugging a failed test
+    log_path.parent.mkdir(exist_ok=True)
+    log = log_path.open("w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -53,7 +56,7 @@ def streamlit_server(timeout: float = 60):
                 time.sleep(0.3)
         else:
             proc.kill()
-            raise RuntimeError("streamlit did not start: " + (proc.stdout.read() if proc.stdout else ""))
+            raise RuntimeError("streamlit did not start: " + log_path.read_text())
         yield url
     finally:
         proc.terminate()
@@ -61,6 +64,7 @@ def streamlit_server(timeout: float = 60):
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,23 @@ PAGES = [
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 
 
+def download(page, label: str):
+    """Click the first download button called ``label`` and return the download (one retry: the first
+    image of a server process starts kaleido's browser, which can be slow on a loaded machine)."""
+    for attempt in range(2):
+        button = page.get_by_role("button", name=label).first
+        button.wait_for(state="visible", timeout=30_000)
+        try:
+            with page.expect_download(timeout=60_000) as info:
+                button.click()
+            return info.value
+        except Exception:
+            if attempt:
+                raise
+            wait_idle(page)
+    raise AssertionError("unreachable")
+
+
 def test_every_page_renders_in_chromium(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
@@ -40,14 +57,11 @@ def test_every_page_renders_in_chromium(server, browser):
     area.press("Control+Enter")
     wait_idle(page)
     # the deferred per-figure downloads work in a real browser (rendered server-side on click)
-    with page.expect_download(timeout=60_000) as info:
-        page.get_by_role("button", name="SVG").first.click()
-    svg = Path(info.value.path()).read_bytes()
+    svg_download = download(page, "SVG")
+    svg = Path(svg_download.path()).read_bytes()
     assert svg.lstrip().startswith(b"<svg") and b"Layer 0, head 0" in svg
-    assert info.value.suggested_filename.endswith(".svg") and "attention" in info.value.suggested_filename
-    with page.expect_download(timeout=60_000) as info:
-        page.get_by_role("button", name="HTML").first.click()
-    assert b"Plotly" in Path(info.value.path()).read_bytes()
+    assert svg_download.suggested_filename.endswith(".svg") and "attention" in svg_download.suggested_filename
+    assert b"Plotly" in Path(download(page, "HTML").path()).read_bytes()
     wait_idle(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for path, title in PAGES:
