@@ -157,40 +157,26 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
     name = safe_filename(c.model_name() if c else "attention-lab", *parts)
     st.session_state.setdefault("_page_figures", []).append((name, fig))
     kwargs.setdefault("width", "stretch")
-    if on_select is not None:
-        event = st.plotly_chart(fig, key=key, config=plotly_config(name), on_select=on_select, **kwargs)
-    else:
-        event = st.plotly_chart(fig, key=key, config=plotly_config(name), **kwargs)
+    select = {} if on_select is None else {"on_select": on_select}
+    event = st.plotly_chart(fig, key=key, config=plotly_config(name), **select, **kwargs)
     row = st.container(horizontal=True, gap="small")
+    downloads = [("HTML", lambda: figure_html(fig, name), "text/html")]
     if image_export_available():
+        downloads = [
+            ("SVG", lambda: render_image(fig, "svg"), "image/svg+xml"),
+            ("PNG", lambda: render_image(fig, "png"), "image/png"),
+            *downloads,
+        ]
+    for label, make, mime in downloads:  # bytes are rendered only when the button is clicked
         row.download_button(
-            "SVG",
-            lambda: render_image(fig, "svg"),
-            f"{name}.svg",
-            "image/svg+xml",
-            key=f"{key}__svg",
+            label,
+            make,
+            f"{name}.{label.lower()}",
+            mime,
+            key=f"{key}__{label.lower()}",
             icon=":material/download:",
             type="tertiary",
         )
-        row.download_button(
-            "PNG",
-            lambda: render_image(fig, "png"),
-            f"{name}.png",
-            "image/png",
-            key=f"{key}__png",
-            icon=":material/download:",
-            type="tertiary",
-        )
-    row.download_button(
-        "HTML",
-        lambda: figure_html(fig, name),
-        f"{name}.html",
-        "text/html",
-        key=f"{key}__html",
-        icon=":material/download:",
-        type="tertiary",
-        help="One interactive file that works offline (plotly.js included).",
-    )
     return event
 
 

@@ -98,28 +98,20 @@ with tab_ablate:
             ids = list(a.ids)
             for p in pos:
                 ids[p] = mask_id
-            before = cached_predictions(
-                c.spec, c.device, tuple(ids), tuple(pos), (), c.loaded.model, c.loaded.tokenizer
-            )
-            after = cached_predictions(
-                c.spec, c.device, tuple(ids), tuple(pos), ablate, c.loaded.model, c.loaded.tokenizer
-            )
             st.markdown(f"Predictions at position {pos[0]} (masked), before → after ablation:")
-            cols = st.columns(2)
-            with cols[0]:
-                show_chart(
-                    prediction_bars(before[0].tokens, before[0].probs, title="all heads", theme=c.theme),
-                    "ablate_before",
-                    "lessons",
-                    "before",
+            for col, (off, title, part) in zip(
+                st.columns(2), (((), "all heads", "before"), (ablate, "heads off", "after"))
+            ):
+                (pred, *_) = cached_predictions(
+                    c.spec, c.device, tuple(ids), tuple(pos), off, c.loaded.model, c.loaded.tokenizer
                 )
-            with cols[1]:
-                show_chart(
-                    prediction_bars(after[0].tokens, after[0].probs, title="heads off", theme=c.theme),
-                    "ablate_after",
-                    "lessons",
-                    "after",
-                )
+                with col:
+                    show_chart(
+                        prediction_bars(pred.tokens, pred.probs, title=title, theme=c.theme),
+                        f"ablate_{part}",
+                        "lessons",
+                        part,
+                    )
 
 with tab_mlm:
     if not c.loaded.has_mlm:
