@@ -1,8 +1,11 @@
 """Attention Lab: `streamlit run app.py`. The frame only: page config, shared sidebar, navigation."""
 
+import os
+
 import streamlit as st
 
 from model.memory import keep_freed_memory
+from viz.export import warm_up_renderer
 from viz.pages.common import CHIP_CSS, PRESENTATION_CSS
 from viz.pages.export_panel import export_section, session_controls
 from viz.pages.sidebar import build_context
@@ -58,3 +61,5 @@ for notice in context.analysis.notices:
     st.warning(notice)
 page.run()
 export_section(page.title, page.url_path)
+if os.environ.get("ATTENTION_LAB_WARM_RENDERER", "1") != "0":
+    warm_up_renderer()  # once per process, in the background: the first PNG/SVG download is then quick

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+# AppTest runs app.py inside pytest: no background image renderer there (tests/e2e's real server keeps it)
+os.environ.setdefault("ATTENTION_LAB_WARM_RENDERER", "0")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

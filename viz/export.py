@@ -15,6 +15,7 @@ import datetime as dt
 import html
 import io
 import json
+import logging
 import shutil
 import sys
 import threading
@@ -32,6 +33,7 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrom
 INSTALL_HINT = "install Debian's chromium (apt-get install chromium) to export PNG and SVG images"
 _kaleido_lock = threading.Lock()
 _kaleido_started = False
+_warm_up_thread: threading.Thread | None = None
 
 
 def find_browser() -> str | None:
@@ -47,9 +49,38 @@ def image_export_available() -> bool:
     return find_browser() is not None
 
 
+def _start_renderer_locked() -> None:
+    """Start the process's kaleido render server unless it runs already (caller holds the lock)."""
+    global _kaleido_started
+    if not _kaleido_started:
+        import kaleido
+
+        kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+        _kaleido_started = True
+
+
+def warm_up_renderer() -> threading.Thread | None:
+    """Start the render server on a background thread, so that the first PNG/SVG download does not wait
+    for a browser to start (seconds). Idempotent; None when it runs or is starting, or no browser exists.
+    A failure here is only logged: the next download starts the server itself and reports the error."""
+    global _warm_up_thread
+    if _kaleido_started or _warm_up_thread is not None or not image_export_available():
+        return None
+
+    def start() -> None:
+        try:
+            with _kaleido_lock:
+                _start_renderer_locked()
+        except Exception:  # a download retries and shows the reason
+            logging.getLogger(__name__).warning("could not start the image renderer", exc_info=True)
+
+    _warm_up_thread = threading.Thread(target=start, name="attention-lab-renderer", daemon=True)
+    _warm_up_thread.start()
+    return _warm_up_thread
+
+
 def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3) -> bytes:
     """PNG or SVG bytes of a figure, through one persistent kaleido render server per process."""
-    global _kaleido_started
     if fmt not in ("png", "svg"):
         raise ValueError("format must be png or svg")
     if not image_export_available():
@@ -57,9 +88,7 @@ def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3) -> bytes:
     import kaleido
 
     with _kaleido_lock:  # one render server, used by one request at a time
-        if not _kaleido_started:
-            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
-            _kaleido_started = True
+        _start_renderer_locked()
         height = fig.layout.height or 600
         width = fig.layout.width or max(800, min(1500, int(height * 1.35)))
         return kaleido.calc_fig_sync(

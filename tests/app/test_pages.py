@@ -38,8 +38,10 @@ def test_every_page_renders(source):
         expected = 3 if (page.endswith("lessons.py") and source == "random") else EXPECTED_CHARTS[page]
         assert len(at.get("plotly_chart")) == expected, page
         if expected:  # every figure has download buttons and the page an export section
-            keys = {b.key for b in at.get("download_button")}
+            buttons = at.get("download_button")
+            keys = {b.key for b in buttons}
             assert "page_html" in keys and any(k.endswith("__html") for k in keys)
+            assert all(b.proto.ignore_rerun for b in buttons)  # downloading never re-runs the page
         for cfg in configs(at):  # every figure exports PNG at >= 2x with a descriptive name
             opts = cfg["toImageButtonOptions"]
             assert opts["scale"] >= 2 and opts["filename"]

@@ -37,7 +37,7 @@ def free_port() -> int:
 def streamlit_server(timeout: float = 60):
     """Run ``streamlit run app.py`` on a free loopback port; yields its URL once it answers."""
     port = free_port()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", ATTENTION_LAB_WARM_RENDERER="1")  # as users run it
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
     log_path = ROOT / "build" / f"streamlit-{port}.log"  # the server's output, for debugging a failed test

@@ -27,19 +27,26 @@ PAGES = [
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 
 
-def download(page, label: str):
-    """Click the first download button called ``label`` and return the download (one retry: the first
-    image of a server process starts kaleido's browser, which can be slow on a loaded machine)."""
+def server_log_tail(lines: int = 40) -> str:
+    logs = sorted((ROOT / "build").glob("streamlit-*.log"), key=lambda p: p.stat().st_mtime)
+    return "\n".join(logs[-1].read_text(errors="replace").splitlines()[-lines:]) if logs else "(no server log)"
+
+
+def download(page, label: str, messages: list[str]):
+    """Click the first download button called ``label`` and return the download. One retry; a failure
+    reports the browser's messages and the server's log, so that a flaky run can be understood."""
     for attempt in range(2):
         button = page.get_by_role("button", name=label).first
         button.wait_for(state="visible", timeout=30_000)
         try:
-            with page.expect_download(timeout=60_000) as info:
-                button.click()
+            with page.expect_download(timeout=90_000) as info:
+                button.click(timeout=60_000)
             return info.value
-        except Exception:
+        except Exception as exc:
             if attempt:
-                raise
+                raise AssertionError(
+                    f"{label} download failed: {exc}\nbrowser: {messages[-20:]}\nserver log:\n{server_log_tail()}"
+                ) from exc
             wait_idle(page)
     raise AssertionError("unreachable")
 
@@ -50,6 +57,8 @@ def test_every_page_renders_in_chromium(server, browser):
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
     page.on("requestfailed", lambda req: problems.append(f"request failed: {req.url}"))
+    messages: list[str] = []  # everything the page logs, for the report of a failed download
+    page.on("console", lambda msg: messages.append(f"{msg.type}: {msg.text}"))
     page.goto(server + "/")
     wait_idle(page)
     area = page.get_by_label("Text to analyse")
@@ -57,11 +66,11 @@ def test_every_page_renders_in_chromium(server, browser):
     area.press("Control+Enter")
     wait_idle(page)
     # the deferred per-figure downloads work in a real browser (rendered server-side on click)
-    svg_download = download(page, "SVG")
+    svg_download = download(page, "SVG", messages)
     svg = Path(svg_download.path()).read_bytes()
     assert svg.lstrip().startswith(b"<svg") and b"Layer 0, head 0" in svg
     assert svg_download.suggested_filename.endswith(".svg") and "attention" in svg_download.suggested_filename
-    assert b"Plotly" in Path(download(page, "HTML").path()).read_bytes()
+    assert b"Plotly" in Path(download(page, "HTML", messages).path()).read_bytes()
     wait_idle(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for path, title in PAGES:

@@ -209,3 +209,22 @@ def test_cli_end_to_end(tmp_path):
         timeout=120,
     )
     assert bad.returncode == 2 and "layer/head out of range" in bad.stderr
+
+
+@needs_chromium
+def test_renderer_warms_up_once_in_the_background(analysis):
+    thread = export.warm_up_renderer()
+    if thread is not None:  # another test may have started the server already
+        thread.join(120)
+        assert not thread.is_alive()
+    assert export._kaleido_started
+    assert export.warm_up_renderer() is None  # idempotent: no second thread, no second server
+    svg = export.render_image(attention_heatmap(analysis.patterns[0][0], analysis.tokens), "svg")
+    assert svg.lstrip().startswith(b"<svg")
+
+
+def test_no_renderer_without_a_browser(monkeypatch):
+    monkeypatch.setattr(export, "find_browser", lambda: None)
+    monkeypatch.setattr(export, "_kaleido_started", False)
+    monkeypatch.setattr(export, "_warm_up_thread", None)
+    assert export.warm_up_renderer() is None

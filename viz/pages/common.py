@@ -176,6 +176,7 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
             key=f"{key}__{label.lower()}",
             icon=":material/download:",
             type="tertiary",
+            on_click="ignore",  # a download needs no rerun of the page
         )
     return event
 

@@ -32,6 +32,7 @@ def session_controls(page_path: str) -> None:
             "attention-lab-session.json",
             "application/json",
             key="session_download",
+            on_click="ignore",
             icon=":material/save:",
         )
         st.file_uploader("Restore a session", type=["json"], key="session_file", on_change=_restore)
@@ -90,6 +91,7 @@ def export_section(page_title: str, page_path: str) -> None:
                 f"{base}.zip",
                 "application/zip",
                 key="pack_download",
+                on_click="ignore",
                 type="primary",
             )
             for note in pack[2]:
@@ -102,5 +104,6 @@ def export_section(page_title: str, page_path: str) -> None:
             f"{base}.html",
             "text/html",
             key="page_html",
+            on_click="ignore",
             icon=":material/html:",
         )
