@@ -25,25 +25,16 @@ a, _ = analysis_for(c, options=Options(causal=None, scale=c.options.scale))  # a
 b, _ = analysis_for(c, options=Options(causal=not built_causal, scale=c.options.scale))
 label_a = "causal (as built)" if built_causal else "bidirectional (as built)"
 label_b = "bidirectional (mask lifted)" if built_causal else "causal mask switched on"
-cols = st.columns(2)
-with cols[0]:
-    show_chart(
-        attention_heatmap(a.patterns[layer, head], a.tokens, title=label_a, theme=c.theme),
-        "mask_a",
-        "masks",
-        f"L{layer}",
-        f"H{head}",
-        "built",
-    )
-with cols[1]:
-    show_chart(
-        attention_heatmap(b.patterns[layer, head], b.tokens, title=label_b, theme=c.theme),
-        "mask_b",
-        "masks",
-        f"L{layer}",
-        f"H{head}",
-        "toggled",
-    )
+for col, (r, title, key, part) in zip(st.columns(2), ((a, label_a, "a", "built"), (b, label_b, "b", "toggled"))):
+    with col:
+        show_chart(
+            attention_heatmap(r.patterns[layer, head], r.tokens, title=title, theme=c.theme),
+            f"mask_{key}",
+            "masks",
+            f"L{layer}",
+            f"H{head}",
+            part,
+        )
 change = np.linalg.norm(b.hidden - a.hidden, axis=-1) / np.maximum(np.linalg.norm(a.hidden, axis=-1), 1e-12)
 show_chart(
     change_bars(a.tokens, change, title="How much each token's output changes", theme=c.theme),

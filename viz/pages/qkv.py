@@ -24,103 +24,60 @@ with tab_pipe:
         f"for layer {layer}, head {head} (d_k = {d_k}). Hover any cell for its exact value."
     )
     show_chart(matrix_heatmap(steps.x, tokens, title="X: input to attention", theme=c.theme), "qkv_x", "qkv", "X")
+
+    def panels(*row: tuple) -> None:
+        """One row of pipeline panels, each (figure, key suffix, file-name part, per head?)."""
+        for col, (fig, key, part, per_head) in zip(st.columns(len(row)), row):
+            with col:
+                show_chart(fig, f"qkv_{key}", "qkv", f"L{layer}", *([f"H{head}"] if per_head else []), part)
+
     qkv_max = float(max(np.abs(steps.q).max(), np.abs(steps.k).max(), np.abs(steps.v).max()))
-    cols = st.columns(3)
-    for col, (name, m, wname) in zip(
-        cols, (("Q = X·W_q", steps.q, "W_q"), ("K = X·W_k", steps.k, "W_k"), ("V = X·W_v", steps.v, "W_v"))
-    ):
-        with col:
-            show_chart(
-                matrix_heatmap(m, tokens, title=name, zmax=qkv_max, theme=c.theme),
-                f"qkv_{wname}",
-                "qkv",
-                f"L{layer}",
-                f"H{head}",
-                name[0],
+    panels(
+        *(
+            (matrix_heatmap(m, tokens, title=name, zmax=qkv_max, theme=c.theme), wname, name[0], True)
+            for name, m, wname in (
+                ("Q = X·W_q", steps.q, "W_q"),
+                ("K = X·W_k", steps.k, "W_k"),
+                ("V = X·W_v", steps.v, "W_v"),
             )
-    finite = np.concatenate([steps.qk.ravel(), steps.scaled.ravel()])
-    s_max = float(np.abs(finite).max())
-    cols = st.columns(3)
-    with cols[0]:
-        show_chart(
-            matrix_heatmap(
-                steps.qk, tokens, col_labels=tokens, title="QKᵀ", zmax=s_max, theme=c.theme, value_name="q·k"
-            ),
-            "qkv_qk",
-            "qkv",
-            f"L{layer}",
-            f"H{head}",
-            "QK",
         )
-    with cols[1]:
-        label = "÷ √d_k" if c.options.scale else "(scaling switched off)"
-        show_chart(
-            matrix_heatmap(
-                steps.scaled,
-                tokens,
-                col_labels=tokens,
-                title=f"QKᵀ {label}",
-                zmax=s_max,
-                theme=c.theme,
-                value_name="score",
-            ),
-            "qkv_scaled",
-            "qkv",
-            f"L{layer}",
+    )
+    s_max = float(np.abs(np.concatenate([steps.qk.ravel(), steps.scaled.ravel()])).max())
+    scores = dict(col_labels=tokens, zmax=s_max, theme=c.theme)
+    label = "÷ √d_k" if c.options.scale else "(scaling switched off)"
+    panels(
+        (matrix_heatmap(steps.qk, tokens, title="QKᵀ", value_name="q·k", **scores), "qk", "QK", True),
+        (
+            matrix_heatmap(steps.scaled, tokens, title=f"QKᵀ {label}", value_name="score", **scores),
             "scaled",
-        )
-    with cols[2]:
-        show_chart(
-            matrix_heatmap(
-                steps.masked,
-                tokens,
-                col_labels=tokens,
-                title="+ mask (−∞ grey)",
-                zmax=s_max,
-                theme=c.theme,
-                value_name="score",
-            ),
-            "qkv_masked",
-            "qkv",
-            f"L{layer}",
+            "scaled",
+            False,
+        ),
+        (
+            matrix_heatmap(steps.masked, tokens, title="+ mask (−∞ grey)", value_name="score", **scores),
             "masked",
-        )
-    cols = st.columns(2)
-    with cols[0]:
-        show_chart(
+            "masked",
+            False,
+        ),
+    )
+    panels(
+        (
             attention_heatmap(steps.pattern, tokens, title=f"softmax — shape {steps.pattern.shape}", theme=c.theme),
-            "qkv_softmax",
-            "qkv",
-            f"L{layer}",
-            f"H{head}",
             "softmax",
-        )
-    with cols[1]:
-        show_chart(
-            matrix_heatmap(steps.z, tokens, title="head output = softmax · V", theme=c.theme),
-            "qkv_z",
-            "qkv",
-            f"L{layer}",
-            f"H{head}",
-            "z",
-        )
-    cols = st.columns(2)
-    with cols[0]:
-        show_chart(
+            "softmax",
+            True,
+        ),
+        (matrix_heatmap(steps.z, tokens, title="head output = softmax · V", theme=c.theme), "z", "z", True),
+    )
+    panels(
+        (
             matrix_heatmap(steps.concat, tokens, title=f"concat of {a.n_heads} heads", theme=c.theme),
-            "qkv_concat",
-            "qkv",
-            f"L{layer}",
             "concat",
-        )
-    with cols[1]:
-        show_chart(
-            matrix_heatmap(steps.out, tokens, title="· W_o = attention output", theme=c.theme),
-            "qkv_out",
-            "qkv",
-            f"L{layer}",
-            "out",
-        )
+            "concat",
+            False,
+        ),
+        (matrix_heatmap(steps.out, tokens, title="· W_o = attention output", theme=c.theme), "out", "out", False),
+    )
     err_p = float(np.abs(steps.pattern - a.patterns[layer, head]).max())
     err_o = float(np.abs(steps.out - a.attn_out[layer]).max())
     st.caption(
