@@ -137,3 +137,22 @@ def test_minilm_loads_when_installed(app):
     assert fig["data"][0]["y"][1] == "the"  # MiniLM's own tokenizer
     app.switch_page("viz/pages/overview.py").run()
     assert not app.exception
+
+
+@pytest.mark.parametrize("widget", ["head", "layer"])
+def test_a_figure_that_changes_with_the_head_or_layer_is_exported_under_a_new_name(app, widget):
+    """Exports of two heads (or layers) must not overwrite each other: where a figure depends on the
+    selection, so does its file name."""
+    for page in PAGES:
+        app.switch_page(page)
+        app.session_state[widget] = 0
+        app.run()
+        before = list(zip(figures(app), [cfg["toImageButtonOptions"]["filename"] for cfg in configs(app)]))
+        app.session_state[widget] = 1
+        app.run()
+        assert not app.exception, (page, app.exception)
+        after = list(zip(figures(app), [cfg["toImageButtonOptions"]["filename"] for cfg in configs(app)]))
+        assert len(before) == len(after), page
+        for (fig0, name0), (fig1, name1) in zip(before, after):
+            if fig0["data"] != fig1["data"]:
+                assert name0 != name1, (page, name0)

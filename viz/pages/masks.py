@@ -75,6 +75,8 @@ for row, (col, ids) in enumerate(zip(cols, (ids_a, ids_b))):
             ),
             f"pad_{row}",
             "masks",
+            f"L{layer}",
+            f"H{head}",
             "padding",
             "AB"[row],
         )

@@ -23,7 +23,9 @@ with tab_pipe:
         f"**X → Q, K, V → QKᵀ → ÷√d_k → + mask → softmax → ·V → head output → concat · W_o** "
         f"for layer {layer}, head {head} (d_k = {d_k}). Hover any cell for its exact value."
     )
-    show_chart(matrix_heatmap(steps.x, tokens, title="X: input to attention", theme=c.theme), "qkv_x", "qkv", "X")
+    show_chart(
+        matrix_heatmap(steps.x, tokens, title="X: input to attention", theme=c.theme), "qkv_x", "qkv", f"L{layer}", "X"
+    )
 
     def panels(*row: tuple) -> None:
         """One row of pipeline panels, each (figure, key suffix, file-name part, per head?)."""
@@ -51,13 +53,13 @@ with tab_pipe:
             matrix_heatmap(steps.scaled, tokens, title=f"QKᵀ {label}", value_name="score", **scores),
             "scaled",
             "scaled",
-            False,
+            True,
         ),
         (
             matrix_heatmap(steps.masked, tokens, title="+ mask (−∞ grey)", value_name="score", **scores),
             "masked",
             "masked",
-            False,
+            True,
         ),
     )
     panels(
