@@ -5,10 +5,12 @@ import os
 import streamlit as st
 
 from model.memory import keep_freed_memory
-from viz.export import warm_up_renderer
-from viz.pages.common import CHIP_CSS, PRESENTATION_CSS
-from viz.pages.export_panel import export_section, session_controls
-from viz.pages.sidebar import build_context
+from viz.export.render import warm_up_renderer
+from viz.shell import services
+from viz.shell.export_panel import export_section, session_controls
+from viz.shell.sidebar import draw_sidebar
+from viz.shell.state import init_state
+from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
@@ -47,7 +49,10 @@ if restore is not None:  # a session file named the page to reopen
         st.switch_page(target)
 st.markdown(CHIP_CSS, unsafe_allow_html=True)
 st.session_state["_page_figures"] = []  # show_chart registers this run's figures for the export pack
-context = build_context()
+init_state()
+device_note = services.settle_device()  # before the sidebar draws the device picker
+requested, upload, slots = draw_sidebar()
+context = services.prepare_context(requested, upload, slots, device_note, page.url_path)
 with st.sidebar:
     session_controls(page.url_path)
 if context is None:
@@ -57,7 +62,7 @@ if context is None:
 st.session_state["_ctx"] = context
 if context.theme.presentation:
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
-for notice in context.analysis.notices:
+for notice in context.obs.notices:
     st.warning(notice)
 page.run()
 export_section(page.title, page.url_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model.checkpoint import load_checkpoint
+from model.io.checkpoint import load_checkpoint
 
 
 def card(path: str) -> str:

@@ -1,38 +1,22 @@
-"""Session files: the current settings as JSON, and a validated way back (no Streamlit here)."""
+"""Session files: the saved settings (see :data:`viz.settings.SETTINGS`) as JSON, and a validated way back.
+
+No Streamlit here.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
+
+from viz.settings import BY_KEY, SETTINGS
 
 FORMAT = "attention-lab-session/1"
-MAX_TEXT = 200_000
-#: setting -> (type, allowed values or None)
-FIELDS: dict[str, tuple[type, tuple | None]] = {
-    "model_kind": (str, ("bundled", "random", "minilm", "upload", "folder")),
-    "rand_layers": (int, None),
-    "rand_heads": (int, None),
-    "rand_d_model": (int, None),
-    "rand_seed": (int, None),
-    "rand_positional": (str, ("sinusoidal", "learned", "rope", "none")),
-    "folder_path": (str, None),
-    "device": (str, None),
-    "text": (str, None),
-    "hide_special": (bool, None),
-    "layer": (int, None),
-    "head": (int, None),
-    "presentation": (bool, None),
-    "dark": (bool, None),
-    "colorscale": (str, None),
-    "causal_override": (str, ("as built", "on", "off")),
-    "scale_scores": (bool, None),
-    "attn_mode": (str, None),
-    "hv_threshold": (float, None),
-}
 
 
-def dump_session(state: dict, page: str) -> str:
-    """The settings found in ``state`` (a mapping such as st.session_state) as pretty JSON."""
-    settings = {k: state[k] for k in FIELDS if k in state}
+def dump_session(state: Mapping[str, Any], page: str) -> str:
+    """The saved settings found in ``state`` (a mapping such as st.session_state) as pretty JSON."""
+    settings = {s.key: state[s.key] for s in SETTINGS if s.saved and s.key in state}
     return json.dumps({"format": FORMAT, "page": page, "settings": settings}, indent=2, ensure_ascii=False)
 
 
@@ -49,25 +33,17 @@ def load_session(text: str | bytes) -> tuple[dict, str | None, list[str]]:
         raise ValueError(f"not an Attention Lab session file (expected format {FORMAT!r})")
     settings, notes = {}, []
     for key, value in data["settings"].items():
-        if key not in FIELDS:
+        setting = BY_KEY.get(key)
+        if setting is None or not setting.saved:
             notes.append(f"ignored unknown setting {key!r}")
             continue
-        kind, allowed = FIELDS[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
-            notes.append(f"ignored {key!r}: expected {kind.__name__}")
+        try:
+            settings[key], note = setting.clean(value)
+        except ValueError as exc:
+            notes.append(str(exc))
             continue
-        if allowed is not None and value not in allowed:
-            notes.append(f"ignored {key!r}: {value!r} is not one of {allowed}")
-            continue
-        if key == "text" and len(value) > MAX_TEXT:
-            value = value[:MAX_TEXT]
-            notes.append("the text was cut to 200,000 characters")
-        if kind is int and not 0 <= value <= 10**9:
-            notes.append(f"ignored {key!r}: out of range")
-            continue
-        settings[key] = value
+        if note:
+            notes.append(note)
     if settings.get("model_kind") == "upload":
         notes.append("uploaded checkpoints are not stored in session files: upload the file again")
     page = data.get("page") if isinstance(data.get("page"), str) else None

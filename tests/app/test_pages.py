@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from model import pipeline
+from model import observe
 from tests.app.conftest import PAGES, configs, figures, new_app
 
 EXPECTED_CHARTS = {
@@ -60,33 +60,47 @@ def test_attention_page_figure_content(app):
     assert "scores" in figures(app)[0]["layout"]["title"]["text"]
 
 
-def test_layer_head_page_and_style_changes_run_no_forward_pass(app):
-    for page in PAGES[:6]:  # the part-1 pages need nothing but the one analysis of this text
+@pytest.fixture
+def forward_passes(monkeypatch):
+    """Counts the forward passes the app runs (through model.observe) while a test drives it."""
+    calls = {"n": 0}
+    real = observe._forward
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(observe, "_forward", counting)
+    return calls
+
+
+def test_layer_head_page_and_style_changes_run_no_forward_pass(app, forward_passes):
+    for page in PAGES[:6]:  # the part-1 pages need nothing but the one observation of this text
         app.switch_page(page).run()
     app.switch_page("viz/pages/attention.py").run()
-    before = pipeline.FORWARD_CALLS["n"]
+    before = forward_passes["n"]
     app.selectbox(key="layer").set_value(1).run()
     for page in PAGES[:6]:
         app.switch_page(page).run()
     app.switch_page("viz/pages/attention.py").run()
-    assert pipeline.FORWARD_CALLS["n"] == before
+    assert forward_passes["n"] == before
     app.selectbox(key="head").set_value(3).run()
     assert "Layer 1, head 3" in figures(app)[0]["layout"]["title"]["text"]
     app.sidebar.selectbox(key="colorscale").set_value("Cividis").run()
     app.sidebar.toggle(key="presentation").set_value(True).run()
-    for page in PAGES:  # pages with comparisons (masks, lessons) may run their own extra analyses once...
+    for page in PAGES:  # pages with comparisons (masks, lessons) may run their own extra observations once...
         app.switch_page(page).run()
     assert not app.exception
-    after_first_visit = pipeline.FORWARD_CALLS["n"]
+    after_first_visit = forward_passes["n"]
     assert after_first_visit - before <= 6
     for page in PAGES:  # ...but never again
         app.switch_page(page).run()
     app.switch_page("viz/pages/attention.py").run()
     app.selectbox(key="layer").set_value(0).run()
-    assert pipeline.FORWARD_CALLS["n"] == after_first_visit
+    assert forward_passes["n"] == after_first_visit
     # a new text does run the model once
     app.sidebar.text_area(key="text").set_value("A brand new sentence for the counter.").run()
-    assert pipeline.FORWARD_CALLS["n"] == after_first_visit + 1
+    assert forward_passes["n"] == after_first_visit + 1
 
 
 def test_long_text_is_truncated_with_a_notice(app):

@@ -6,9 +6,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from model.bert_import import bert_config, load_bert_folder, map_bert_weights, mean_pool, minilm_folder
 from model.capture import run_with_cache
 from model.errors import CheckpointError
+from model.io.bert import bert_config, load_bert_folder, map_bert_weights, mean_pool, minilm_folder
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm_reference.safetensors"
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from model.analysis import head_metrics
+from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
-from model.catalog import BUNDLED_CHECKPOINT
-from model.checkpoint import load_checkpoint
-from model.corpus import load_corpus
-from model.train import evaluate_mlm, token_stream, unigram_baseline
+from model.io.catalog import BUNDLED_CHECKPOINT
+from model.io.checkpoint import load_checkpoint
+from model.train.corpus import load_corpus
+from model.train.mlm import evaluate_mlm, token_stream, unigram_baseline
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,10 @@ def test_learned_positional_head_unlike_random_init(bundled, corpus):
         enc = tok.encode(doc, max_len=128)
         for name, model in (("trained", bundled.model), ("random", random_model)):
             _, trace = run_with_cache(model, torch.tensor([enc.ids]), kinds=["pattern"])
-            m = head_metrics(trace.stack("pattern")[:, 0], special=torch.tensor(enc.special))
-            fixed = torch.stack([m["previous"], m["next"], m["self"]]) / len(docs)
+            m = head_metrics(trace.stack("pattern")[:, 0].numpy(), special=np.array(enc.special))
+            fixed = np.stack([m["previous"], m["next"], m["self"]]) / len(docs)
             totals[name] = fixed if totals[name] is None else totals[name] + fixed
     for name in totals:
-        best[name] = totals[name].max().item()
+        best[name] = float(totals[name].max())
     assert best["trained"] >= 0.5, best  # at least one head puts half its mass on a fixed relative position
     assert best["random"] < 0.2, best

@@ -1,8 +1,8 @@
 import pytest
 
-from model.catalog import KINDS, ModelSpec, available, digest, load
-from model.checkpoint import to_bytes
 from model.errors import CheckpointError
+from model.io.catalog import SOURCES, ModelSpec, available, digest, load, random_like
+from model.io.checkpoint import to_bytes
 
 
 @pytest.mark.parametrize("kind", ["bundled", "random", "minilm"])
@@ -51,5 +51,14 @@ def test_reinit_keeps_config_and_tokenizer():
     assert "Random init of" in fresh.description["name"]
 
 
-def test_kinds_are_listed():
-    assert KINDS == ("bundled", "random", "minilm", "upload", "folder")
+def test_sources_are_listed():
+    assert SOURCES == ("bundled", "random", "minilm", "upload", "folder")
+
+
+def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():
+    minilm = load(ModelSpec("minilm")).model.cfg
+    spec = random_like(minilm, seed=3)
+    assert (spec.kind, spec.n_layers, spec.n_heads, spec.d_model, spec.seed) == ("random", 6, 12, 384, 3)
+    assert spec.positional == "sinusoidal"
+    bundled = load(ModelSpec("bundled")).model.cfg
+    assert random_like(bundled, 0).positional == bundled.positional

@@ -7,12 +7,12 @@ import pytest
 import torch
 from safetensors.torch import save as st_save
 
-from model.catalog import BUNDLED_TOKENIZER
-from model.checkpoint import load_bytes, load_checkpoint, save_checkpoint, to_bytes
 from model.config import EncoderConfig
 from model.encoder import TransformerEncoder
 from model.errors import CheckpointError
-from model.tokenizer import Tokenizer
+from model.io.catalog import BUNDLED_TOKENIZER
+from model.io.checkpoint import load_bytes, load_checkpoint, save_checkpoint, to_bytes
+from model.io.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from model.catalog import BUNDLED_TOKENIZER
 from model.errors import CheckpointError
-from model.tokenizer import Tokenizer
+from model.io.catalog import BUNDLED_TOKENIZER
+from model.io.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_fixed_padding_and_truncation_are_switched_off():
 
 
 def test_minilm_tokenizer_has_padding_switched_off():
-    from model.bert_import import minilm_folder
+    from model.io.bert import minilm_folder
 
     folder = minilm_folder()
     if folder is None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import save as st_save
 
-from model.catalog import BUNDLED_TOKENIZER
-from model.checkpoint import FORMAT, to_bytes
 from model.config import EncoderConfig
 from model.encoder import TransformerEncoder
-from model.tokenizer import Tokenizer
+from model.io.catalog import BUNDLED_TOKENIZER
+from model.io.checkpoint import FORMAT, to_bytes
+from model.io.tokenizer import Tokenizer
 
 MARKER_NAME = "attention_lab_pwned"
 

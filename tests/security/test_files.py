@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from model.catalog import ModelSpec, digest, load
 from model.errors import CheckpointError
+from model.io.catalog import ModelSpec, digest, load
 from tests.app.conftest import figures, new_app
 from tests.security.files import MARKER_NAME, broken_files
+from viz.export import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,36 +52,18 @@ def test_local_path(files):
     assert not (tmp / MARKER_NAME).exists()
 
 
-@pytest.mark.slow
-def test_cli_path(files):
+def test_cli_path(files, capsys):
     tmp, cases = files
     for name, (fname, data, message) in cases.items():
         path = tmp / f"cli_{fname}"
         path.write_bytes(data)
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "viz.export",
-                "--model",
-                str(path),
-                "--text",
-                "hello",
-                "--out",
-                str(tmp / "o.html"),
-                "--format",
-                "html",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        code = cli.main(["--model", str(path), "--text", "hello", "--out", str(tmp / "o.html"), "--format", "html"])
+        err = capsys.readouterr().err
         if message is None:
-            assert run.returncode == 0, (name, run.stderr)
+            assert code == 0, (name, err)
         else:
-            assert run.returncode == 2 and message in run.stderr, (name, run.stderr)
-            assert "Traceback" not in run.stderr
+            assert code == 2 and message in err, (name, err)
+            assert "Traceback" not in err
     assert not (tmp / MARKER_NAME).exists()
 
 
@@ -110,7 +91,7 @@ def test_ui_keeps_previous_model_text_and_settings(files):
 
 
 def test_oversized_upload_is_refused(monkeypatch):
-    import model.catalog as catalog
+    import model.io.catalog as catalog
 
     monkeypatch.setattr(catalog, "MAX_UPLOAD_BYTES", 10)
     data = b"x" * 11
@@ -121,7 +102,7 @@ def test_oversized_upload_is_refused(monkeypatch):
 def test_server_limits_in_config():
     import tomllib
 
-    from model.catalog import MAX_UPLOAD_BYTES
+    from model.io.catalog import MAX_UPLOAD_BYTES
 
     cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert cfg["server"]["address"] == "localhost"

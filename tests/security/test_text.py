@@ -7,20 +7,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from model.catalog import ModelSpec, load
-from model.inside import analysis_steps, explain_query, pca_2d, value_contributions
-from model.pipeline import analyse, head_similarity
-from viz.export import matrix_csv, page_html
+from model.analysis.norms import value_contributions
+from model.analysis.projection import pca_2d
+from model.analysis.similarity import head_similarity
+from model.analysis.steps import explain_query, observed_head_steps
+from model.io.catalog import ModelSpec, load
+from model.observe import head_weights, observe
+from viz.export.data import matrix_csv
+from viz.export.offline import page_html
 from viz.figures import (
     attention_heatmap,
     difference_heatmap,
     head_view,
     heads_grid,
+    matrix_heatmap,
     metric_spread,
     model_overview,
+    qk_scatter,
+    query_explained,
     similarity_matrix,
+    weights_vs_contributions,
 )
-from viz.figures.inside import matrix_heatmap, qk_scatter, query_explained, weights_vs_contributions
 
 HOSTILE = {
     "empty": "",
@@ -81,7 +88,7 @@ def test_matrix_has_at_least_forty_inputs():
 
 
 def run_everything(loaded, text: str):
-    a = analyse(loaded.model, loaded.tokenizer, text)
+    a = observe(loaded.model, loaded.tokenizer, text)
     assert a.n_tokens >= 2 and a.n_tokens <= loaded.model.cfg.max_seq_len
     assert np.isfinite(a.patterns).all()
     toks = a.tokens
@@ -94,9 +101,10 @@ def run_everything(loaded, text: str):
         model_overview(a.patterns),
         metric_spread({"m": a.metrics["entropy"]}, "entropy"),
     ]
-    d, labels = head_similarity(a, a.keep(False))
-    figs.append(similarity_matrix(d, labels))
-    steps, w = analysis_steps(a, loaded.model, 0, 0)
+    d, pairs = head_similarity(a.patterns)
+    figs.append(similarity_matrix(d, [f"L{i}H{j}" for i, j in pairs]))
+    w = head_weights(loaded.model, 0, 0)
+    steps = observed_head_steps(a, w, 0, 0)
     figs.append(matrix_heatmap(steps.masked, toks, col_labels=toks, title="masked"))
     qe = explain_query(steps.q, steps.k, 0, a.scores[0, 0][0])
     figs.append(query_explained(qe, toks, toks[0]))
@@ -131,7 +139,7 @@ def test_hostile_text_through_every_layer(bundled, name):
 
 
 def test_tokens_render_as_text_in_chips():
-    from viz.pages.common import token_chips
+    from viz.shell.widgets import token_chips
 
     html = token_chips(["<script>x</script>", "a&b"], [1, 2], [(0, 8), (8, 11)], [False, False])
     assert "<script>" not in html and "&lt;script&gt;" in html and "a&amp;b" in html
@@ -140,7 +148,7 @@ def test_tokens_render_as_text_in_chips():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=300))
 def test_random_unicode(bundled, text):
-    a = analyse(bundled.model, bundled.tokenizer, text)
+    a = observe(bundled.model, bundled.tokenizer, text)
     assert np.isfinite(a.patterns).all() and np.allclose(a.patterns.sum(-1), 1.0, atol=1e-5)
     fig = attention_heatmap(a.patterns[0, 0], a.tokens)
     assert len(fig.data[0].y) == a.n_tokens

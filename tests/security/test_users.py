@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-import model.catalog as catalog
-from model import pipeline
-from model.catalog import ModelSpec
-from model.checkpoint import to_bytes
-from model.pipeline import Options, analyse
+import model.io.catalog as catalog
+from model import observe as observe_module
+from model.io.catalog import ModelSpec
+from model.io.checkpoint import to_bytes
+from model.observe import Options, observe
 from tests.app.conftest import figures, new_app
 
 TEXTS = [
@@ -28,10 +28,10 @@ TEXTS = [
 
 
 def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
-    from viz.pages.common import cached_analysis, cached_model
+    from viz.shell.services import get_model, get_observation
 
-    cached_model.clear()
-    cached_analysis.clear()
+    get_model.clear()
+    get_observation.clear()
     loads = {"n": 0}
     real_load = catalog.load
 
@@ -39,11 +39,11 @@ def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
         loads["n"] += 1
         return real_load(spec, data)
 
-    monkeypatch.setattr("viz.pages.common.load", counting_load)
+    monkeypatch.setattr("viz.shell.services.load", counting_load)
     reference = {}
     single = real_load(ModelSpec("bundled"))
     for text in TEXTS:
-        reference[text] = analyse(single.model, single.tokenizer, text).patterns
+        reference[text] = observe(single.model, single.tokenizer, text).patterns
 
     barrier = threading.Barrier(len(TEXTS))
     results, errors = {}, []
@@ -52,10 +52,10 @@ def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
         try:
             barrier.wait()
             for _ in range(3):
-                loaded = cached_model(ModelSpec("bundled"), "cpu", None)
-                got = pipeline.analyse(loaded.model, loaded.tokenizer, text, Options())  # uncached: real forwards
+                loaded = get_model(ModelSpec("bundled"), "cpu", None)
+                got = observe(loaded.model, loaded.tokenizer, text, Options())  # uncached: real forwards
                 np.testing.assert_allclose(got.patterns, reference[text], atol=1e-6)
-            results[text] = cached_analysis(ModelSpec("bundled"), "cpu", text, Options(), loaded).patterns
+            results[text] = get_observation(ModelSpec("bundled"), "cpu", text, Options(), loaded).patterns
         except BaseException as exc:
             errors.append(exc)
 
@@ -107,16 +107,16 @@ def test_missing_device_falls_back_to_cpu_with_a_message():
 
 def test_out_of_memory_during_forward_falls_back_to_cpu(monkeypatch):
     m = catalog.load(ModelSpec("bundled"))
-    real = pipeline._forward
+    real = observe_module._forward
 
     def flaky(model, ids, kinds, options, device):
         if device != "cpu":
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(model, ids, kinds, options, device)
 
-    monkeypatch.setattr(pipeline, "_forward", flaky)
-    a = pipeline.analyse(m.model, m.tokenizer, "The cat sat on the mat.", device="cuda:0")
+    monkeypatch.setattr(observe_module, "_forward", flaky)
+    a = observe(m.model, m.tokenizer, "The cat sat on the mat.", device="cuda:0")
     assert a.device == "cpu"
     assert any("failed on cuda:0" in n and "OutOfMemoryError" in n for n in a.notices)
-    expected = pipeline.analyse(m.model, m.tokenizer, "The cat sat on the mat.")
+    expected = observe(m.model, m.tokenizer, "The cat sat on the mat.")
     np.testing.assert_allclose(a.patterns, expected.patterns)

@@ -7,12 +7,13 @@ from viz.figures import (
     difference_heatmap,
     head_view,
     heads_grid,
+    matrix_heatmap,
     metric_spread,
     model_overview,
     similarity_matrix,
+    weights_vs_contributions,
 )
 from viz.figures.common import ZW, downsample, plotly_config, unique_labels
-from viz.figures.metrics import cluster_order
 from viz.figures.overview import tile_thumbnails
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
@@ -129,14 +130,16 @@ def test_downsample_and_tiles_keep_structure():
     assert t == 32 and np.nanmax(mosaic) == 1.0
 
 
-def test_similarity_matrix_orders_similar_heads_together():
+def test_similarity_matrix_shows_heads_in_the_given_order():
     d = np.array([[0, 0.9, 0.1, 0.9], [0.9, 0, 0.9, 0.1], [0.1, 0.9, 0, 0.9], [0.9, 0.1, 0.9, 0]])
-    order = list(cluster_order(d))
-    assert abs(order.index(0) - order.index(2)) == 1 and abs(order.index(1) - order.index(3)) == 1
-    fig = similarity_matrix(d, ["a", "b", "c", "d"])
-    assert fig.data[0].z.shape == (4, 4)
+    fig = similarity_matrix(d, ["a", "b", "c", "d"], order=[0, 2, 1, 3])
+    assert list(fig.data[0].x) == ["a", "c", "b", "d"] == list(fig.data[0].y)
+    np.testing.assert_allclose(fig.data[0].z, d[np.ix_([0, 2, 1, 3], [0, 2, 1, 3])])
+    assert list(similarity_matrix(d, list("abcd")).data[0].x) == list("abcd")  # default: as given
     with pytest.raises(ValueError):
         similarity_matrix(d, ["a"])
+    with pytest.raises(ValueError, match="permutation"):
+        similarity_matrix(d, list("abcd"), order=[0, 0, 1, 2])
 
 
 def test_metric_spread_and_theme():
@@ -161,3 +164,27 @@ def test_heads_grid_block_averages_long_inputs():
     block = np.asarray(fig.data[0].z, dtype=float)[:96, :96]
     np.testing.assert_allclose(block.sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
     assert len(fig.to_json()) < 2_000_000
+
+
+def test_matrix_heatmap_shape_in_title_masked_cells_and_dimension_labels():
+    m = np.arange(12, dtype=np.float32).reshape(3, 4) - 6
+    m[0, 3] = -np.inf
+    fig = matrix_heatmap(m, ["a", "b", "c"], title="Q")
+    main, masked = fig.data
+    assert fig.layout.title.text == "Q — shape (3, 4)"
+    assert list(main.x) == ["d0", "d1", "d2", "d3"] and list(main.y) == ["a", "b", "c"]
+    assert np.isnan(main.z[0, 3]) and masked.z[0, 3] == 1 and np.isnan(masked.z[1, 1])
+    assert main.zmin == -main.zmax == -6  # diverging, symmetric around 0 from the largest finite |value|
+    seq = matrix_heatmap(np.ones((2, 2)), ["a", "b"], col_labels=["x", "y"], diverging=False, zmax=2.0)
+    assert seq.data[0].zmin == 0 and seq.data[0].zmax == 2.0 and list(seq.data[0].x) == ["x", "y"]
+
+
+def test_weights_vs_contributions_normalises_each_row_of_the_contributions():
+    pattern = np.array([[0.5, 0.5], [1.0, 0.0]], dtype=np.float32)
+    contrib = np.array([[0.5, 0.0], [2.0, 0.0]], dtype=np.float32)
+    fig = weights_vs_contributions(pattern, contrib, ["a", "b"], title="t")
+    left, right = fig.data
+    np.testing.assert_allclose(left.z, pattern)
+    np.testing.assert_allclose(right.z, [[1.0, 0.0], [1.0, 0.0]])  # row shares
+    assert left.coloraxis == right.coloraxis == "coloraxis"  # one colour scale for both
+    assert fig.layout.coloraxis.cmax == pytest.approx(1.0)

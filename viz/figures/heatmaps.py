@@ -1,15 +1,11 @@
-"""Attention heatmaps: one head, all heads of a layer, differences."""
+"""Heatmaps of one matrix: attention weights or scores, differences, any labelled matrix, head distances."""
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, downsample, style, unique_labels
-
-GRID_MAX = 96  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
+from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
 
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
 HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
@@ -95,80 +91,6 @@ def attention_heatmap(
     return fig
 
 
-def heads_grid(
-    weights,
-    tokens,
-    *,
-    head_labels=None,
-    title: str | None = None,
-    cols: int = 4,
-    theme: Theme | None = None,
-) -> go.Figure:
-    """Small multiples: several heads tiled into one heatmap (one trace, one shared colour scale).
-
-    weights: (H, N, N). Each head is a block with its label above it; hover names the query and key
-    tokens. Beyond GRID_MAX tokens each block is block-averaged (hover then names token ranges).
-    One trace instead of H subplots keeps the figure cheap to build and to send at 512 tokens.
-    """
-    w = as_array("weights", weights, 3).astype(np.float32)
-    h, n, _ = w.shape
-    labels = unique_labels(check_labels("tokens", tokens, n))
-    what = "weight"
-    if n > GRID_MAX:
-        edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
-        labels = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
-        w = downsample(w, GRID_MAX)
-        what = "mean weight"
-        title = f"{title} (block-averaged to {GRID_MAX}×{GRID_MAX})" if title else None
-        n = GRID_MAX
-    head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
-    if len(head_labels) != h:
-        raise ValueError(f"{len(head_labels)} head labels for {h} heads")
-    theme = theme or Theme()
-    cols = max(1, min(cols, h))
-    rows = -(-h // cols)
-    mosaic = np.full((rows, n + 1, cols, n + 1), np.nan, dtype=np.float32)
-    for i in range(h):
-        mosaic[i // cols, :n, i % cols, :n] = w[i]
-    mosaic = mosaic.reshape(rows * (n + 1), cols * (n + 1))
-    # Each block gets its own invisible suffix so plotly keeps the blocks' categories apart.
-    x = [lab + "\u2060" * (c + 1) for c in range(cols) for lab in [*labels, "\u2063"]]
-    y = [lab + "\u2060" * (r + 1) for r in range(rows) for lab in [*labels, "\u2063"]]
-    zmax = float(np.nanmax(w)) if w.size else 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=mosaic,
-            x=x,
-            y=y,
-            zmin=0,
-            zmax=zmax,
-            colorscale=theme.colorscale,
-            hoverongaps=False,
-            hovertemplate=f"query: %{{y}}<br>key: %{{x}}<br>{what}: %{{z:.5f}}<extra></extra>",
-            colorbar={"title": {"text": what}},
-            name="heads",
-        )
-    )
-    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False, showgrid=False)
-    fig.update_xaxes(type="category", showticklabels=False, showgrid=False)
-    fig.update_layout(
-        annotations=[
-            {
-                "text": head_labels[i],
-                "x": x[(i % cols) * (n + 1) + n // 2],
-                "y": y[(i // cols) * (n + 1)],
-                "xref": "x",
-                "yref": "y",
-                "yshift": 12,
-                "showarrow": False,
-            }
-            for i in range(h)
-        ]
-    )
-    style(fig, theme, title=title, height=min(1400, 230 * rows + 100))
-    return fig
-
-
 def difference_heatmap(
     a, b, tokens, *, key_tokens=None, title: str | None = None, theme: Theme | None = None
 ) -> go.Figure:
@@ -196,4 +118,91 @@ def difference_heatmap(
         colorbar={"title": {"text": "A − B"}},
         selector={"name": "scores"},
     )
+    return fig
+
+
+def matrix_heatmap(
+    m,
+    row_labels,
+    *,
+    col_labels=None,
+    title: str | None = None,
+    zmax: float | None = None,
+    diverging: bool = True,
+    theme: Theme | None = None,
+    height: int | None = None,
+    value_name: str = "value",
+) -> go.Figure:
+    """Any matrix (rows = tokens) with its shape in the title; −inf cells grey and labelled "−∞".
+
+    m: (R, C); row_labels: R; col_labels: C (default: dimension indices).
+    """
+    m = as_array("matrix", m, 2).astype(np.float32)
+    r, c = m.shape
+    y = unique_labels(check_labels("row_labels", row_labels, r))
+    x = [f"d{j}" for j in range(c)] if col_labels is None else unique_labels(check_labels("col_labels", col_labels, c))
+    theme = theme or Theme()
+    finite = np.where(np.isfinite(m), m, np.nan)
+    bound = zmax if zmax is not None else (float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0)
+    bound = bound or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=finite,
+            x=x,
+            y=y,
+            colorscale=theme.diverging if diverging else theme.colorscale,
+            zmin=-bound if diverging else 0,
+            zmax=bound,
+            name=value_name,
+            hovertemplate=f"row: %{{y}}<br>column: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
+        )
+    )
+    blocked = np.isneginf(m)
+    if blocked.any():
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(blocked, 1.0, np.nan),
+                x=x,
+                y=y,
+                colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],
+                showscale=False,
+                hovertemplate="row: %{y}<br>column: %{x}<br>−∞ (masked)<extra></extra>",
+                name="masked",
+            )
+        )
+    full = f"{title} — shape ({r}, {c})" if title else f"shape ({r}, {c})"
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", tickangle=-60, showticklabels=c <= 64)
+    style(fig, theme, title=full, height=height or max(260, min(700, 16 * r + 140)))
+    return fig
+
+
+def similarity_matrix(
+    distance, labels, *, order=None, title: str | None = None, theme: Theme | None = None
+) -> go.Figure:
+    """Distances between heads (e.g. Jensen–Shannon). distance: (K, K); order: K indices to show them in
+    (e.g. :func:`model.analysis.similarity.cluster_order`), default as given."""
+    d = as_array("distance", distance, 2)
+    labels = [str(x) for x in labels]
+    if d.shape != (len(labels), len(labels)):
+        raise ValueError(f"distance {d.shape} does not match {len(labels)} labels")
+    idx = np.arange(len(labels)) if order is None else np.asarray(order, dtype=int)
+    if sorted(idx.tolist()) != list(range(len(labels))):
+        raise ValueError("order must be a permutation of the heads")
+    ordered = [labels[i] for i in idx]
+    theme = theme or Theme()
+    fig = go.Figure(
+        go.Heatmap(
+            z=d[np.ix_(idx, idx)],
+            x=ordered,
+            y=ordered,
+            colorscale=theme.colorscale + "_r",
+            zmin=0,
+            hovertemplate="%{y} vs %{x}<br>JS distance: %{z:.3f}<extra></extra>",
+            colorbar={"title": {"text": "JS distance"}},
+        )
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", tickangle=-60)
+    style(fig, theme, title=title, height=max(420, 14 * len(labels) + 160))
     return fig

@@ -1,35 +1,20 @@
 """Lessons, live: why √d_k, heads specialise, ablation, masked-token predictions."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.analysis import METRICS
-from model.catalog import ModelSpec
-from model.inside import scaling_demo
-from model.mlm import masked_predictions
-from model.pipeline import Options
-from viz.figures import metric_spread
-from viz.figures.inside import change_bars, prediction_bars, scaling_figure
-from viz.pages.common import analysis_for, ctx, show_chart
+from model.analysis.metrics import METRICS
+from model.analysis.norms import relative_change
+from model.experiments import with_mask
+from model.io.catalog import ModelSpec
+from model.observe import Options
+from viz.figures import change_bars, metric_spread, prediction_bars, scaling_figure
+from viz.shell.context import page_context
+from viz.shell.services import get_predictions, get_scaling_demo, other_observation
+from viz.shell.widgets import head_label, show_chart
 
-
-@st.cache_data(show_spinner=False)
-def cached_scaling_demo():
-    return scaling_demo()
-
-
-@st.cache_resource(max_entries=32, show_spinner="Predicting…")
-def cached_predictions(spec, device, ids, positions, ablate, _model, _tokenizer):
-    import torch
-
-    return masked_predictions(
-        _model, torch.tensor([list(ids)]), list(positions), _tokenizer.id_to_token, k=8, ablate=ablate
-    )
-
-
-c = ctx()
-a = c.analysis
+ctx = page_context()
+obs = ctx.obs
 st.title("Lessons")
 tab_scale, tab_spec, tab_ablate, tab_mlm = st.tabs(["Why √d_k", "Heads specialise", "Ablation", "Masked tokens"])
 
@@ -38,10 +23,10 @@ with tab_scale:
         "Dot products of random d_k-dimensional vectors grow like √d_k. Without the division the "
         "softmax saturates: one key takes all the weight and the gradient vanishes."
     )
-    show_chart(scaling_figure(cached_scaling_demo(), theme=c.theme), "lesson_scale", "lessons", "sqrt-dk")
-    unscaled, _ = analysis_for(c, options=Options(causal=c.options.causal, scale=False))
-    scaled, _ = analysis_for(c, options=Options(causal=c.options.causal, scale=True))
-    st.markdown(f"**On {c.model_name()}** (d_k = {c.loaded.model.cfg.d_k}), this text:")
+    show_chart(scaling_figure(get_scaling_demo(), theme=ctx.theme), "lesson_scale", "lessons", "sqrt-dk")
+    unscaled, _ = other_observation(ctx, options=Options(causal=ctx.options.causal, scale=False))
+    scaled, _ = other_observation(ctx, options=Options(causal=ctx.options.causal, scale=True))
+    st.markdown(f"**On {ctx.model_name}** (d_k = {ctx.loaded.model.cfg.d_k}), this text:")
     cols = st.columns(2)
     cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled.metrics['entropy'].mean():.3f} nats")
     cols[1].metric(
@@ -57,92 +42,90 @@ with tab_spec:
         "Training makes heads differ: some look at the previous token, some at [CLS]/[SEP], some "
         "spread out. A random init of the same config has none of this."
     )
-    reinit = ModelSpec("reinit", base=c.spec, seed=0)
-    rnd, _ = analysis_for(c, spec=reinit)
-    metric = st.selectbox("Metric", METRICS, index=METRICS.index("previous"), key="lesson_metric")
+    rnd, _ = other_observation(ctx, spec=ModelSpec("reinit", base=ctx.spec, seed=0))
+    metric = st.selectbox("Metric", METRICS, key="lesson_metric")
     show_chart(
         metric_spread(
-            {c.model_name(): a.metrics[metric], "random init, same config": rnd.metrics[metric]},
+            {ctx.model_name: obs.metrics[metric], "random init, same config": rnd.metrics[metric]},
             metric,
             title=f"{metric} per head",
-            theme=c.theme,
+            theme=ctx.theme,
         ),
         "lesson_spread",
         "lessons",
         metric,
     )
     rows = [
-        {"model": name, **{m: float(an.metrics[m].std()) for m in METRICS}}
-        for name, an in ((c.model_name(), a), ("random init", rnd))
+        {"model": name, **{m: float(side.metrics[m].std()) for m in METRICS}}
+        for name, side in ((ctx.model_name, obs), ("random init", rnd))
     ]
     st.caption("Spread (standard deviation across heads) of each metric:")
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
 
-heads = [f"L{lay}H{h}" for lay in range(a.n_layers) for h in range(a.n_heads)]
+every_head = [(layer, head) for layer in range(obs.n_layers) for head in range(obs.n_heads)]
+tokenizer = ctx.loaded.tokenizer
+mask_id = tokenizer.token_id(tokenizer.mask_token or "[MASK]")
+typed_masks = [i for i, t in enumerate(obs.ids) if t == mask_id]
+ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
 with tab_ablate:
-    chosen = st.multiselect("Switch off heads", heads, key="ablate_heads", default=heads[:1])
-    ablate = tuple((int(x[1:].split("H")[0]), int(x.split("H")[1])) for x in chosen)
-    ab, _ = analysis_for(c, options=Options(causal=c.options.causal, scale=c.options.scale, ablate=ablate))
-    change = np.linalg.norm(ab.hidden - a.hidden, axis=-1) / np.maximum(np.linalg.norm(a.hidden, axis=-1), 1e-12)
+    ablate = tuple(st.multiselect("Switch off heads", every_head, key="ablate_heads", format_func=head_label))
+    ablated, _ = other_observation(
+        ctx, options=Options(causal=ctx.options.causal, scale=ctx.options.scale, ablate=ablate)
+    )
+    change = relative_change(obs.hidden, ablated.hidden)
     show_chart(
-        change_bars(a.tokens, change, title=f"Output change with {len(ablate)} head(s) off", theme=c.theme),
+        change_bars(obs.tokens, change, title=f"Output change with {len(ablate)} head(s) off", theme=ctx.theme),
         "ablate_change",
         "lessons",
         "ablation",
     )
     st.caption(f"Mean relative change of the final hidden states: {change.mean():.3f}.")
-    if c.loaded.has_mlm and ablate:
-        mask_id = c.loaded.tokenizer.token_id(c.loaded.tokenizer.mask_token or "[MASK]")
-        pos = [i for i, t in enumerate(a.ids) if t == mask_id] or [i for i in range(len(a.ids)) if not a.special[i]][:1]
-        if pos:
-            ids = list(a.ids)
-            for p in pos:
-                ids[p] = mask_id
-            st.markdown(f"Predictions at position {pos[0]} (masked), before → after ablation:")
-            for col, (off, title, part) in zip(
-                st.columns(2), (((), "all heads", "before"), (ablate, "heads off", "after"))
-            ):
-                (pred, *_) = cached_predictions(
-                    c.spec, c.device, tuple(ids), tuple(pos), off, c.loaded.model, c.loaded.tokenizer
+    positions = typed_masks or ordinary[:1]
+    if ctx.loaded.has_mlm and ablate and positions:
+        ids = with_mask(obs.ids, positions, mask_id)
+        st.markdown(f"Predictions at position {positions[0]} (masked), before → after ablation:")
+        for col, (off, title, part) in zip(
+            st.columns(2), (((), "all heads", "before"), (ablate, "heads off", "after"))
+        ):
+            (prediction, *_) = get_predictions(ctx.spec, ctx.device, ids, tuple(positions), off, ctx.loaded)
+            with col:
+                show_chart(
+                    prediction_bars(prediction.tokens, prediction.probs, title=title, theme=ctx.theme),
+                    f"ablate_{part}",
+                    "lessons",
+                    part,
                 )
-                with col:
-                    show_chart(
-                        prediction_bars(pred.tokens, pred.probs, title=title, theme=c.theme),
-                        f"ablate_{part}",
-                        "lessons",
-                        part,
-                    )
 
 with tab_mlm:
-    if not c.loaded.has_mlm:
-        st.info(f"{c.model_name()} has no masked-language-model head; the bundled model has one.")
+    mask_token = tokenizer.mask_token or "[MASK]"
+    if not ctx.loaded.has_mlm:
+        st.info(f"{ctx.model_name} has no masked-language-model head; the bundled model has one.")
+    elif not typed_masks and not ordinary:
+        st.info(f"Type some text (with `{mask_token}` where a word should be guessed).")
     else:
-        tok = c.loaded.tokenizer
-        mask_token = tok.mask_token or "[MASK]"
-        mask_id = tok.token_id(mask_token)
-        typed = [i for i, t in enumerate(a.ids) if t == mask_id]
-        if typed:
-            st.markdown(f"Your text has {len(typed)} `{mask_token}` token(s).")
-            positions = typed
+        if typed_masks:
+            st.markdown(f"Your text has {len(typed_masks)} `{mask_token}` token(s).")
+            positions = typed_masks
         else:
-            choices = [i for i in range(len(a.ids)) if not a.special[i]]
-            if not choices:
-                st.info(f"Type some text (with `{mask_token}` where a word should be guessed).")
-                st.stop()
-            pick = st.selectbox("Mask this token", choices, key="mlm_pick", format_func=lambda i: f"{i}: {a.tokens[i]}")
+            pick = st.selectbox(
+                "Mask this token", ordinary, key="mlm_pick", format_func=lambda i: f"{i}: {obs.tokens[i]}"
+            )
             positions = [pick]
-        ids = list(a.ids)
-        for p in positions:
-            ids[p] = mask_id
-        preds = cached_predictions(c.spec, c.device, tuple(ids), tuple(positions), (), c.loaded.model, tok)
-        cols = st.columns(min(3, len(preds)))
-        for i, pred in enumerate(preds):
+        ids = with_mask(obs.ids, positions, mask_id)
+        predictions = get_predictions(ctx.spec, ctx.device, ids, tuple(positions), (), ctx.loaded)
+        cols = st.columns(min(3, len(predictions)))
+        for i, prediction in enumerate(predictions):
             with cols[i % len(cols)]:
-                truth = "" if typed else f" (was “{a.tokens[pred.position]}”)"
+                truth = "" if typed_masks else f" (was “{obs.tokens[prediction.position]}”)"
                 show_chart(
-                    prediction_bars(pred.tokens, pred.probs, title=f"position {pred.position}{truth}", theme=c.theme),
+                    prediction_bars(
+                        prediction.tokens,
+                        prediction.probs,
+                        title=f"position {prediction.position}{truth}",
+                        theme=ctx.theme,
+                    ),
                     f"mlm_{i}",
                     "lessons",
                     "mlm",
-                    pred.position,
+                    prediction.position,
                 )

@@ -3,25 +3,21 @@
 import pandas as pd
 import streamlit as st
 
-from model.pipeline import head_similarity, metrics_table
+from model.analysis.metrics import metrics_table
 from viz.figures import similarity_matrix
-from viz.pages.common import ctx, show_chart
+from viz.shell.context import page_context
+from viz.shell.services import get_similarity
+from viz.shell.widgets import head_label, show_chart
 
-
-@st.cache_resource(max_entries=16, show_spinner="Comparing heads…")
-def cached_similarity(spec, device, text, options, hide_special, _analysis, _keep):
-    return head_similarity(_analysis, _keep)
-
-
-c = ctx()
-a = c.analysis
+ctx = page_context()
+obs = ctx.obs
 st.title("Head metrics")
 st.caption(
     "One row per head, averaged over query tokens. Entropy in nats (0 = all weight on one key); mean distance "
     "in tokens; mass = share of attention on the token itself, the previous or next token, or special tokens. "
     "Click a column header to sort."
 )
-table = pd.DataFrame(metrics_table(a))
+table = pd.DataFrame(metrics_table(obs.metrics))
 st.dataframe(
     table,
     hide_index=True,
@@ -32,9 +28,11 @@ st.dataframe(
 )
 st.subheader("Which heads attend alike?")
 st.caption("Jensen–Shannon distance between the heads' patterns, ordered by clustering so similar heads sit together.")
-dist, labels = cached_similarity(c.spec, c.device, a.text, c.options, c.hide_special, a, c.keep)
+dist, pairs, order = get_similarity(ctx.spec, ctx.device, obs.text, ctx.options, ctx.hide_special, obs)
 show_chart(
-    similarity_matrix(dist, labels, title="Head similarity (JS distance)", theme=c.theme),
+    similarity_matrix(
+        dist, [head_label(p) for p in pairs], order=order, title="Head similarity (JS distance)", theme=ctx.theme
+    ),
     "metrics_sim",
     "metrics",
     "similarity",

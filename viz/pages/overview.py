@@ -3,25 +3,25 @@
 import streamlit as st
 
 from viz.figures import model_overview
-from viz.pages.common import ctx, layer_head_picker, show_chart
+from viz.shell.context import page_context
+from viz.shell.widgets import layer_head_picker, show_chart
 
-c = ctx()
-a = c.analysis
+ctx = page_context()
+obs = ctx.obs
 st.title("Model overview")
 st.caption(
-    f"All {a.n_layers} × {a.n_heads} heads. Thumbnails are block-averaged to at most 32 × 32 cells and each is "
+    f"All {obs.n_layers} × {obs.n_heads} heads. Thumbnails are block-averaged to at most 32 × 32 cells and each is "
     "scaled to its own maximum, so you see the shape of each pattern. Click a head (or pick it below) to open it."
 )
-selected = (st.session_state.get("layer", 0), st.session_state.get("head", 0))
-fig = model_overview(c.patterns(), title=f"{c.model_name()}: every head", theme=c.theme, selected=selected)
+selected = (st.session_state["layer"], st.session_state["head"])
+fig = model_overview(ctx.patterns(), title=f"{ctx.model_name}: every head", theme=ctx.theme, selected=selected)
 event = show_chart(fig, "overview_fig", "overview", on_select="rerun", selection_mode="points")
 points = (event or {}).get("selection", {}).get("points", []) if event else []
 if points and "customdata" in points[0]:
-    lay, hd = (int(v) for v in points[0]["customdata"])
-    st.session_state["layer"], st.session_state["head"] = lay, hd
+    st.session_state["layer"], st.session_state["head"] = (int(v) for v in points[0]["customdata"])
     st.switch_page("viz/pages/attention.py")
 with st.form("overview_pick"):
-    layer, head = layer_head_picker(c, prefix="ov_")
+    layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="ov_")
     if st.form_submit_button("Open this head on the attention map"):
         st.session_state["layer"], st.session_state["head"] = layer, head
         st.switch_page("viz/pages/attention.py")

@@ -3,56 +3,53 @@
 import numpy as np
 import streamlit as st
 
-from model.inside import permutation_check, positional_table
+from model.observe import position_table
 from model.positional import sinusoidal_table
-from viz.figures import attention_heatmap
-from viz.figures.inside import encoding_curves, encoding_heatmap, position_similarity
-from viz.pages.common import ctx, layer_head_picker, show_chart
+from viz.figures import attention_heatmap, encoding_curves, encoding_heatmap, position_similarity
+from viz.shell.context import page_context
+from viz.shell.services import get_permutation
+from viz.shell.widgets import layer_head_picker, show_chart
 
-
-@st.cache_resource(max_entries=16, show_spinner="Running both orders…")
-def cached_permutation(spec, device, ids, special, seed, positions, layer, _model):
-    return permutation_check(_model, list(ids), list(special), seed, positions, layer)
-
-
-c = ctx()
-a = c.analysis
-cfg = c.loaded.model.cfg
+ctx = page_context()
+obs = ctx.obs
+cfg = ctx.loaded.model.cfg
 st.title("Positional encodings")
 tab_formula, tab_model, tab_perm = st.tabs(["Sinusoidal formula", "This model's encoding", "Permutation lab"])
 
 with tab_formula:
-    d = cfg.d_model if cfg.d_model % 2 == 0 else 128
-    n = st.slider("Positions", 16, 512, 128, 16, key="pe_positions")
+    d = cfg.d_model - cfg.d_model % 2  # the formula needs an even width
+    n = st.slider("Positions", 16, 512, step=16, key="pe_positions")
     table = sinusoidal_table(n, d).numpy()
     st.latex(
         r"PE_{(pos,2i)} = \sin\left(pos / 10000^{2i/d}\right),\quad PE_{(pos,2i+1)} = \cos\left(pos / 10000^{2i/d}"
         r"\right)"
     )
     show_chart(
-        encoding_heatmap(table, title=f"Sinusoidal encoding, d = {d}", theme=c.theme), "pe_heat", "pe", "sinusoidal"
+        encoding_heatmap(table, title=f"Sinusoidal encoding, d = {d}", theme=ctx.theme), "pe_heat", "pe", "sinusoidal"
     )
-    dims = st.multiselect("Dimensions to plot", list(range(d)), default=[0, 1, 6, 7, d // 2, d - 2], key="pe_dims")
+    dims = st.multiselect("Dimensions to plot", list(range(d)), key="pe_dims")
     if dims:
         show_chart(
-            encoding_curves(table, dims, title="Each dimension is a sinusoid; wavelengths grow with i", theme=c.theme),
+            encoding_curves(
+                table, dims, title="Each dimension is a sinusoid; wavelengths grow with i", theme=ctx.theme
+            ),
             "pe_curves",
             "pe",
             "curves",
         )
     show_chart(
-        position_similarity(table, title="PE(i)·PE(j): nearby positions look alike", theme=c.theme),
+        position_similarity(table, title="PE(i)·PE(j): nearby positions look alike", theme=ctx.theme),
         "pe_sim",
         "pe",
         "similarity",
     )
 
 with tab_model:
-    kind, real = positional_table(c.loaded.model, max(a.n_tokens, 64))
-    st.markdown(f"**{c.model_name()}** uses **{kind}** positions.")
+    kind, real = position_table(ctx.loaded.model, max(obs.n_tokens, 64))
+    st.markdown(f"**{ctx.model_name}** uses **{kind}** positions.")
     if kind == "sinusoidal":
         show_chart(
-            encoding_heatmap(real, title="The table this model adds (the formula)", theme=c.theme),
+            encoding_heatmap(real, title="The table this model adds (the formula)", theme=ctx.theme),
             "pe_model_heat",
             "pe",
             "model",
@@ -61,21 +58,24 @@ with tab_model:
         cols = st.columns(2)
         with cols[0]:
             show_chart(
-                encoding_heatmap(real, title="Learned position table", theme=c.theme), "pe_model_heat", "pe", "learned"
+                encoding_heatmap(real, title="Learned position table", theme=ctx.theme),
+                "pe_model_heat",
+                "pe",
+                "learned",
             )
         with cols[1]:
             show_chart(
                 encoding_heatmap(
                     sinusoidal_table(real.shape[0], real.shape[1]).numpy(),
                     title="Sinusoidal table of the same size",
-                    theme=c.theme,
+                    theme=ctx.theme,
                 ),
                 "pe_model_sin",
                 "pe",
                 "sinusoidal-same-size",
             )
         show_chart(
-            position_similarity(real, title="Learned: PE(i)·PE(j)", theme=c.theme),
+            position_similarity(real, title="Learned: PE(i)·PE(j)", theme=ctx.theme),
             "pe_model_sim",
             "pe",
             "learned-similarity",
@@ -83,7 +83,7 @@ with tab_model:
     elif kind == "rope":
         show_chart(
             encoding_heatmap(
-                real, title="RoPE rotation angle per dimension pair (radians)", theme=c.theme, x_title="pair"
+                real, title="RoPE rotation angle per dimension pair (radians)", theme=ctx.theme, x_title="pair"
             ),
             "pe_model_heat",
             "pe",
@@ -94,7 +94,7 @@ with tab_model:
                 np.cos(real),
                 [0, real.shape[1] // 2, real.shape[1] - 1],
                 title="cos(angle) over position: fast pairs and slow pairs",
-                theme=c.theme,
+                theme=ctx.theme,
             ),
             "pe_model_curves",
             "pe",
@@ -113,32 +113,31 @@ with tab_perm:
         "**Without positions** attention is permutation-equivariant: the two agree exactly. **With "
         "positions** they do not."
     )
-    layer, head = layer_head_picker(c, prefix="perm_")
-    positions = st.toggle("Positional encoding on", value=False, key="perm_positions")
-    seed = st.number_input("Shuffle seed", 0, 1000, 0, key="perm_seed")
-    res = cached_permutation(
-        c.spec, c.device, tuple(a.ids), tuple(bool(s) for s in a.special), int(seed), positions, layer, c.loaded.model
-    )
+    layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="perm_")
+    positions = st.toggle("Positional encoding on", key="perm_positions")
+    seed = st.number_input("Shuffle seed", 0, 1000, key="perm_seed")
+    special = tuple(bool(s) for s in obs.special)
+    res = get_permutation(ctx.spec, ctx.device, tuple(obs.ids), special, int(seed), positions, layer, ctx.loaded.model)
     perm = res["perm"]
-    shuffled_tokens = [a.tokens[i] for i in perm]
+    shuffled_tokens = [obs.tokens[i] for i in perm]
     cols = st.columns(3)
     with cols[0]:
         show_chart(
-            attention_heatmap(res["original"][head], a.tokens, title="original order", theme=c.theme),
+            attention_heatmap(res["original"][head], obs.tokens, title="original order", theme=ctx.theme),
             "perm_a",
             "perm",
             "original",
         )
     with cols[1]:
         show_chart(
-            attention_heatmap(res["shuffled"][head], shuffled_tokens, title="shuffled input", theme=c.theme),
+            attention_heatmap(res["shuffled"][head], shuffled_tokens, title="shuffled input", theme=ctx.theme),
             "perm_b",
             "perm",
             "shuffled",
         )
     with cols[2]:
         show_chart(
-            attention_heatmap(res["unshuffled"][head], a.tokens, title="shuffled, then un-shuffled", theme=c.theme),
+            attention_heatmap(res["unshuffled"][head], obs.tokens, title="shuffled, then un-shuffled", theme=ctx.theme),
             "perm_c",
             "perm",
             "unshuffled",

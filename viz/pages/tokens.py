@@ -3,30 +3,31 @@
 import pandas as pd
 import streamlit as st
 
-from viz.pages.common import ctx, token_chips
+from viz.shell.context import page_context
+from viz.shell.widgets import token_chips
 
-c = ctx()
-a = c.analysis
+ctx = page_context()
+obs = ctx.obs
 st.title("Tokens")
 st.caption(
-    f"{c.model_name()} splits the text into {len(a.tokens)} tokens"
-    + (f" (of {a.n_tokens_full}; the rest were cut)" if a.truncated else "")
+    f"{ctx.model_name} splits the text into {len(obs.tokens)} tokens"
+    + (f" (of {obs.n_tokens_full}; the rest were cut)" if obs.truncated else "")
     + ". Hover a chip for its position, id and the characters it covers."
 )
-k = c.keep
+keep = ctx.keep
 st.markdown(
-    token_chips([a.tokens[i] for i in k], [a.ids[i] for i in k], [a.offsets[i] for i in k], a.special[k]),
+    token_chips(ctx.tokens, [obs.ids[i] for i in keep], [obs.offsets[i] for i in keep], obs.special[keep]),
     unsafe_allow_html=True,
 )
 table = pd.DataFrame(
     {
-        "position": k,
-        "token": [a.tokens[i] for i in k],
-        "id": [a.ids[i] for i in k],
-        "start": [a.offsets[i][0] for i in k],
-        "end": [a.offsets[i][1] for i in k],
-        "text span": ["" if a.special[i] else a.text[a.offsets[i][0] : a.offsets[i][1]] for i in k],
-        "special": a.special[k],
+        "position": keep,
+        "token": ctx.tokens,
+        "id": [obs.ids[i] for i in keep],
+        "start": [obs.offsets[i][0] for i in keep],
+        "end": [obs.offsets[i][1] for i in keep],
+        "text span": ["" if obs.special[i] else obs.text[obs.offsets[i][0] : obs.offsets[i][1]] for i in keep],
+        "special": obs.special[keep],
     }
 )
 st.dataframe(table, hide_index=True, key="tokens_table")

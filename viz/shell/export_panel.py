@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz.export import INSTALL_HINT, build_pack, image_export_available, page_html
+from viz.export.offline import page_html
+from viz.export.pack import build_pack
+from viz.export.render import INSTALL_HINT, image_export_available
 from viz.figures.common import safe_filename
 from viz.session import dump_session, load_session
 
@@ -43,26 +45,26 @@ def session_controls(page_path: str) -> None:
 
 def export_section(page_title: str, page_path: str) -> None:
     """Under every page: build an export pack (zip) and download the page as one offline HTML file."""
-    c = st.session_state.get("_ctx")
+    ctx = st.session_state.get("_ctx")
     figures = st.session_state.get("_page_figures", [])
-    if c is None or not figures:
+    if ctx is None or not figures:
         return
     st.divider()
     with st.expander(
         f"Export this page ({len(figures)} figure{'s' * (len(figures) != 1)})", icon=":material/ios_share:"
     ):
-        base = safe_filename("attention-lab", c.model_name(), page_path or "attention")
+        base = safe_filename("attention-lab", ctx.model_name, page_path or "attention")
         settings = {
-            "model": c.model_name(),
-            "text": c.analysis.text,
+            "model": ctx.model_name,
+            "text": ctx.obs.text,
             "page": page_title,
-            "device": c.device,
-            "hide_special": c.hide_special,
-            "causal": c.options.causal,
-            "scale": c.options.scale,
-            "presentation": c.theme.presentation,
-            "dark": c.theme.dark,
-            "colorscale": c.theme.colorscale,
+            "device": ctx.device,
+            "hide_special": ctx.hide_special,
+            "causal": ctx.options.causal,
+            "scale": ctx.options.scale,
+            "presentation": ctx.theme.presentation,
+            "dark": ctx.theme.dark,
+            "colorscale": ctx.theme.colorscale,
         }
         layer, head = int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0))
         if not image_export_available():
@@ -75,7 +77,7 @@ def export_section(page_title: str, page_path: str) -> None:
             bar = st.progress(0.0, text="Starting…")
             data, notes = build_pack(
                 figures,
-                c.analysis,
+                ctx.obs,
                 settings,
                 layer=layer,
                 head=head,
@@ -99,7 +101,7 @@ def export_section(page_title: str, page_path: str) -> None:
         cols[1].download_button(
             "Page as interactive HTML",
             lambda: page_html(
-                figures, title=f"Attention Lab — {page_title}", caption=f"{c.model_name()}: {c.analysis.text[:300]}"
+                figures, title=f"Attention Lab — {page_title}", caption=f"{ctx.model_name}: {ctx.obs.text[:300]}"
             ),
             f"{base}.html",
             "text/html",

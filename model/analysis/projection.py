@@ -1,0 +1,28 @@
+"""Projections of vectors to a plane for display."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def pca_2d(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Project (P, D) points onto their first two principal components.
+
+    Returns (coords (P, 2), explained variance ratio (2,)). Signs are fixed so the largest loading is
+    positive (deterministic output).
+    """
+    x = np.asarray(points, dtype=np.float64)
+    x = x - x.mean(0, keepdims=True)
+    if x.shape[0] < 2:
+        return np.zeros((x.shape[0], 2)), np.zeros(2)
+    _, s, vt = np.linalg.svd(x, full_matrices=False)
+    comps = vt[:2]
+    signs = np.sign(comps[np.arange(len(comps)), np.abs(comps).argmax(1)])
+    comps = comps * signs[:, None]
+    coords = x @ comps.T
+    var = s**2
+    ratio = var[:2] / max(var.sum(), 1e-300)
+    if coords.shape[1] < 2:
+        coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
+        ratio = np.pad(ratio, (0, 2 - len(ratio)))
+    return coords, ratio

@@ -1,0 +1,122 @@
+"""Lesson experiments: each runs extra forward passes (a shuffled order, a padded batch, masked tokens).
+
+Results are numpy arrays or small records; the model is never modified (interventions go through capture).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.capture import run_with_cache
+from model.encoder import TransformerEncoder
+
+
+def _device(model: TransformerEncoder) -> torch.device:
+    return next(model.parameters()).device
+
+
+def permutation_check(
+    model: TransformerEncoder,
+    ids: list[int],
+    special: list[bool],
+    perm_seed: int = 0,
+    positions: bool = False,
+    layer: int = 0,
+) -> dict[str, np.ndarray]:
+    """Shuffle the ordinary tokens, run both orders, and undo the shuffle on the second pattern.
+
+    Runs two forward passes. Returns {"perm", "original" (H, N, N), "shuffled" (H, N, N),
+    "unshuffled" (H, N, N), "max_diff" scalar}: with positions off, unshuffled equals original.
+    """
+    n = len(ids)
+    movable = [i for i in range(n) if not special[i]]
+    rng = np.random.default_rng(perm_seed)
+    perm = np.arange(n)
+    if len(movable) > 1:
+        shuffled = list(movable)
+        while shuffled == movable:
+            shuffled = list(rng.permutation(movable))
+        perm[movable] = shuffled
+    t = torch.tensor([ids])
+    dev = _device(model)
+    _, a = run_with_cache(model, t.to(dev), kinds=["pattern"], layers=[layer], positions=positions)
+    _, b = run_with_cache(model, t[:, perm].to(dev), kinds=["pattern"], layers=[layer], positions=positions)
+    pa = a.get("pattern", layer)[0].numpy()
+    pb = b.get("pattern", layer)[0].numpy()
+    inv = np.argsort(perm)
+    unshuffled = pb[:, inv][:, :, inv]
+    return {
+        "perm": perm,
+        "original": pa,
+        "shuffled": pb,
+        "unshuffled": unshuffled,
+        "max_diff": np.float32(np.abs(unshuffled - pa).max()),
+    }
+
+
+def padded_batch(
+    model: TransformerEncoder, ids_a: list[int], ids_b: list[int], pad_id: int, layer: int
+) -> dict[str, np.ndarray]:
+    """Run two texts as one padded batch. Returns patterns (2, H, N, N), attention_mask (2, N) and, for
+    the shorter text, the max difference between its padded and unpadded hidden states."""
+    n = max(len(ids_a), len(ids_b))
+    batch = torch.full((2, n), pad_id, dtype=torch.long)
+    mask = torch.zeros(2, n, dtype=torch.long)
+    for row, ids in enumerate((ids_a, ids_b)):
+        batch[row, : len(ids)] = torch.tensor(ids)
+        mask[row, : len(ids)] = 1
+    dev = _device(model)
+    hidden, trace = run_with_cache(model, batch.to(dev), mask.to(dev), kinds=["pattern"], layers=[layer])
+    short = 0 if len(ids_a) <= len(ids_b) else 1
+    m = int(mask[short].sum())
+    alone, _ = run_with_cache(model, batch[short : short + 1, :m].to(dev), kinds=[])
+    diff = (hidden[short, :m] - alone[0]).abs().max().item()
+    return {
+        "patterns": trace.get("pattern", layer).numpy(),
+        "attention_mask": mask.numpy(),
+        "padding_effect": np.float32(diff),
+    }
+
+
+def with_mask(ids: Sequence[int], positions: Sequence[int], mask_id: int) -> tuple[int, ...]:
+    """``ids`` with the token at each of ``positions`` replaced by the mask token."""
+    out = list(ids)
+    for p in positions:
+        out[p] = mask_id
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    position: int  # token index in the sequence
+    tokens: tuple[str, ...]  # top-k candidates, best first
+    probs: tuple[float, ...]
+
+
+def masked_predictions(
+    model: TransformerEncoder,
+    ids: torch.Tensor,
+    positions: list[int],
+    id_to_token: Callable[[int], str],
+    k: int = 5,
+    ablate: tuple[tuple[int, int], ...] = (),
+) -> list[Prediction]:
+    """Top-k tokens with probabilities at each of ``positions`` of ids (1, N)."""
+    if model.mlm is None:
+        raise ValueError("this model has no masked-language-model head")
+    if not positions:
+        return []
+    dev = _device(model)
+    hidden, _ = run_with_cache(model, ids.to(dev), kinds=[], ablate=ablate)
+    with torch.inference_mode():
+        logits = model.mlm_logits(hidden[0, positions].to(dev)).float().cpu()
+    probs = logits.softmax(-1)
+    top = probs.topk(min(k, probs.size(-1)), dim=-1)
+    return [
+        Prediction(pos, tuple(id_to_token(int(i)) for i in idx), tuple(float(p) for p in val))
+        for pos, idx, val in zip(positions, top.indices, top.values)
+    ]

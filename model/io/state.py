@@ -1,0 +1,165 @@
+"""The shared base of every loader: validated safetensors reading and building a model from a state dict.
+
+Both the native checkpoint format (:mod:`model.io.checkpoint`) and the importers (:mod:`model.io.bert`)
+end here, so none of them imports another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from safetensors.torch import load as st_load
+
+from model.config import EncoderConfig
+from model.encoder import TransformerEncoder
+from model.errors import CheckpointError
+from model.io.tokenizer import Tokenizer
+
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+
+
+@dataclass
+class LoadedModel:
+    """A model restored in eval mode, its tokenizer (None when the file stored none) and what is known about it.
+
+    ``info`` holds free-form metadata (``name``, ``source``, training facts); ``warnings`` the problems
+    that did not stop loading (NaN/Inf weights).
+    """
+
+    model: TransformerEncoder
+    tokenizer: Tokenizer | None
+    info: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        name = self.info.get("name")
+        return name if isinstance(name, str) and name else "model"
+
+    @property
+    def has_mlm(self) -> bool:
+        return self.model.mlm is not None
+
+    @property
+    def description(self) -> dict[str, Any]:
+        """Architecture facts for the sidebar and the CLI, derived from the config."""
+        cfg = self.model.cfg
+        return {
+            "name": self.name,
+            "source": str(self.info.get("source", "")),
+            "architecture": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, d_k {cfg.d_k}, "
+            f"d_ff {cfg.d_ff}",
+            "parameters": cfg.parameter_count(),
+            "positional": cfg.positional,
+            "norm": f"{cfg.norm}-norm",
+            "activation": cfg.activation,
+            "max_seq_len": cfg.max_seq_len,
+            "vocab_size": cfg.vocab_size,
+            "mlm_head": cfg.mlm_head,
+            "causal": cfg.causal,
+        }
+
+
+def _read_header(data: bytes) -> dict[str, Any]:
+    """Parse and sanity-check a safetensors header before any tensor is materialised."""
+    if len(data) < 8:
+        raise CheckpointError("the file is empty or too short to be a safetensors checkpoint")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > MAX_HEADER_BYTES or 8 + n > len(data):
+        raise CheckpointError(
+            "not a safetensors checkpoint, or the file is truncated (its header claims "
+            f"{n:,} bytes but the file has {len(data):,})"
+        )
+    try:
+        header = json.loads(data[8 : 8 + n])
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CheckpointError("not a safetensors checkpoint: its header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise CheckpointError("not a safetensors checkpoint: its header is not a JSON object")
+    body = len(data) - 8 - n
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            start, end = entry["data_offsets"]
+            shape = entry["shape"]
+        except (TypeError, KeyError, ValueError):
+            raise CheckpointError(f"tensor {name!r} has a malformed header entry") from None
+        if end > body or start > end:
+            raise CheckpointError(
+                f"the file is truncated or its header lies: tensor {name!r} ends at byte {end:,} "
+                f"but the data section has {body:,} bytes"
+            )
+        dtype = entry.get("dtype")
+        if dtype not in _ITEMSIZE:
+            raise CheckpointError(f"unsupported tensor dtype {dtype!r} in checkpoint")
+        if math.prod(shape) * _ITEMSIZE[dtype] != end - start:
+            raise CheckpointError(f"tensor {name!r}: its shape {shape} does not match its byte size")
+    return header
+
+
+def read_safetensors(data: bytes) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Validated (tensors, metadata) from safetensors bytes."""
+    header = _read_header(data)
+    meta = header.get("__metadata__") or {}
+    try:
+        tensors = st_load(data)
+    except Exception as exc:  # SafetensorError and friends
+        raise CheckpointError(f"could not read the safetensors data: {exc}") from None
+    return tensors, {str(k): str(v) for k, v in meta.items()}
+
+
+def config_from_dict(data: Any) -> EncoderConfig:
+    """An :class:`EncoderConfig` from untrusted data, every problem as a CheckpointError."""
+    try:
+        return EncoderConfig.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"invalid model config: {exc}") from None
+
+
+def config_from_json(text: str) -> EncoderConfig:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"the stored config is not valid JSON: {exc}") from None
+    return config_from_dict(data)
+
+
+def build_from_state(
+    cfg: EncoderConfig, state: dict[str, torch.Tensor], tokenizer: Tokenizer | None, info: dict | None = None
+) -> LoadedModel:
+    """Instantiate ``cfg`` and load ``state`` strictly, with readable errors and NaN/Inf warnings."""
+    model = TransformerEncoder(cfg)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    problems = []
+    if missing:
+        problems.append(f"missing keys: {', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
+    if unexpected:
+        problems.append(f"unexpected keys: {', '.join(unexpected[:8])}{' …' if len(unexpected) > 8 else ''}")
+    for key in sorted(set(expected) & set(state)):
+        if tuple(expected[key].shape) != tuple(state[key].shape):
+            problems.append(f"{key}: expected shape {tuple(expected[key].shape)}, found {tuple(state[key].shape)}")
+    if problems:
+        raise CheckpointError("the weights do not fit the config — " + "; ".join(problems))
+    notes = []
+    for key, tensor in state.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise CheckpointError(f"{key} is not a tensor")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            notes.append(f"{key} contains NaN or Inf values; outputs will not be meaningful")
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    model.load_state_dict({k: v.to(expected[k].dtype) for k, v in state.items()}, strict=True)
+    model.eval()
+    if tokenizer is not None:
+        tokenizer.check_fits(cfg.vocab_size)
+    return LoadedModel(model=model, tokenizer=tokenizer, info=dict(info or {}), warnings=notes)

@@ -1,0 +1,95 @@
+"""Per-head metrics and head similarity on patterns with known answers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from model.analysis.metrics import METRICS, diagonal_mass, entropy, head_metrics, metrics_table
+from model.analysis.similarity import cluster_order, head_similarity, js_distance_matrix
+
+
+def previous_token(n):
+    p = np.zeros((n, n), dtype=np.float32)
+    p[0, 0] = 1.0
+    for i in range(1, n):
+        p[i, i - 1] = 1.0
+    return p
+
+
+def test_pure_previous_token_pattern():
+    n = 10
+    m = head_metrics(previous_token(n)[None], query_mask=np.arange(n) > 0)
+    assert m["previous"].item() == pytest.approx(1.0)
+    assert m["entropy"].item() == pytest.approx(0.0, abs=1e-6)
+    assert m["next"].item() == 0 and m["self"].item() == 0
+    assert m["mean_distance"].item() == pytest.approx(1.0)
+    assert m["max_weight"].item() == pytest.approx(1.0)
+    assert all(v.dtype == np.float32 for v in m.values())
+
+
+def test_uniform_pattern_metrics():
+    n = 8
+    p = np.full((1, 2, n, n), 1 / n, dtype=np.float32)
+    special = np.zeros(n, dtype=bool)
+    special[[0, -1]] = True
+    m = head_metrics(p, special=special)
+    assert m["entropy"].shape == (1, 2)
+    assert m["entropy"][0, 0] == pytest.approx(math.log(n), rel=1e-5)
+    assert m["special"][0, 0] == pytest.approx(2 / n)
+    assert m["self"][0, 1] == pytest.approx(1 / n)
+    # mean |i - j| over a uniform n x n grid: (n^2 - 1) / (3n)
+    assert m["mean_distance"][0, 0] == pytest.approx((n * n - 1) / (3 * n), rel=1e-5)
+
+
+def test_fully_masked_rows_are_left_out_of_the_averages():
+    p = np.eye(4, dtype=np.float32)
+    p[3] = 0.0  # a padded query row attends nowhere
+    m = head_metrics(p[None])
+    assert m["self"].item() == pytest.approx(1.0)  # 3 rows, each all on itself; the dead row does not count
+
+
+def test_diagonal_mass_offsets():
+    p = np.eye(4)
+    assert diagonal_mass(p, 0).tolist() == [1, 1, 1, 1]
+    assert diagonal_mass(p, 1).tolist() == [0, 0, 0, 0]
+    assert diagonal_mass(np.eye(4, k=-1), -1).tolist() == [0, 1, 1, 1]
+
+
+def test_metrics_table_has_one_row_per_head():
+    m = head_metrics(np.full((2, 3, 4, 4), 0.25, dtype=np.float32))
+    rows = metrics_table(m)
+    assert [(r["layer"], r["head"]) for r in rows] == [(i, j) for i in range(2) for j in range(3)]
+    assert set(rows[0]) == {"layer", "head", *METRICS}
+
+
+def test_entropy_of_one_hot_and_uniform_rows():
+    np.testing.assert_allclose(entropy(np.array([[1.0, 0.0], [0.5, 0.5]])), [0.0, math.log(2)])
+
+
+def test_js_distance_properties():
+    n = 6
+    a, b = previous_token(n), np.eye(n, dtype=np.float32)
+    d = js_distance_matrix(np.stack([a, b, a]))
+    assert d.dtype == np.float32 and np.allclose(d, d.T) and np.all(np.diag(d) == 0)
+    assert d[0, 2] == pytest.approx(0.0, abs=1e-6)
+    # disjoint one-hot rows (except row 0, identical): JS = ln 2 on n - 1 of n rows
+    assert d[0, 1] == pytest.approx(math.sqrt(math.log(2) * (n - 1) / n), rel=1e-4)
+    assert np.all(d <= math.sqrt(math.log(2)) + 1e-6)
+
+
+def test_head_similarity_labels_and_row_subsampling():
+    p = np.random.default_rng(0).dirichlet(np.ones(300), (2, 3, 300)).astype(np.float32)
+    d, pairs = head_similarity(p, max_rows=64)
+    assert d.shape == (6, 6) and pairs[4] == (1, 1)
+    full, _ = head_similarity(p, max_rows=300)
+    np.testing.assert_allclose(d, full, atol=0.02)  # the subsample estimates the full average
+
+
+def test_cluster_order_puts_similar_heads_together():
+    d = np.array([[0, 0.9, 0.1, 0.9], [0.9, 0, 0.9, 0.1], [0.1, 0.9, 0, 0.9], [0.9, 0.1, 0.9, 0]])
+    order = list(cluster_order(d))
+    assert sorted(order) == [0, 1, 2, 3]
+    assert abs(order.index(0) - order.index(2)) == 1 and abs(order.index(1) - order.index(3)) == 1
+    with pytest.raises(ValueError, match="square"):
+        cluster_order(np.zeros((2, 3)))

@@ -1,0 +1,93 @@
+"""Bars and lines: per-token changes, predictions, per-head metric spreads, the √d_k curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.figures.common import Theme, style, unique_labels
+
+
+def change_bars(
+    tokens, values, *, title: str | None = None, theme: Theme | None = None, x_title: str = "relative change"
+) -> go.Figure:
+    """One bar per token (e.g. how much ablation changed its output)."""
+    labels = unique_labels(tokens)
+    theme = theme or Theme()
+    fig = go.Figure(
+        go.Bar(x=labels, y=list(values), marker_color="#e8590c", hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+    )
+    fig.update_xaxes(type="category", tickangle=-60)
+    fig.update_yaxes(title_text=x_title)
+    style(fig, theme, title=title, height=380)
+    return fig
+
+
+def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
+    """Top-k predictions as horizontal bars (best on top)."""
+    labels = unique_labels(tokens)
+    theme = theme or Theme()
+    fig = go.Figure(
+        go.Bar(
+            x=list(probs),
+            y=labels,
+            orientation="h",
+            marker_color="#4263eb",
+            hovertemplate="%{y}: %{x:.2%}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(title_text="probability", tickformat=".0%")
+    style(fig, theme, title=title, height=80 + 32 * len(labels))
+    return fig
+
+
+def metric_spread(
+    values: dict[str, np.ndarray], metric: str, *, title: str | None = None, theme: Theme | None = None
+) -> go.Figure:
+    """One strip per model: each dot a head's value of ``metric``. values: {model name: (K,)}."""
+    theme = theme or Theme()
+    fig = go.Figure()
+    for name, v in values.items():
+        v = np.asarray(v, dtype=float).ravel()
+        fig.add_trace(
+            go.Box(
+                y=v,
+                name=name,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                marker={"size": 7 * theme.line_scale},
+                hovertemplate=f"{name}<br>{metric}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_yaxes(title_text=metric)
+    style(fig, theme, title=title, height=420)
+    return fig
+
+
+def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None = None) -> go.Figure:
+    """Entropy, max weight and softmax-gradient norm against d_k, with and without 1/√d_k."""
+    theme = theme or Theme()
+    fig = make_subplots(
+        rows=1, cols=3, subplot_titles=("mean entropy (nats)", "mean largest weight", "softmax gradient norm")
+    )
+    for col, metric in enumerate(("entropy", "max_weight", "gradient"), start=1):
+        for variant, colour, dash in (("scaled", "#4263eb", "solid"), ("unscaled", "#e8590c", "dash")):
+            fig.add_trace(
+                go.Scatter(
+                    x=demo["d_k"],
+                    y=demo[f"{metric}_{variant}"],
+                    mode="lines+markers",
+                    name=f"{variant}",
+                    line={"color": colour, "dash": dash, "width": 2 * theme.line_scale},
+                    showlegend=col == 1,
+                    hovertemplate=f"d_k %{{x}}<br>{variant}: %{{y:.4f}}<extra></extra>",
+                ),
+                1,
+                col,
+            )
+        fig.update_xaxes(type="log", title_text="d_k", row=1, col=col)
+    style(fig, theme, title="Random q, k: why attention divides by √d_k", height=400)
+    return fig

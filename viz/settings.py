@@ -1,0 +1,170 @@
+"""Every user setting, declared once: key, default, type, allowed values, and what depends on the model.
+
+The Streamlit shell initialises session state from this list (:mod:`viz.shell.state`), session files save
+and validate it (:mod:`viz.session`), and nothing else declares a setting. No Streamlit here.
+
+A default is a value, or a function of the :class:`Shape` of the current model and text (and of the other
+settings) for settings that depend on them (a layer index, a token position); ``fit`` also clamps such a
+value when the model or the text changes, so a widget never holds an option that no longer exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from model.analysis.metrics import METRICS
+from model.config import PositionalKind
+from model.io.catalog import SOURCES
+from viz.figures.common import COLORBLIND_SCALES
+
+EXAMPLES = {
+    "The cat sat on the mat.": "The cat sat on the mat.",
+    "Bible (in the training data's style)": "In the beginning God created the heaven and the earth. And the earth "
+    "was without form, and void.",
+    "Python docs": "The return statement leaves the current function call with the expression list as return value.",
+    "Coreference": "The animal didn't cross the street because it was too tired.",
+    "Repetition": "one two three four one two three four one two three four",
+    "Masked word": "The capital of France is [MASK].",
+}
+DEFAULT_TEXT = EXAMPLES["The cat sat on the mat."]
+MAX_TEXT = 200_000
+ATTENTION_MODES = ("softmax weights", "raw scaled scores (QKᵀ/√d_k)")
+COMPARE_MODES = ("two heads", "two texts", "two models")
+COMPARE_MODELS = ("random", "bundled", "minilm")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What model- and text-dependent settings must fit: the model's size and the text's tokens."""
+
+    n_layers: int
+    n_heads: int
+    d_model: int
+    n_tokens: int
+    ordinary: tuple[int, ...]  # positions of the non-special tokens
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One session-state key. ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "token",
+    "ordinary" (a non-special token) or None; ``saved``: written to session files; ``page``: the url path of
+    the page whose widget it is (its default is filled when that page is first drawn, so a default that
+    follows the head in focus or the model's width takes them as they are then), None for shared settings."""
+
+    key: str
+    default: Any
+    type: type
+    allowed: tuple | None = None
+    fits: str | None = None
+    saved: bool = True
+    page: str | None = None
+
+    def initial(self, shape: Shape | None = None, state: Mapping[str, Any] | None = None) -> Any:
+        """The default, or None when it needs a shape that is not known yet."""
+        if callable(self.default):
+            return None if shape is None else self.default(shape, state or {})
+        return list(self.default) if isinstance(self.default, list) else self.default
+
+    def clean(self, value: Any) -> tuple[Any, str | None]:
+        """Validate an untrusted value: (clean value, note) or raise ValueError(note) when it must be ignored."""
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if (self.type is int and isinstance(value, bool)) or not isinstance(value, self.type):
+            raise ValueError(f"ignored {self.key!r}: expected {self.type.__name__}")
+        if self.type is list:
+            if self.fits == "pairs":
+                ok = all(isinstance(p, list | tuple) and len(p) == 2 and all(_index(x) for x in p) for p in value)
+                value = [tuple(p) for p in value] if ok else None
+            else:
+                value = list(value) if all(_index(x) for x in value) else None
+            if value is None:
+                raise ValueError(f"ignored {self.key!r}: expected a list of indices")
+        if self.allowed is not None and value not in self.allowed:
+            raise ValueError(f"ignored {self.key!r}: {value!r} is not one of {self.allowed}")
+        if self.type is int and not 0 <= value <= 10**9:
+            raise ValueError(f"ignored {self.key!r}: out of range")
+        if self.type is str and len(value) > MAX_TEXT:
+            return value[:MAX_TEXT], f"the {self.key} was cut to {MAX_TEXT:,} characters"
+        return value, None
+
+    def fit(self, value: Any, shape: Shape, state: Mapping[str, Any]) -> Any:
+        """``value`` made valid for ``shape`` (unchanged when it already is); ``state`` feeds defaults."""
+        if value is None:
+            return self.initial(shape, state)
+        limit = {"layer": shape.n_layers, "head": shape.n_heads, "dims": shape.d_model, "token": shape.n_tokens}
+        if self.fits in ("layer", "head", "token"):
+            return value if 0 <= value < limit[self.fits] else self.initial(shape, state)
+        if self.fits == "heads":
+            return [h for h in value if 0 <= h < shape.n_heads]
+        if self.fits == "dims":
+            return [d for d in value if 0 <= d < shape.d_model]
+        if self.fits == "pairs":
+            return [(lay, h) for lay, h in value if 0 <= lay < shape.n_layers and 0 <= h < shape.n_heads]
+        if self.fits == "ordinary":
+            return value if value in shape.ordinary or not shape.ordinary else self.initial(shape, state)
+        return value
+
+
+def _index(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 10**6
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # the sidebar
+    Setting("model_kind", "bundled", str, SOURCES),
+    Setting("rand_layers", 4, int),
+    Setting("rand_heads", 4, int),
+    Setting("rand_d_model", 256, int),
+    Setting("rand_seed", 0, int),
+    Setting("rand_positional", "sinusoidal", str, get_args(PositionalKind)),
+    Setting("folder_path", "", str),
+    Setting("device", "cpu", str),
+    Setting("example", "The cat sat on the mat.", str, tuple(EXAMPLES), saved=False),
+    Setting("text", DEFAULT_TEXT, str),
+    Setting("hide_special", False, bool),
+    Setting("causal_override", "as built", str, ("as built", "on", "off")),
+    Setting("scale_scores", True, bool),
+    Setting("presentation", False, bool),
+    Setting("dark", False, bool),
+    Setting("colorscale", "Viridis", str, COLORBLIND_SCALES),
+    # the head in focus, shared by every page
+    Setting("layer", 0, int, fits="layer"),
+    Setting("head", 0, int, fits="head"),
+    # pages
+    Setting("attn_mode", ATTENTION_MODES[0], str, ATTENTION_MODES, page="attention"),
+    Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view"),
+    Setting("hv_threshold", 0.05, float, page="head-view"),
+    Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),
+    Setting("ov_head", 0, int, fits="head", saved=False, page="overview"),
+    Setting("cmp_mode", COMPARE_MODES[0], str, COMPARE_MODES, page="compare"),
+    Setting("cmpA_layer", 0, int, fits="layer", page="compare"),
+    Setting("cmpA_head", 0, int, fits="head", page="compare"),
+    Setting("cmpB_layer", 0, int, fits="layer", page="compare"),
+    Setting("cmpB_head", lambda s, state: min(1, s.n_heads - 1), int, fits="head", page="compare"),
+    Setting("cmp_text_b", "The dog sat on the log.", str, page="compare"),
+    Setting("cmp_model_b", "random", str, COMPARE_MODELS, page="compare"),
+    Setting("cmp_seed_b", 1, int, page="compare"),
+    Setting("qkv_query", lambda s, state: min(1, s.n_tokens - 1), int, fits="token", saved=False, page="qkv"),
+    Setting("pad_text_b", "A short one.", str, page="masks"),
+    Setting("perm_layer", 0, int, fits="layer", page="positional"),
+    Setting("perm_head", 0, int, fits="head", page="positional"),
+    Setting("perm_positions", False, bool, page="positional"),
+    Setting("perm_seed", 0, int, page="positional"),
+    Setting("pe_positions", 128, int, page="positional"),
+    Setting(
+        "pe_dims", lambda s, state: [0, 1, 6, 7, s.d_model // 2, s.d_model - 2], list, fits="dims", page="positional"
+    ),
+    Setting("lesson_metric", "previous", str, METRICS, page="lessons"),
+    Setting("ablate_heads", lambda s, state: [(0, 0)], list, fits="pairs", saved=False, page="lessons"),
+    Setting(
+        "mlm_pick",
+        lambda s, state: s.ordinary[0] if s.ordinary else 0,
+        int,
+        fits="ordinary",
+        saved=False,
+        page="lessons",
+    ),
+)
+BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

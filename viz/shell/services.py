@@ -1,0 +1,185 @@
+"""Every cache of the app, and the one place that loads models, decides the device and builds the context.
+
+Models and observations are cached as resources shared by all sessions: they hold up to hundreds of MB of
+arrays at 512 tokens and st.cache_data would copy (pickle) them on every rerun. Their arrays are read-only,
+so sharing is safe. Cache keys name what the result depends on; arguments starting with ``_`` are not
+hashed (a model object, an observation) and are always determined by the hashed ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from model.analysis.flow import attention_flow
+from model.analysis.scaling import scaling_demo
+from model.analysis.similarity import cluster_order, head_similarity
+from model.devices import available_devices, resolve_device
+from model.errors import CheckpointError
+from model.experiments import masked_predictions, padded_batch, permutation_check
+from model.io.catalog import ModelSpec, load
+from model.io.state import LoadedModel
+from model.observe import Observation, Options, observe
+from viz.figures.common import Theme
+from viz.settings import Shape
+from viz.shell.context import PageContext
+from viz.shell.sidebar import draw_status
+from viz.shell.state import fit_state
+
+
+@st.cache_resource(max_entries=6, show_spinner="Loading model…")
+def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
+    """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest)."""
+    loaded = load(spec, _data)
+    if device != "cpu":
+        loaded.model.to(device)
+    return loaded
+
+
+@st.cache_resource(max_entries=24, show_spinner="Running the model…")
+def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _loaded: LoadedModel) -> Observation:
+    return observe(_loaded.model, _loaded.tokenizer, text, options, device)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Comparing heads…")
+def get_similarity(spec, device, text, options, hide_special, _obs: Observation):
+    """(JS distances (K, K), [(layer, head)], clustering order) between the heads' shown patterns."""
+    dist, pairs = head_similarity(_obs.shown(_obs.patterns, hide_special))
+    return dist, pairs, cluster_order(dist)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Computing attention flow…")
+def get_flow(spec, device, text, options, _patterns: np.ndarray) -> np.ndarray:
+    return attention_flow(_patterns)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Running both orders…")
+def get_permutation(spec, device, ids, special, seed, positions, layer, _model):
+    return permutation_check(_model, list(ids), list(special), seed, positions, layer)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Running a padded batch…")
+def get_padded_batch(spec, device, ids_a, ids_b, layer, pad_id, _model):
+    return padded_batch(_model, list(ids_a), list(ids_b), pad_id, layer)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Predicting…")
+def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
+    return masked_predictions(
+        _loaded.model, torch.tensor([list(ids)]), list(positions), _loaded.tokenizer.id_to_token, k=8, ablate=ablate
+    )
+
+
+@st.cache_data(show_spinner=False)
+def get_scaling_demo() -> dict[str, np.ndarray]:
+    return scaling_demo()
+
+
+def upload_bytes(spec: ModelSpec) -> bytes | None:
+    """This session's bytes behind an upload spec (or behind the base of a re-initialised one)."""
+    root = spec.root
+    return st.session_state["uploads"].get(root.digest, (None, None))[1] if root.kind == "upload" else None
+
+
+def settle_device() -> str | None:
+    """Make the requested device one that exists here (the CPU otherwise); returns the message to show."""
+    requested = st.session_state["device"]
+    device, message = resolve_device(requested)
+    if device != requested or requested not in available_devices():
+        st.session_state["device"] = device
+    return message
+
+
+def load_requested(spec: ModelSpec | None, data: bytes | None) -> tuple[ModelSpec | None, list[str], bool]:
+    """Try the requested model; on failure keep the previous one.
+
+    Returns (the active spec, error messages, whether the previous model is still shown).
+    """
+    failed: dict = st.session_state["failed"]
+    errors = []
+    if spec is not None and spec != st.session_state["active_spec"]:
+        if spec not in failed:
+            try:
+                get_model(spec, "cpu", data)
+                st.session_state["active_spec"] = spec
+            except CheckpointError as exc:
+                failed[spec] = f"Could not load this model: {exc}"
+            except Exception as exc:
+                failed[spec] = f"Could not load this model ({type(exc).__name__}): {exc}"
+        if spec in failed:
+            errors.append(failed[spec])
+    active = st.session_state["active_spec"]
+    still_previous = active is not None and spec is not None and active != spec and spec in failed
+    return active, errors, still_previous
+
+
+def place_model(spec: ModelSpec) -> tuple[str, str | None]:
+    """Put the active model on the chosen device: (device it is on, message if that fell back to the CPU)."""
+    device = st.session_state["device"]
+    if device == "cpu":
+        return device, None
+    try:
+        get_model(spec, device, upload_bytes(spec))
+        return device, None
+    except Exception as exc:
+        return "cpu", f"Could not move the model to {device} ({type(exc).__name__}); using the CPU."
+
+
+def current_options() -> Options:
+    causal = {"as built": None, "on": True, "off": False}[st.session_state["causal_override"]]
+    return Options(causal=causal, scale=bool(st.session_state["scale_scores"]))
+
+
+def current_theme() -> Theme:
+    state = st.session_state
+    return Theme(presentation=bool(state["presentation"]), dark=bool(state["dark"]), colorscale=state["colorscale"])
+
+
+def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
+    """Observe the session's text with the active model (cached), fit the settings to it. Raises what
+    the model raises on a text it cannot process."""
+    loaded = get_model(spec, device, upload_bytes(spec))
+    options = current_options()
+    obs = get_observation(spec, device, st.session_state["text"], options, loaded)
+    cfg = loaded.model.cfg
+    ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
+    fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, obs.n_tokens, ordinary), page)
+    return PageContext(spec, loaded, obs, obs.device, current_theme(), bool(st.session_state["hide_special"]), options)
+
+
+def other_observation(
+    ctx: PageContext, text: str | None = None, options: Options | None = None, spec: ModelSpec | None = None
+) -> tuple[Observation, LoadedModel]:
+    """Another cached observation (another text, options or model) on the same device."""
+    spec = spec or ctx.spec
+    loaded = ctx.loaded if spec == ctx.spec else get_model(spec, ctx.device, upload_bytes(spec))
+    text = ctx.obs.text if text is None else text
+    return get_observation(spec, ctx.device, text, options or ctx.options, loaded), loaded
+
+
+def prepare_context(
+    spec: ModelSpec | None, data: bytes | None, slots, device_note: str | None, page: str
+) -> PageContext | None:
+    """Load the requested model (keeping the previous one on failure), place it on the device and observe the
+    text for ``page`` (its url path). Messages go to the sidebar's slots; returns None when there is nothing
+    to show yet."""
+    active, errors, still_previous = load_requested(spec, data)
+    for message in errors:
+        slots.model.error(message)
+    if still_previous:
+        slots.model.caption("Still showing the previously loaded model.")
+    if active is None:
+        slots.status.error("No model is loaded yet: choose a model source above.")
+        return None
+    device, move_note = place_model(active)
+    for note in (device_note, move_note):
+        if note:
+            slots.device.warning(note)
+    try:
+        context = build_context(active, device, page)
+    except Exception as exc:
+        slots.status.error(f"The model could not process this text: {type(exc).__name__}: {exc}")
+        return None
+    draw_status(slots.status, context.loaded, context.obs)
+    return context

