@@ -28,8 +28,8 @@ import torch.nn.functional as F  # noqa: E402
 
 from model.attention import scaled_dot_product_attention  # noqa: E402
 from model.capture import run_with_cache  # noqa: E402
-from model.catalog import ModelSpec, load  # noqa: E402
-from model.pipeline import analyse  # noqa: E402
+from model.io.catalog import ModelSpec, load  # noqa: E402
+from model.observe import observe  # noqa: E402
 
 WORDS = [
     "the",
@@ -174,7 +174,7 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
             text = text_of(m.tokenizer, n)
 
             def text_change():
-                a = analyse(model, m.tokenizer, text, device=device)
+                a = observe(model, m.tokenizer, text, device=device)
                 for f in page_figures(a, 0, 0):
                     f.to_json()
                 return a
@@ -182,7 +182,7 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
             t_text = timeit(text_change, repeat, lambda: None)
             a = text_change()
 
-            def switch():  # a new layer/head on a cached analysis: figures only, no forward pass
+            def switch():  # a new layer/head on a cached observation: figures only, no forward pass
                 return [f.to_json() for f in page_figures(a, a.n_layers - 1, a.n_heads - 1)]
 
             t_switch = timeit(switch, repeat, lambda: None)
@@ -245,7 +245,7 @@ def long_sequences(device: str) -> list[dict]:
 
 def browser_times() -> list[dict]:
     """Time from submitting a text (attention page) or clicking the nav link (overview) to rendered charts."""
-    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+    from scripts.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
 
     if not Path(CHROMIUM).exists():
         return [{"error": "no /usr/bin/chromium"}]

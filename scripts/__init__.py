@@ -1,0 +1,1 @@
+"""Helper commands (see the README's development section)."""
