@@ -48,7 +48,7 @@ if restore is not None:  # a session file named the page to reopen
     if target is not None and target.url_path != page.url_path:
         st.switch_page(target)
 st.markdown(CHIP_CSS, unsafe_allow_html=True)
-st.session_state["_page_figures"] = []  # show_chart registers this run's figures for the export pack
+st.session_state["_page_views"] = []  # show_view registers this run's views for the export pack
 init_state()
 device_note = services.settle_device()  # before the sidebar draws the device picker
 requested, upload, slots = draw_sidebar()

@@ -145,27 +145,33 @@ def attention_vs_torch(device: str, repeat: int) -> dict:
     return {"ours_ms": ours * 1e3, "torch_ms": ref * 1e3, "ratio": ours / ref}
 
 
-def page_figures(a, layer: int, head: int):
-    """The figures the attention page builds (same builders, same arguments)."""
-    from viz.figures import attention_heatmap, heads_grid
+def page_figures(src, layer: int, head: int):
+    """The figures the attention page builds, through the same views (viz.views)."""
+    from viz.figures import Theme
+    from viz.views import build
 
+    theme = Theme()
     return [
-        attention_heatmap(a.patterns[layer, head], a.tokens, title=f"Layer {layer}, head {head}"),
-        heads_grid(a.patterns[layer], a.tokens, title=f"Layer {layer}"),
-        attention_heatmap(a.patterns[layer].mean(0), a.tokens, title="mean"),
+        build("attention", src, theme, layer=layer, head=head)[0].figure,
+        build("heads", src, theme, layer=layer)[0].figure,
+        build("mean", src, theme, layer=layer)[0].figure,
     ]
 
 
-def overview_figure(a):
+def overview_figure(src):
     """The model overview page's figure."""
-    from viz.figures import model_overview
+    from viz.figures import Theme
+    from viz.views import build
 
-    return model_overview(a.patterns)
+    return build("overview", src, Theme())[0].figure
 
 
 def end_to_end(device: str, repeat: int) -> list[dict]:
+    from viz.figures import Theme
+    from viz.views import build
+    from viz.views.source import DirectSource
+
     rows = []
-    from viz.figures import head_view
 
     for name in ("minilm", "bundled"):
         m = load(ModelSpec(name))
@@ -174,21 +180,23 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
             text = text_of(m.tokenizer, n)
 
             def text_change():
-                a = observe(model, m.tokenizer, text, device=device)
-                for f in page_figures(a, 0, 0):
+                obs = observe(model, m.tokenizer, text, device=device)
+                src = DirectSource(ModelSpec(name), m, obs)
+                for f in page_figures(src, 0, 0):
                     f.to_json()
-                return a
+                return src
 
             t_text = timeit(text_change, repeat, lambda: None)
-            a = text_change()
+            src = text_change()
+            a = src.obs
 
             def switch():  # a new layer/head on a cached observation: figures only, no forward pass
-                return [f.to_json() for f in page_figures(a, a.n_layers - 1, a.n_heads - 1)]
+                return [f.to_json() for f in page_figures(src, a.n_layers - 1, a.n_heads - 1)]
 
             t_switch = timeit(switch, repeat, lambda: None)
-            t_overview = timeit(lambda: overview_figure(a).to_json(), repeat, lambda: None)
-            att, ov = page_figures(a, 0, 0), [overview_figure(a)]
-            hv = head_view(a.patterns[0, :1], a.tokens, threshold=0.1)
+            t_overview = timeit(lambda: overview_figure(src).to_json(), repeat, lambda: None)
+            att, ov = page_figures(src, 0, 0), [overview_figure(src)]
+            hv = build("headview", src, Theme(), threshold=0.1)[0].figure
             rows.append(
                 {
                     "model": name,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -127,3 +128,89 @@ def open_page(page, url: str, path: str, title: str) -> None:
     page.wait_for_url(f"{url}/{path}")
     wait_idle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
+
+
+TEXT_BOXES_JS = """
+(svgText) => {
+  document.body.style.margin = '0';
+  document.body.innerHTML = svgText;
+  const svg = document.querySelector('svg');
+  const W = parseFloat(svg.getAttribute('width')), H = parseFloat(svg.getAttribute('height'));
+  const origin = svg.getBoundingClientRect();
+  const out = [];
+  for (const el of svg.querySelectorAll('text')) {
+    const text = el.textContent.trim();
+    if (!text) continue;
+    const style = getComputedStyle(el);
+    if (style.display === 'none' || style.visibility === 'hidden' || parseFloat(style.opacity) === 0) continue;
+    let hidden = false;
+    for (let p = el; p && p !== svg; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) { hidden = true; break; }
+    }
+    if (hidden) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const cls = [];
+    for (let p = el; p && p !== svg; p = p.parentElement) {
+      if (p.getAttribute('class')) cls.push(p.getAttribute('class'));
+    }
+    out.push({text, x0: r.left - origin.left, y0: r.top - origin.top, x1: r.right - origin.left,
+              y1: r.bottom - origin.top, size: parseFloat(style.fontSize), classes: cls.join(' '), W, H});
+  }
+  return out;
+}
+"""
+
+
+def text_boxes(page, svg: bytes | str) -> list[dict]:
+    """Every visible ``<text>`` of an SVG as laid out by chromium: its text, box (x0, y0, x1, y1 in SVG pixels),
+    font size, the classes of it and its ancestors, and the image's width W and height H."""
+    return page.evaluate(TEXT_BOXES_JS, svg.decode() if isinstance(svg, bytes) else svg)
+
+
+def outside(boxes: list[dict], tolerance: float = 1.0) -> list[dict]:
+    """The text boxes that are not wholly inside the image."""
+    return [
+        b
+        for b in boxes
+        if b["x0"] < -tolerance or b["y0"] < -tolerance or b["x1"] > b["W"] + tolerance or b["y1"] > b["H"] + tolerance
+    ]
+
+
+def is_tick(box: dict) -> bool:
+    """Whether a text is an axis's tick label (of any subplot)."""
+    return bool(re.fullmatch(r"[xy]\d*tick", text_group(box)))
+
+
+def text_group(box: dict) -> str:
+    """Which part of a plotly figure a text belongs to: the title, an axis title, an axis's ticks (by subplot),
+    a legend, a colour bar, an annotation, or data labels."""
+    classes = box["classes"].split()
+    for marker in ("g-gtitle", "legend", "colorbar", "annotation", "textpoint"):
+        if any(c.startswith(marker) for c in classes):
+            return marker
+    for c in classes:
+        if c.startswith("g-") and c.endswith("title"):
+            return c  # g-xtitle, g-x2title, ...
+    for c in classes:
+        if re.fullmatch(r"[xy]\d*tick", c):  # xtick, ytick, x2tick, y3tick, ...
+            return c
+    return "other"
+
+
+def overlaps(boxes: list[dict], slack: float = 1.0) -> list[tuple[dict, dict]]:
+    """Pairs of texts from different groups whose boxes overlap by more than ``slack`` px both ways (ticks of
+    one axis may touch each other: plotly turns them to avoid that)."""
+    found = []
+    groups = [text_group(b) for b in boxes]
+    for i, a in enumerate(boxes):
+        for j in range(i + 1, len(boxes)):
+            b = boxes[j]
+            if groups[i] == groups[j]:
+                continue
+            dx = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
+            dy = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
+            if dx > slack and dy > slack:
+                found.append((a, b))
+    return found

@@ -33,3 +33,16 @@ def tiny_model(tiny_cfg: EncoderConfig) -> TransformerEncoder:
 @pytest.fixture
 def ids() -> torch.Tensor:
     return torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium through Playwright, one per test session (Playwright's sync API allows one at a time)."""
+    from scripts.browser import CHROMIUM, chromium
+
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run must install it")
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    with chromium() as b:
+        yield b

@@ -95,6 +95,7 @@ FORBIDDEN = {
     "viz.export": ("streamlit",),
     "viz.settings": ("streamlit",),
     "viz.session": ("streamlit",),
+    "viz.views": ("streamlit",),
 }
 
 

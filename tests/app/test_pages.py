@@ -12,12 +12,12 @@ EXPECTED_CHARTS = {
     "viz/pages/attention.py": 3,
     "viz/pages/head_view.py": 1,
     "viz/pages/overview.py": 1,
-    "viz/pages/compare.py": 3,
+    "viz/pages/compare.py": 2,  # A and B side by side in one figure, then A − B
     "viz/pages/metrics.py": 1,
-    "viz/pages/qkv.py": 14,
+    "viz/pages/qkv.py": 10,
     "viz/pages/rollout.py": 2,
-    "viz/pages/masks.py": 5,
-    "viz/pages/positional.py": 7,
+    "viz/pages/masks.py": 3,
+    "viz/pages/positional.py": 5,
     "viz/pages/lessons.py": 6,  # random init has no MLM head: 3
 }
 
@@ -139,34 +139,83 @@ def test_compare_modes(app):
     app.radio(key="cmp_mode").set_value("two texts").run()
     assert not app.exception
     app.radio(key="cmp_mode").set_value("two models").run()
-    assert not app.exception and len(app.get("plotly_chart")) == 3
-    titles = [f["layout"]["title"]["text"] for f in figures(app)]
-    assert "Random init" in titles[1] and "A − B" in titles[2]
+    assert not app.exception and len(app.get("plotly_chart")) == 2
+    pair, diff = figures(app)
+    panel_titles = [a["text"] for a in pair["layout"]["annotations"]]
+    assert "Random init" in panel_titles[1] and "A − B" in diff["layout"]["title"]["text"]
 
 
 def test_minilm_loads_when_installed(app):
     app.sidebar.selectbox(key="model_kind").set_value("minilm").run()
     assert not app.exception
     fig = figures(app)[0]
-    assert fig["data"][0]["y"][1] == "the"  # MiniLM's own tokenizer
+    assert fig["data"][0]["y"][1] == "the·1"  # MiniLM's own tokenizer (and "the" repeats: it carries its position)
     app.switch_page("viz/pages/overview.py").run()
     assert not app.exception
 
 
-@pytest.mark.parametrize("widget", ["head", "layer"])
-def test_a_figure_that_changes_with_the_head_or_layer_is_exported_under_a_new_name(app, widget):
-    """Exports of two heads (or layers) must not overwrite each other: where a figure depends on the
-    selection, so does its file name."""
-    for page in PAGES:
-        app.switch_page(page)
-        app.session_state[widget] = 0
+#: (page, setting, another value): every widget that selects what a figure shows
+SELECTIONS = [
+    *[(page, "layer", 1) for page in PAGES],
+    *[(page, "head", 1) for page in PAGES],
+    ("viz/pages/attention.py", "attn_mode", "raw scaled scores (QKᵀ/√d_k)"),
+    ("viz/pages/head_view.py", "hv_heads", [0, 2]),
+    ("viz/pages/head_view.py", "hv_threshold", 0.3),
+    ("viz/pages/compare.py", "cmpA_layer", 1),
+    ("viz/pages/compare.py", "cmpA_head", 2),
+    ("viz/pages/compare.py", "cmpB_layer", 1),
+    ("viz/pages/compare.py", "cmpB_head", 3),
+    ("viz/pages/qkv.py", "qkv_query", 3),
+    ("viz/pages/masks.py", "pad_text_b", "Another short text here."),
+    ("viz/pages/positional.py", "pe_positions", 64),
+    ("viz/pages/positional.py", "pe_dims", [2, 3]),
+    ("viz/pages/positional.py", "perm_layer", 1),
+    ("viz/pages/positional.py", "perm_head", 2),
+    ("viz/pages/positional.py", "perm_positions", True),
+    ("viz/pages/positional.py", "perm_seed", 3),
+    ("viz/pages/lessons.py", "lesson_metric", "entropy"),
+    ("viz/pages/lessons.py", "ablate_heads", [(1, 1)]),
+    ("viz/pages/lessons.py", "mlm_pick", 3),
+]
+COMPARE_MODES = [
+    ("two texts", "cmp_text_b", "A cat is not a dog."),
+    ("two models", "cmp_model_b", "bundled"),
+    ("two models", "cmp_seed_b", 4),
+]
+
+
+def charts_and_names(app):
+    return list(zip(figures(app), [cfg["toImageButtonOptions"]["filename"] for cfg in configs(app)]))
+
+
+def assert_changed_figures_changed_names(before, after, where):
+    assert len(before) == len(after), where
+    for (fig0, name0), (fig1, name1) in zip(before, after):
+        if fig0["data"] != fig1["data"] or fig0["layout"].get("title") != fig1["layout"].get("title"):
+            assert name0 != name1, (where, name0)
+
+
+@pytest.mark.slow
+def test_a_figure_that_changes_with_any_selection_is_exported_under_a_new_name():
+    """Exports of two selections must not overwrite each other: where a figure depends on a widget, so does its
+    file name (every page's pickers, compare sides, the permutation head, the query token, ...)."""
+    app = new_app()
+    for page, key, value in SELECTIONS:
+        app.switch_page(page).run()
+        default = app.session_state[key]
+        before = charts_and_names(app)
+        app.session_state[key] = value
         app.run()
-        before = list(zip(figures(app), [cfg["toImageButtonOptions"]["filename"] for cfg in configs(app)]))
-        app.session_state[widget] = 1
+        assert not app.exception, (page, key, app.exception)
+        assert_changed_figures_changed_names(before, charts_and_names(app), (page, key))
+        app.session_state[key] = default
         app.run()
-        assert not app.exception, (page, app.exception)
-        after = list(zip(figures(app), [cfg["toImageButtonOptions"]["filename"] for cfg in configs(app)]))
-        assert len(before) == len(after), page
-        for (fig0, name0), (fig1, name1) in zip(before, after):
-            if fig0["data"] != fig1["data"]:
-                assert name0 != name1, (page, name0)
+    app.switch_page("viz/pages/compare.py").run()
+    for mode, key, value in COMPARE_MODES:
+        app.session_state["cmp_mode"] = mode
+        app.run()
+        before = charts_and_names(app)
+        app.session_state[key] = value
+        app.run()
+        assert not app.exception, (mode, key, app.exception)
+        assert_changed_figures_changed_names(before, charts_and_names(app), (mode, key))

@@ -117,7 +117,12 @@ def run_everything(loaded, text: str):
     return a, figs, html, csv
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
+FAST = {"empty", "script tag", "lone high surrogate", "emoji", "300k characters", "typed [MASK]"}
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in HOSTILE]
+)  # the fast tier runs a representative few; every tier runs all
 def test_hostile_text_through_every_layer(bundled, name):
     text = HOSTILE[name]
     a, figs, html, csv = run_everything(bundled, text)

@@ -40,7 +40,7 @@ def test_scaling_figure_has_both_variants_of_each_metric():
     assert len(fig.data) == 6 and {t.name for t in fig.data} == {"scaled", "unscaled"}
     assert [t.showlegend for t in fig.data] == [True, True, False, False, False, False]
     assert fig.layout.xaxis.type == "log" and list(fig.data[1].y) == [0.5, 0.1]
-    assert fig.layout.font.size == 18
+    assert fig.layout.font.size == Theme(presentation=True).sizes.base >= 18
 
 
 def test_encoding_heatmap_curves_and_similarity():

@@ -12,14 +12,17 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from model.io.catalog import ModelSpec, load
 from model.observe import observe
 from viz.export import cli, offline, pack, render
-from viz.export.data import read_matrix_csv
-from viz.figures import attention_heatmap
+from viz.export.data import read_long_csv, read_matrix_csv
+from viz.figures import Theme, attention_heatmap
 from viz.session import dump_session, load_session
+from viz.views import build
+from viz.views.source import DirectSource
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_chromium = pytest.mark.skipif(
@@ -39,68 +42,85 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.fixture(scope="module")
+def src(obs):
+    return DirectSource(ModelSpec("bundled"), load(ModelSpec("bundled")), obs)
+
+
 @needs_chromium
-def test_pack_contents(obs):
-    figs = [("heatmap L0 H0", attention_heatmap(obs.patterns[0, 0], obs.tokens, title="L0 H0"))]
+def test_pack_contents(src, obs):
+    views = build("attention", src, Theme(), layer=0, head=0)
     seen = []
     data, notes = pack.build_pack(
-        figs,
-        obs,
-        {"model": "bundled", "text": obs.text, "page": "Attention"},
-        progress=lambda f, m: seen.append(f),
+        views, obs, {"model": "bundled", "text": obs.text, "page": "Attention"}, progress=lambda f, m: seen.append(f)
     )
     assert not notes and seen[-1] == 1.0 and seen == sorted(seen)
     zf = zipfile.ZipFile(io.BytesIO(data))
     names = set(zf.namelist())
-    assert {
-        "README.md",
-        "data/captured.npz",
-        "data/tokens.csv",
-        "figures/page.html",
-        "figures/00_heatmap-L0-H0.png",
-        "figures/00_heatmap-L0-H0.svg",
-    } <= names
-    w, h = png_size(zf.read("figures/00_heatmap-L0-H0.png"))
+    stem = f"figures/00_{views[0].name}"
+    assert {"README.md", "data/captured.npz", "data/tokens.csv", "data/attention.csv", "figures/page.html"} <= names
+    assert {f"{stem}.png", f"{stem}.svg", f"{stem}.html", "figures/plotly.js"} <= names
+    assert not [n for n in names if n.startswith("data/matrices/")]  # per-head matrices only when asked
+    w, h = png_size(zf.read(f"{stem}.png"))
     assert w >= 1600 and h >= 1000  # scale >= 2
-    svg = ET.fromstring(zf.read("figures/00_heatmap-L0-H0.svg"))
-    assert svg.tag.endswith("svg")
-    assert b"L0 H0" in zf.read("figures/00_heatmap-L0-H0.svg")  # the title travels with the image
-    # CSVs round-trip to the captured arrays, every head (short text)
-    for layer in range(obs.n_layers):
-        for head in range(obs.n_heads):
-            m, rows, cols = read_matrix_csv(zf.read(f"data/weights_L{layer}_H{head}.csv").decode())
-            np.testing.assert_array_equal(m, obs.patterns[layer, head].astype(np.float64))
-            assert rows == cols == obs.tokens
-    scores, _, _ = read_matrix_csv(zf.read("data/scores_L1_H2.csv").decode())
-    np.testing.assert_array_equal(scores, obs.scores[1, 2].astype(np.float64))
+    svg = zf.read(f"{stem}.svg")
+    assert ET.fromstring(svg).tag.endswith("svg") and b"Layer 0, head 0" in svg  # the title travels with the image
+    # the library ships once; every HTML file references it instead of embedding 1.5 MB each
+    assert zf.read("figures/plotly.js").decode() == offline.library()
+    for html_name in (f"{stem}.html", "figures/page.html"):
+        page = zf.read(html_name).decode()
+        assert "src='plotly.js'" in page and len(page) < 200_000
+    # the tidy CSV round-trips to the captured arrays, every head (short text)
+    rows = read_long_csv(zf.read("data/attention.csv").decode())
+    n = obs.n_tokens
+    assert len(rows) == obs.n_layers * obs.n_heads * n * n
+    weights = np.zeros(obs.patterns.shape)
+    scores = np.zeros(obs.scores.shape)
+    for r in rows:
+        weights[r["layer"], r["head"], r["query_index"], r["key_index"]] = r["weight"]
+        scores[r["layer"], r["head"], r["query_index"], r["key_index"]] = r["score"]
+        assert r["query_token"] == obs.tokens[r["query_index"]] and r["key_token"] == obs.tokens[r["key_index"]]
+    np.testing.assert_array_equal(weights, obs.patterns.astype(np.float64))
+    np.testing.assert_array_equal(scores, obs.scores.astype(np.float64))
     npz = np.load(io.BytesIO(zf.read("data/captured.npz")))
     assert {"patterns", "scores", "q", "k", "v", "z", "attn_in", "attn_out", "hidden", "ids", "metric_entropy"} <= set(
         npz.files
     )
     np.testing.assert_array_equal(npz["patterns"], obs.patterns)
     readme = zf.read("README.md").decode()
-    assert "bundled" in readme and "The cat sat on the mat." in readme and "layer 0, head 0" in readme
+    assert "bundled" in readme and "The cat sat on the mat." in readme and "every head" in readme
 
 
-def test_pack_without_chromium_still_has_data_and_html(obs, monkeypatch):
+@needs_chromium
+def test_pack_at_slide_size_with_matrices(src, obs):
+    views = build("mean", src, Theme(presentation=True), layer=1)
+    data, _ = pack.build_pack(views, obs, {}, size="slide", matrices=True)
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    assert png_size(zf.read(f"figures/00_{views[0].name}_slide.png")) == (1920, 1080)
+    m, rows, cols = read_matrix_csv(zf.read("data/matrices/weights_L1_H2.csv").decode())
+    np.testing.assert_array_equal(m, obs.patterns[1, 2].astype(np.float64))
+    assert rows == cols == obs.tokens
+
+
+def test_pack_without_chromium_still_has_data_and_html(src, obs, monkeypatch):
     monkeypatch.setattr(render, "find_browser", lambda: None)
-    figs = [("mean", attention_heatmap(obs.patterns[1].mean(0), obs.tokens))]
-    data, notes = pack.build_pack(figs, obs, {"model": "m", "text": "t", "page": "p"})
+    views = build("mean", src, Theme(), layer=1)
+    data, notes = pack.build_pack(views, obs, {"model": "m", "text": "t", "page": "p"})
     assert notes and "apt-get install chromium" in notes[0]
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
-    assert "figures/page.html" in names and "data/captured.npz" in names
+    assert "figures/page.html" in names and "data/captured.npz" in names and "figures/plotly.js" in names
     assert not [n for n in names if n.endswith((".png", ".svg"))]
     with pytest.raises(RuntimeError, match="apt-get install chromium"):
-        render.render_image(figs[0][1], "png")
+        render.render_image(views[0].figure, "png")
 
 
-def test_long_texts_export_the_selected_head_only(obs, monkeypatch):
+def test_long_texts_export_the_selected_head_only(monkeypatch):
     m = load(ModelSpec("bundled"))
     long = observe(m.model, m.tokenizer, "word " * 100)
     monkeypatch.setattr(render, "find_browser", lambda: None)
     data, _ = pack.build_pack([], long, {}, layer=1, head=3)
-    csvs = [n for n in zipfile.ZipFile(io.BytesIO(data)).namelist() if n.endswith(".csv") and "weights" in n]
-    assert csvs == ["data/weights_L1_H3.csv"]
+    rows = read_long_csv(zipfile.ZipFile(io.BytesIO(data)).read("data/attention.csv").decode())
+    assert {(r["layer"], r["head"]) for r in rows} == {(1, 3)} and len(rows) == long.n_tokens**2
 
 
 def test_html_is_offline_and_escapes_hostile_tokens():
@@ -111,8 +131,10 @@ def test_html_is_offline_and_escapes_hostile_tokens():
     assert "<script>alert(1)" not in page and "<img src=x" not in page and "<script>bad()" not in page
     assert "&lt;script&gt;alert(1)" in page or "\\u003cscript" in page
     assert "<scriptsrc=" not in page.replace(" ", "").replace("'", '"')  # nothing fetched: plotly.js is inlined
-    assert len(page) > 3_000_000 and "Plotly" in page
+    assert 1_400_000 < len(page) < 2_000_000 and "plotly.js (cartesian" in page  # the small bundle, once
     assert "<title>&lt;b&gt;t&lt;/b&gt;</title>" in page
+    with pytest.raises(ValueError, match=r"not in the offline plotly\.js bundle"):
+        offline.figure_html(go.Figure(go.Sankey()))
 
 
 def test_session_round_trip():
@@ -161,26 +183,37 @@ def test_session_values_are_validated():
 
 
 @needs_chromium
-def test_cli_writes_one_figure_a_pack_and_refuses_a_bad_layer(tmp_path, capsys):
+def test_cli_writes_views_a_pack_and_refuses_a_bad_layer(tmp_path, capsys):
     out = tmp_path / "fig.svg"
     args = ["--model", "bundled", "--text", "The cat sat.", "--view", "heatmap", "--layer", "1", "--head", "2"]
     assert cli.main([*args, "--format", "svg", "--out", str(out)]) == 0
     root = ET.fromstring(out.read_bytes())
-    assert root.tag.endswith("svg") and b"layer 1, head 2" in out.read_bytes()
+    assert root.tag.endswith("svg") and b"Layer 1, head 2" in out.read_bytes()
+    # a view of several figures writes one file per figure; --set reaches any setting of a view
+    slide = tmp_path / "q.png"
+    view = ["--view", "qkv.output", "--set", "layer=1", "--size", "slide", "--out", str(slide)]
+    assert cli.main(["--text", "The cat sat.", *view]) == 0
+    for part in ("concat", "out"):
+        assert png_size((tmp_path / f"q_{part}.png").read_bytes()) == (1920, 1080)
     zip_path = tmp_path / "p.zip"
     assert cli.main(["--text", "One two three.", "--pack", str(zip_path), "--presentation"]) == 0
     names = zipfile.ZipFile(zip_path).namelist()
-    assert sum(n.endswith(".png") for n in names) == len(cli.VIEWS)
+    assert sum(n.endswith(".png") for n in names) == len(cli.DEFAULT_PACK)
     capsys.readouterr()
     assert cli.main(["--text", "x", "--layer", "9", "--out", str(tmp_path / "x.png")]) == 2
-    assert "layer/head out of range" in capsys.readouterr().err
+    assert "no layer 9" in capsys.readouterr().err
+    assert (
+        cli.main(["--text", "x", "--view", "attention", "--set", "colour=red", "--out", str(tmp_path / "x.png")]) == 2
+    )
+    assert "has no setting 'colour'" in capsys.readouterr().err
+    assert cli.main(["--list"]) == 0 and "qkv.query" in capsys.readouterr().out
 
 
 def test_cli_html_needs_no_browser(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "find_browser", lambda: None)
     out = tmp_path / "fig.html"
     assert cli.main(["--text", "The cat sat.", "--view", "mean", "--out", str(out)]) == 0
-    assert "Plotly" in out.read_text(encoding="utf-8")
+    assert "plotly.js (cartesian" in out.read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -195,7 +228,7 @@ def test_cli_runs_as_a_module(tmp_path):
         timeout=180,
     )
     assert run.returncode == 0, run.stderr
-    assert "wrote" in run.stdout and "Plotly" in out.read_text(encoding="utf-8")
+    assert "wrote" in run.stdout and "plotly.js (cartesian" in out.read_text(encoding="utf-8")
 
 
 @needs_chromium

@@ -13,7 +13,7 @@ from viz.figures import (
     similarity_matrix,
     weights_vs_contributions,
 )
-from viz.figures.common import ZW, downsample, plotly_config, unique_labels
+from viz.figures.common import ZW, downsample, plotly_config, thinned, token_labels, unique_labels
 from viz.figures.overview import tile_thumbnails
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
@@ -28,8 +28,9 @@ def test_heatmap_shape_labels_hover_and_title():
     fig = attention_heatmap(w, TOKENS, title="L0 H1")
     trace = fig.data[0]
     assert trace.z.shape == (8, 8)
-    assert list(trace.y) == unique_labels(TOKENS)
-    assert trace.y[1] == "the" and trace.y[5] == "the" + ZW  # repeated tokens stay distinct rows
+    assert list(trace.y) == token_labels(TOKENS)
+    assert trace.y[1] == "the·1" and trace.y[5] == "the·5"  # a repeated word carries its position
+    assert trace.y[2] == "cat"  # a word that occurs once does not
     assert "query: %{y}" in trace.hovertemplate and "%{z:.5f}" in trace.hovertemplate
     assert fig.layout.title.text == "L0 H1"
     assert fig.layout.yaxis.autorange == "reversed"
@@ -70,13 +71,15 @@ def test_heads_grid_shares_one_colour_scale():
     fig = heads_grid(w, TOKENS, head_labels=["uniform", "self"])
     assert len(fig.data) == 1  # one tiled trace: one colour scale by construction
     z = np.asarray(fig.data[0].z, dtype=float)
-    assert z.shape == (9, 18)  # two 8x8 blocks side by side with a gutter after each
-    np.testing.assert_allclose(z[:8, :8], uniform(8))
-    np.testing.assert_allclose(z[:8, 9:17], np.eye(8))
-    assert np.isnan(z[8]).all() and np.isnan(z[:, 8]).all()
+    gap = z.shape[0] - 8  # empty rows above the blocks hold the head labels
+    assert gap >= 1 and z.shape[1] == 18  # two 8x8 blocks side by side with a gutter after each
+    assert np.isnan(z[:gap]).all() and np.isnan(z[:, 8]).all()
+    np.testing.assert_allclose(z[gap:, :8], uniform(8))
+    np.testing.assert_allclose(z[gap:, 9:17], np.eye(8))
     assert fig.data[0].zmax == pytest.approx(1.0)
     assert [a.text for a in fig.layout.annotations] == ["uniform", "self"]
-    assert fig.data[0].y[1].startswith("the") and fig.data[0].x[10].startswith("the")  # hover names tokens
+    assert all(a.y == fig.data[0].y[gap // 2] for a in fig.layout.annotations)  # labels sit in the empty band
+    assert fig.data[0].y[gap + 1].startswith("the") and fig.data[0].x[10].startswith("the")  # hover names tokens
     assert len(set(fig.data[0].x)) == len(fig.data[0].x)  # blocks stay distinct categories
 
 
@@ -97,7 +100,7 @@ def test_head_view_lines_follow_weights_and_threshold():
     assert len(ys) == 8  # one line per query row
     assert {(int(-a), int(-b)) for a, b in ys} == {(0, 0)} | {(i, i - 1) for i in range(1, 8)}
     labels = [t for t in fig.data if t.mode == "markers+text"]
-    assert len(labels) == 2 and list(labels[0].text) == unique_labels(TOKENS)
+    assert len(labels) == 2 and list(labels[0].text) == token_labels(TOKENS)
     faint = head_view(uniform(8)[None], TOKENS, threshold=0.5)
     assert not [t for t in faint.data if t.mode == "lines"]  # 1/8 < threshold: nothing drawn
 
@@ -145,23 +148,47 @@ def test_similarity_matrix_shows_heads_in_the_given_order():
 def test_metric_spread_and_theme():
     fig = metric_spread({"trained": [0.1, 0.9], "random": [0.2, 0.2]}, "previous", theme=Theme(presentation=True))
     assert [t.name for t in fig.data] == ["trained", "random"]
-    assert fig.layout.font.size == 18
+    assert fig.layout.font.size == Theme(presentation=True).sizes.base >= 18
     dark = attention_heatmap(uniform(2), ["a", "b"], theme=Theme(dark=True, colorscale="Cividis"))
-    assert dark.layout.paper_bgcolor == "#111418" and dark.layout.font.color == "#e9ecef"
+    assert dark.layout.paper_bgcolor == "#111418" and dark.layout.font.color == "#f8f9fa"
+    assert dark.layout.title.font.color == dark.layout.xaxis.tickfont.color == "#f8f9fa"  # readable on black
     assert dark.data[0].colorscale[0][1] != attention_heatmap(uniform(2), ["a", "b"]).data[0].colorscale[0][1]
 
 
-def test_plotly_config_names_the_file():
+def test_plotly_config_names_the_file_and_can_export_a_slide():
     cfg = plotly_config("MiniLM attention L1 H2")
     assert cfg["toImageButtonOptions"] == {"format": "png", "filename": "MiniLM-attention-L1-H2", "scale": 3}
+    slide = plotly_config("x", size="slide")["toImageButtonOptions"]
+    assert (slide["width"], slide["height"], slide["scale"]) == (1920, 1080, 1)
+
+
+def test_token_labels_positions_option_and_uniqueness():
+    toks = ["it", "was", "it", "<b>"]
+    assert token_labels(toks) == ["it·0", "was", "it·2", "&lt;b&gt;"]
+    assert token_labels(toks, "all") == ["it·0", "was·1", "it·2", "&lt;b&gt;·3"]
+    assert token_labels(toks, "none") == ["it", "was", "it" + ZW, "&lt;b&gt;"] == unique_labels(toks)
+    assert len(set(token_labels(["a·1", "a", "a"]))) == 3  # a typed "a·1" cannot collide with a position label
+
+
+def test_dense_axes_are_thinned_evenly_keeping_both_ends():
+    labels = [f"t{i}" for i in range(512)]
+    axis = thinned(labels, 40)
+    assert len(axis["tickvals"]) == 40 and axis["tickvals"][0] == "t0" and axis["tickvals"][-1] == "t511"
+    gaps = np.diff([labels.index(v) for v in axis["tickvals"]])
+    assert gaps.max() - gaps.min() <= 1
+    assert thinned(labels[:10], 40)["tickvals"] == labels[:10]
+    fig = attention_heatmap(np.full((512, 512), 1 / 512, dtype=np.float32), labels)
+    assert 10 <= len(fig.layout.yaxis.tickvals) <= 60 and len(fig.data[0].y) == 512  # hover keeps every row
 
 
 def test_heads_grid_block_averages_long_inputs():
     w = np.random.default_rng(3).dirichlet(np.ones(512), (12, 512)).astype(np.float32)
     fig = heads_grid(w, [f"t{i}" for i in range(512)], title="L0")
-    assert np.asarray(fig.data[0].z).shape == (3 * 97, 4 * 97)
+    z = np.asarray(fig.data[0].z)
+    gap = z.shape[0] // 3 - 96
+    assert gap >= 1 and z.shape == (3 * (96 + gap), 4 * 97)
     assert "block-averaged" in fig.layout.title.text and "mean weight" in fig.data[0].hovertemplate
-    block = np.asarray(fig.data[0].z, dtype=float)[:96, :96]
+    block = np.asarray(fig.data[0].z, dtype=float)[gap : gap + 96, :96]
     np.testing.assert_allclose(block.sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
     assert len(fig.to_json()) < 2_000_000
 

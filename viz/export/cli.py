@@ -1,10 +1,12 @@
-"""The export command line: ``python -m viz.export --model bundled --text "..." --view heatmap --out fig.svg``.
+"""The export command line: any view of the app as PNG, SVG or HTML, or a whole page as an export pack.
 
-    python -m viz.export --model bundled --text "The cat sat on the mat." --view heatmap \\
+    python -m viz.export --list
+    python -m viz.export --model bundled --text "The cat sat on the mat." --view attention \\
         --layer 1 --head 0 --format svg --out fig.svg
-    python -m viz.export --model minilm --text "..." --pack out.zip
+    python -m viz.export --model minilm --text "..." --view qkv.query --set query=3 --size slide --out q.png
+    python -m viz.export --model minilm --text "..." --pack lesson.zip --page attention --presentation
 
-It loads the model, observes the text and builds the same figures the app draws.
+It loads the model, observes the text and builds the views through viz.views, as the app does.
 """
 
 from __future__ import annotations
@@ -13,100 +15,142 @@ import argparse
 import sys
 from pathlib import Path
 
-import plotly.graph_objects as go
-
 from model.errors import CheckpointError
-from model.io.catalog import ModelSpec, load
-from model.observe import observe
+from model.io.catalog import ModelSpec
 from viz.export.offline import figure_html
 from viz.export.pack import build_pack
 from viz.export.render import render_image
-from viz.figures import attention_heatmap, head_view, heads_grid, model_overview
-from viz.figures.common import Theme
+from viz.figures.common import EXPORT_SIZES, LABEL_POSITIONS, Theme
+from viz.views import REGISTRY, ViewUnavailableError, build, page_views
+from viz.views.base import View
+from viz.views.source import DirectSource
 
-VIEWS = ("heatmap", "scores", "heads", "mean", "headview", "overview")
+#: older view names of this command, kept working
+ALIASES = {"heatmap": ("attention", {"mode": "weights"}), "scores": ("attention", {"mode": "scores"})}
+#: what --pack exports without --page or --view: the attention page, the head view and the overview
+DEFAULT_PACK = ("heatmap", "scores", "heads", "mean", "headview", "overview")
 
 
-def build_view(obs, view: str, layer: int, head: int, theme: Theme, model_name: str) -> go.Figure:
-    """The same figures the app draws, by name (for the CLI)."""
-    tokens = obs.tokens
-    if not 0 <= layer < obs.n_layers or not 0 <= head < obs.n_heads:
-        raise ValueError(f"layer/head out of range: the model has {obs.n_layers} layers × {obs.n_heads} heads")
-    if view == "heatmap":
-        return attention_heatmap(
-            obs.patterns[layer, head], tokens, theme=theme, title=f"{model_name} — layer {layer}, head {head}"
-        )
-    if view == "scores":
-        return attention_heatmap(
-            obs.scores[layer, head],
-            tokens,
-            mode="scores",
-            theme=theme,
-            title=f"{model_name} — layer {layer}, head {head}: scores",
-        )
-    if view == "heads":
-        return heads_grid(obs.patterns[layer], tokens, theme=theme, title=f"{model_name} — layer {layer}")
-    if view == "mean":
-        return attention_heatmap(
-            obs.patterns[layer].mean(0),
-            tokens,
-            theme=theme,
-            title=f"{model_name} — layer {layer}, mean over heads",
-        )
-    if view == "headview":
-        return head_view(
-            obs.patterns[layer, [head]],
-            tokens,
-            head_labels=[f"head {head}"],
-            theme=theme,
-            title=f"{model_name} — layer {layer}, head {head}",
-        )
-    if view == "overview":
-        return model_overview(obs.patterns, theme=theme, title=f"{model_name}: every head")
-    raise ValueError(f"unknown view {view!r}; choose from {', '.join(VIEWS)}")
+def parse_value(default, text: str):
+    """A --set value in the type of the selection's default (ints, floats, booleans, tuples of ints)."""
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false", "on", "off", "1", "0"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text.lower() in ("true", "on", "1")
+    if isinstance(default, int):
+        return int(text)
+    if isinstance(default, float):
+        return float(text)
+    if isinstance(default, tuple):
+        items = [x for x in text.replace(",", " ").split() if x]
+        if default and isinstance(default[0], tuple):  # pairs such as heads to ablate: "0:1 2:3"
+            return tuple(tuple(int(v) for v in x.split(":")) for x in items)
+        return tuple(int(x) for x in items)
+    return text
+
+
+def selection_for(key: str, args: argparse.Namespace) -> tuple[str, dict]:
+    """(registry key, selection) for a view name and the command's flags."""
+    key, fixed = ALIASES.get(key, (key, {}))
+    if key not in REGISTRY:
+        raise ValueError(f"unknown view {key!r}; see --list")
+    accepted = REGISTRY[key].selection
+    selection = dict(fixed)
+    for name in ("layer", "head", "query"):
+        if name in accepted and getattr(args, name) is not None:
+            selection[name] = getattr(args, name)
+    if key == "headview" and args.head is not None:
+        selection["heads"] = (args.head,)
+    if key == "overview":
+        selection.update(layer=args.layer or 0, head=args.head or 0)
+    for item in args.set or []:
+        name, _, text = item.partition("=")
+        if name not in accepted:
+            raise ValueError(f"view {key!r} has no setting {name!r}; it has {', '.join(accepted) or 'none'}")
+        selection[name] = parse_value(accepted[name], text)
+    return key, selection
+
+
+def write_views(views: list[View], out: Path, fmt: str, size: str) -> list[Path]:
+    """Write one file per view: ``out`` itself for one view, ``out`` with the part's name for several."""
+    paths = []
+    for item in views:
+        part = item.key.rsplit(".", 1)[-1] if len(views) > 1 else ""
+        path = out.with_name(f"{out.stem}_{part}{out.suffix}") if part else out
+        if fmt == "html":
+            path.write_text(figure_html(item.figure, item.title), encoding="utf-8")
+        else:
+            path.write_bytes(render_image(item.figure, fmt, size=size))
+        paths.append(path)
+    return paths
+
+
+def list_views() -> str:
+    lines = ["view (page): settings and defaults"]
+    for key, spec in REGISTRY.items():
+        settings = ", ".join(f"{k}={v!r}" for k, v in spec.selection.items()) or "—"
+        lines.append(f"  {key} ({spec.page}): {settings}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m viz.export", description="Export Attention Lab figures.")
+    p.add_argument("--list", action="store_true", help="list every view and its settings, then stop")
     p.add_argument("--model", default="bundled", help="bundled, minilm, random, or a checkpoint file/folder path")
-    p.add_argument("--text", required=True)
-    p.add_argument("--view", default="heatmap", choices=VIEWS)
-    p.add_argument("--layer", type=int, default=0)
-    p.add_argument("--head", type=int, default=0)
+    p.add_argument("--text")
+    p.add_argument("--view", action="append", help=f"a view key (see --list; also {', '.join(ALIASES)}); repeatable")
+    p.add_argument("--page", help="with --pack: every view of this page (url path, e.g. attention, qkv)")
+    p.add_argument("--layer", type=int)
+    p.add_argument("--head", type=int)
+    p.add_argument("--query", type=int, help="query token position (views that explain one query)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="any other setting of the view")
     p.add_argument("--format", default=None, choices=("png", "svg", "html"))
-    p.add_argument("--out", help="output file for one figure")
-    p.add_argument("--pack", help="write an export pack (zip) with every view, the data and a README")
+    p.add_argument("--size", default="screen", choices=tuple(EXPORT_SIZES), help="slide: 1920 × 1080 px")
+    p.add_argument("--out", help="output file for the view(s)")
+    p.add_argument("--pack", help="write an export pack (zip): figures, HTML, data and a README")
+    p.add_argument("--matrices", action="store_true", help="in a pack, also one CSV matrix per head")
     p.add_argument("--presentation", action="store_true", help="large fonts for slides")
     p.add_argument("--dark", action="store_true")
     p.add_argument("--colorscale", default="Viridis")
+    p.add_argument("--positions", default="duplicates", choices=LABEL_POSITIONS, help="token labels with positions")
+    p.add_argument("--hide-special", action="store_true")
     args = p.parse_args(argv)
+    if args.list:
+        print(list_views())
+        return 0
+    if not args.text:
+        p.error("give --text")
     if not args.out and not args.pack:
         p.error("give --out FILE or --pack FILE.zip")
-    spec = (
-        ModelSpec(args.model) if args.model in ("bundled", "minilm", "random") else ModelSpec("folder", path=args.model)
-    )
+    known = ("bundled", "minilm", "random")
+    spec = ModelSpec(args.model) if args.model in known else ModelSpec("folder", path=args.model)
+    theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale, positions=args.positions)
     try:
-        loaded = load(spec)
-        obs = observe(loaded.model, loaded.tokenizer, args.text)
-        theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale)
-        name = loaded.name
-        for notice in obs.notices:
+        src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special)
+        for notice in src.obs.notices:
             print(f"note: {notice}", file=sys.stderr)
         if args.out:
-            fig = build_view(obs, args.view, args.layer, args.head, theme, name)
+            key, selection = selection_for((args.view or ["attention"])[0], args)
             fmt = args.format or Path(args.out).suffix.lstrip(".").lower() or "png"
-            if fmt == "html":
-                Path(args.out).write_text(figure_html(fig, name), encoding="utf-8")
-            else:
-                Path(args.out).write_bytes(render_image(fig, fmt))
-            print(f"wrote {args.out}")
+            for path in write_views(build(key, src, theme, **selection), Path(args.out), fmt, args.size):
+                print(f"wrote {path}")
         if args.pack:
-            figs = [
-                (f"{v} L{args.layer} H{args.head}", build_view(obs, v, args.layer, args.head, theme, name))
-                for v in VIEWS
-            ]
-            settings = {"model": name, "text": args.text, "page": "cli", "theme": vars(theme)}
-            data, notes = build_pack(figs, obs, settings, layer=args.layer, head=args.head)
+            names = page_views(args.page) if args.page else (args.view or list(DEFAULT_PACK))
+            if not names:
+                pages = sorted({s.page for s in REGISTRY.values()})
+                raise ValueError(f"no page {args.page!r}; pages: {', '.join(pages)}")
+            views = []
+            for name in names:
+                key, selection = selection_for(name, args)
+                try:
+                    views += build(key, src, theme, **selection)
+                except ViewUnavailableError as exc:
+                    print(f"note: skipped {name}: {exc}", file=sys.stderr)
+            layer, head = args.layer or 0, args.head or 0
+            settings = {"model": src.loaded.name, "text": args.text, "page": args.page or "cli", "theme": vars(theme)}
+            data, notes = build_pack(
+                views, src.obs, settings, layer=layer, head=head, size=args.size, matrices=args.matrices
+            )
             Path(args.pack).write_bytes(data)
             for note in notes:
                 print(f"note: {note}", file=sys.stderr)

@@ -51,3 +51,37 @@ def observation_arrays(obs) -> dict[str, np.ndarray]:
     for name, value in obs.metrics.items():
         arrays[f"metric_{name}"] = value
     return arrays
+
+
+LONG_COLUMNS = ("layer", "head", "query_index", "query_token", "key_index", "key_token", "weight", "score")
+
+
+def long_csv(obs, heads: Sequence[tuple[int, int]]) -> str:
+    """Tidy attention data, one row per (head, query, key): layer, head, query index and token, key index and
+    token, weight, score (scaled, −inf where masked; empty when scores were not captured)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(LONG_COLUMNS)
+    tokens = list(obs.tokens)
+    n = len(tokens)
+    q_idx, k_idx = np.divmod(np.arange(n * n), n)
+    q_tok, k_tok = [tokens[i] for i in q_idx], [tokens[j] for j in k_idx]
+    for layer, head in heads:
+        weights = obs.patterns[layer, head].ravel().tolist()
+        scores = obs.scores[layer, head].ravel().tolist() if obs.scores is not None else [""] * (n * n)
+        writer.writerows(
+            zip([layer] * n * n, [head] * n * n, q_idx.tolist(), q_tok, k_idx.tolist(), k_tok, weights, scores)
+        )
+    return out.getvalue()
+
+
+def read_long_csv(text: str) -> list[dict]:
+    """Inverse of :func:`long_csv` (tests, and anyone re-plotting the data): rows as dicts with numbers parsed."""
+    rows = []
+    for row in csv.DictReader(io.StringIO(text)):
+        for key in ("layer", "head", "query_index", "key_index"):
+            row[key] = int(row[key])
+        row["weight"] = float(row["weight"])
+        row["score"] = float(row["score"]) if row["score"] else None
+        rows.append(row)
+    return rows

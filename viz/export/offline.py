@@ -1,22 +1,50 @@
-"""Offline interactive HTML: plotly.js inlined, nothing fetched from a CDN; titles and captions escaped."""
+"""Offline interactive HTML: plotly.js from the vendored cartesian bundle, nothing fetched from a CDN;
+titles and captions escaped.
+
+A single figure's file embeds the library (1.5 MB) so it opens anywhere; an export pack ships the library once
+(``figures/plotly.js``) and every HTML file in it references that file.
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 
 import plotly.graph_objects as go
 
+LIBRARY = Path(__file__).resolve().parents[2] / "assets" / "vendor" / "plotly-cartesian.min.js"
+LIBRARY_NAME = "plotly.js"  # the library's file name inside an export pack
+#: trace types the cartesian bundle draws (its README); a figure with another type needs the full bundle
+TRACE_TYPES = frozenset(
+    {"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "image", "pie"}
+    | {"scatter", "scatterternary", "violin"}
+)
 
-def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
-    """One self-contained interactive HTML file (plotly.js inlined: works offline, no CDN)."""
-    return page_html([(title, fig)], title=title)
+
+@cache
+def library() -> str:
+    """The plotly.js bundle's source (read once)."""
+    return LIBRARY.read_text(encoding="utf-8")
 
 
-def page_html(figures: Sequence[tuple[str, go.Figure]], *, title: str, caption: str = "") -> str:
-    """Every figure of a page in one offline HTML file. Titles and captions are escaped."""
-    from plotly.offline import get_plotlyjs
+def _script(embed: bool) -> str:
+    if embed:
+        return f"<script type='text/javascript'>{library()}</script>"
+    return f"<script type='text/javascript' src='{LIBRARY_NAME}'></script>"
 
+
+def figure_html(fig: go.Figure, title: str = "Attention Lab figure", *, embed: bool = True) -> str:
+    """One interactive HTML file; ``embed=False`` references ``plotly.js`` beside it (inside a pack)."""
+    return page_html([(title, fig)], title=title, embed=embed)
+
+
+def page_html(figures: Sequence[tuple[str, go.Figure]], *, title: str, caption: str = "", embed: bool = True) -> str:
+    """Every figure of a page in one HTML file. Titles and captions are escaped."""
+    unsupported = {t.type for _, fig in figures for t in fig.data} - TRACE_TYPES
+    if unsupported:
+        raise ValueError(f"trace types {sorted(unsupported)} are not in the offline plotly.js bundle")
     parts = []
     for name, fig in figures:
         div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
@@ -24,7 +52,7 @@ def page_html(figures: Sequence[tuple[str, go.Figure]], *, title: str, caption: 
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:24px;max-width:1400px} h2{font-size:1.1em}</style>"
-        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        "<style>body{font-family:sans-serif;margin:24px;max-width:1500px} h2{font-size:1.1em}</style>"
+        f"{_script(embed)}</head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(caption)}</p>{''.join(parts)}</body></html>"
     )

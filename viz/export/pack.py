@@ -1,4 +1,5 @@
-"""Export packs: one zip with every figure of a page as PNG + SVG, an offline HTML page, the data and a README."""
+"""Export packs: one zip with every view of a page as PNG + SVG + HTML, the plotly.js library once, the data
+(one tidy CSV, optionally one matrix per head), every captured array, and a README."""
 
 from __future__ import annotations
 
@@ -9,92 +10,109 @@ import zipfile
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
-from viz.export.data import matrix_csv, observation_arrays, tokens_csv
-from viz.export.offline import page_html
+from viz.export.data import long_csv, matrix_csv, observation_arrays, tokens_csv
+from viz.export.offline import LIBRARY_NAME, figure_html, library, page_html
 from viz.export.render import INSTALL_HINT, image_export_available, render_image
-from viz.figures.common import safe_filename
+from viz.views.base import View
+
+ALL_HEADS_UP_TO = 64  # tokens: up to this length the tidy CSV holds every head, beyond it the focus head only
+
+
+def pack_heads(obs, layer: int, head: int) -> list[tuple[int, int]]:
+    """The heads whose attention goes into the pack's data: all of them for short texts, else the focus head."""
+    if obs.n_tokens <= ALL_HEADS_UP_TO:
+        return [(lay, h) for lay in range(obs.n_layers) for h in range(obs.n_heads)]
+    return [(layer, head)]
 
 
 def build_pack(
-    figures: Sequence[tuple[str, go.Figure]],
+    views: Sequence[View],
     obs,
     settings: dict,
     *,
     layer: int = 0,
     head: int = 0,
+    size: str = "screen",
+    matrices: bool = False,
     progress: Callable[[float, str], None] | None = None,
     images: bool | None = None,
 ) -> tuple[bytes, list[str]]:
-    """A zip: every figure as PNG + SVG (+ interactive HTML), the data behind them, tokens, README.md.
+    """A zip of a page's views and the data behind them. Returns (zip bytes, notes).
 
-    Returns (zip bytes, notes). Without a Chromium browser the images are skipped and a note says why.
+    figures/: each view as PNG + SVG (at ``size``) and as interactive HTML, ``page.html`` with every view, and
+    ``plotly.js`` once for all of them. data/: ``attention.csv`` (tidy: one row per head, query and key),
+    ``tokens.csv``, ``captured.npz``; with ``matrices`` also one weights and one scores matrix per head.
+    Without a Chromium browser the images are skipped and a note says why.
     """
     progress = progress or (lambda frac, msg: None)
     images = image_export_available() if images is None else images
     notes = [] if images else [f"PNG/SVG images were skipped: {INSTALL_HINT}."]
+    heads = pack_heads(obs, layer, head)
     buf = io.BytesIO()
-    tokens = list(obs.tokens)
-    steps = max(1, len(figures) * (2 if images else 1) + 3)
+    steps = max(1, len(views) * (3 if images else 1) + 3)
     done = 0
+    suffix = "_slide" if size == "slide" else ""
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for i, (name, fig) in enumerate(figures):
-            stem = f"figures/{i:02d}_{safe_filename(name)}"
+        zf.writestr(f"figures/{LIBRARY_NAME}", library())
+        for i, item in enumerate(views):
+            stem = f"figures/{i:02d}_{item.name}"
             if images:
                 for fmt in ("png", "svg"):
-                    progress(done / steps, f"rendering {name} ({fmt})")
-                    zf.writestr(f"{stem}.{fmt}", render_image(fig, fmt))
+                    progress(done / steps, f"rendering {item.title} ({fmt})")
+                    zf.writestr(f"{stem}{suffix}.{fmt}", render_image(item.figure, fmt, size=size))
                     done += 1
-            else:
-                done += 1
-        zf.writestr(
-            "figures/page.html",
-            page_html(
-                figures,
-                title=f"Attention Lab — {settings.get('page', '')}",
-                caption=f"{settings.get('model', '')}: {settings.get('text', '')}",
-            ),
-        )
+            zf.writestr(f"{stem}.html", figure_html(item.figure, item.title, embed=False))
+            done += 1
+        caption = f"{settings.get('model', '')}: {settings.get('text', '')}"
+        pairs = [(item.title, item.figure) for item in views]
+        title = f"Attention Lab — {settings.get('page', '')}"
+        zf.writestr("figures/page.html", page_html(pairs, title=title, caption=caption, embed=False))
         progress(done / steps, "writing data")
         zf.writestr("data/tokens.csv", tokens_csv(obs))
-        n_heads = obs.n_layers * obs.n_heads
-        pairs = (
-            [(lay, h) for lay in range(obs.n_layers) for h in range(obs.n_heads)]
-            if obs.n_tokens <= 64 and n_heads <= 96
-            else [(layer, head)]
-        )
-        for lay, h in pairs:
-            zf.writestr(f"data/weights_L{lay}_H{h}.csv", matrix_csv(obs.patterns[lay, h], tokens, tokens))
-            if obs.scores is not None:
-                zf.writestr(f"data/scores_L{lay}_H{h}.csv", matrix_csv(obs.scores[lay, h], tokens, tokens))
+        zf.writestr("data/attention.csv", long_csv(obs, heads))
+        if matrices:
+            tokens = list(obs.tokens)
+            for lay, h in heads:
+                zf.writestr(f"data/matrices/weights_L{lay}_H{h}.csv", matrix_csv(obs.patterns[lay, h], tokens, tokens))
+                if obs.scores is not None:
+                    zf.writestr(f"data/matrices/scores_L{lay}_H{h}.csv", matrix_csv(obs.scores[lay, h], tokens, tokens))
         done += 1
         progress(done / steps, "compressing arrays")
         npz = io.BytesIO()
         np.savez_compressed(npz, **observation_arrays(obs))
         zf.writestr("data/captured.npz", npz.getvalue())
         done += 1
-        zf.writestr("README.md", pack_readme(settings, figures, notes, layer, head, len(pairs)))
+        zf.writestr("README.md", pack_readme(settings, views, notes, heads, matrices, images, suffix))
     progress(1.0, "done")
     return buf.getvalue(), notes
 
 
-def pack_readme(settings: dict, figures, notes, layer: int, head: int, n_csv: int) -> str:
+def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: bool, suffix: str) -> str:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    which = "every head" if len(heads) > 1 else f"layer {heads[0][0]}, head {heads[0][1]}"
+    image_lines = [f"- `figures/{i:02d}_{v.name}{suffix}.png/.svg` — {v.title}" for i, v in enumerate(views)]
     lines = [
         "# Attention Lab export",
         "",
         f"- model: {settings.get('model', '?')}",
         f"- text: {json.dumps(settings.get('text', ''))[:500]}",
-        f"- page: {settings.get('page', '?')}; layer {layer}, head {head}",
+        f"- page: {settings.get('page', '?')}",
         f"- settings: {json.dumps({k: v for k, v in settings.items() if k not in ('model', 'text', 'page')})}",
         f"- exported: {when}",
         "",
         "## Files",
         "",
-        *[f"- `figures/{i:02d}_{safe_filename(n)}.png/.svg` — {n}" for i, (n, _) in enumerate(figures)],
-        "- `figures/page.html` — every figure, interactive, offline (plotly.js inside)",
-        f"- `data/weights_*.csv`, `data/scores_*.csv` — {n_csv} head(s): rows are query tokens, columns key tokens",
+        *(image_lines if images else []),
+        "- `figures/NN_*.html` — each figure, interactive, offline (opens with `figures/plotly.js` beside it)",
+        "- `figures/page.html` — every figure of the page in one interactive page",
+        "- `figures/plotly.js` — plotly.js (MIT licence), shared by the HTML files",
+        f"- `data/attention.csv` — {which}: one row per (layer, head, query, key) with tokens, weight and score",
+        *(
+            ["- `data/matrices/*.csv` — one matrix per head: rows are query tokens, columns key tokens"]
+            if matrices
+            else []
+        ),
         "- `data/captured.npz` — every captured array (patterns, scores, q, k, v, z, attention in/out, hidden, "
         "metrics); shapes (layers, heads, tokens, …)",
         "- `data/tokens.csv` — tokens with ids and character spans",

@@ -8,6 +8,8 @@ import threading
 
 import plotly.graph_objects as go
 
+from viz.figures.common import export_size
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 INSTALL_HINT = "install Debian's chromium (apt-get install chromium) to export PNG and SVG images"
 _kaleido_lock = threading.Lock()
@@ -58,8 +60,11 @@ def warm_up_renderer() -> threading.Thread | None:
     return _warm_up_thread
 
 
-def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3) -> bytes:
-    """PNG or SVG bytes of a figure, through one persistent kaleido render server per process."""
+def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3, size: str = "screen") -> bytes:
+    """PNG or SVG bytes of a figure, through one persistent kaleido render server per process.
+
+    ``size``: "screen" (the figure's height, a width that keeps heatmaps near square; PNG at ``scale``×) or
+    "slide" (exactly 1920 × 1080 px, PNG at 1×)."""
     if fmt not in ("png", "svg"):
         raise ValueError("format must be png or svg")
     if not image_export_available():
@@ -68,8 +73,6 @@ def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3) -> bytes:
 
     with _kaleido_lock:  # one render server, used by one request at a time
         _start_renderer_locked()
-        height = fig.layout.height or 600
-        width = fig.layout.width or max(800, min(1500, int(height * 1.35)))
-        return kaleido.calc_fig_sync(
-            fig, opts={"format": fmt, "scale": scale if fmt == "png" else 1, "width": width, "height": height}
-        )
+        width, height = export_size(fig, size)
+        scale = 1 if fmt == "svg" or size == "slide" else scale
+        return kaleido.calc_fig_sync(fig, opts={"format": fmt, "scale": scale, "width": width, "height": height})

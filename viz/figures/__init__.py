@@ -1,6 +1,8 @@
 """Pure figure builders: numpy arrays + token labels -> plotly Figure. No streamlit, no torch.
 
-common      Theme, styling, token labels, export options
+theme       Theme: colours and font sizes (presentation scales them together)
+text        token labels (escaped, unique, with positions), thinned ticks, titles that fit
+common      validation, styling with margins that fit the labels, export sizes and modebar options
 heatmaps    one matrix: attention weights/scores, differences, any labelled matrix, head distances
 grids       several matrices in one figure: every head of a layer, weights beside contributions
 headview    BertViz-style lines from query tokens to key tokens
@@ -12,7 +14,7 @@ charts      bars and lines: per-token changes, predictions, metric spreads, the 
 
 from viz.figures.charts import change_bars, metric_spread, prediction_bars, scaling_figure
 from viz.figures.common import Theme, plotly_config
-from viz.figures.grids import heads_grid, weights_vs_contributions
+from viz.figures.grids import heads_grid, heatmap_panels, weights_vs_contributions
 from viz.figures.headview import head_view
 from viz.figures.heatmaps import attention_heatmap, difference_heatmap, matrix_heatmap, similarity_matrix
 from viz.figures.overview import model_overview
@@ -28,6 +30,7 @@ __all__ = [
     "encoding_heatmap",
     "head_view",
     "heads_grid",
+    "heatmap_panels",
     "matrix_heatmap",
     "metric_spread",
     "model_overview",

@@ -6,22 +6,25 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures.common import Theme, style, unique_labels
+from viz.figures.common import CHAR_EM, Theme, style, thinned, tick_budget, token_labels, unique_labels
 
 
 def change_bars(
     tokens, values, *, title: str | None = None, theme: Theme | None = None, x_title: str = "relative change"
 ) -> go.Figure:
     """One bar per token (e.g. how much ablation changed its output)."""
-    labels = unique_labels(tokens)
     theme = theme or Theme()
+    labels = token_labels(tokens, theme.positions)
     fig = go.Figure(
         go.Bar(x=labels, y=list(values), marker_color="#e8590c", hovertemplate="%{x}: %{y:.4f}<extra></extra>")
     )
-    fig.update_xaxes(type="category", tickangle=-60)
+    axis = thinned(labels, tick_budget(1000, theme.sizes.tick))
+    fig.update_xaxes(type="category", **axis)
     fig.update_yaxes(title_text=x_title)
-    style(fig, theme, title=title, height=380)
-    return fig
+    # Labels may stand on end below the bars: make the figure taller by their length so the bars keep room.
+    longest = max((len(t) for t in axis["ticktext"]), default=0) if len(labels) > 12 else 0
+    height = (440 if theme.presentation else 400) + int(min(240, longest * CHAR_EM * theme.sizes.tick))
+    return style(fig, theme, title=title, height=height)
 
 
 def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
@@ -39,8 +42,7 @@ def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | N
     )
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(title_text="probability", tickformat=".0%")
-    style(fig, theme, title=title, height=80 + 32 * len(labels))
-    return fig
+    return style(fig, theme, title=title, height=140 + (44 if theme.presentation else 32) * len(labels))
 
 
 def metric_spread(
@@ -63,15 +65,17 @@ def metric_spread(
             )
         )
     fig.update_yaxes(title_text=metric)
-    style(fig, theme, title=title, height=420)
-    return fig
+    return style(fig, theme, title=title, height=460, legend=False)
 
 
 def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None = None) -> go.Figure:
     """Entropy, max weight and softmax-gradient norm against d_k, with and without 1/√d_k."""
     theme = theme or Theme()
     fig = make_subplots(
-        rows=1, cols=3, subplot_titles=("mean entropy (nats)", "mean largest weight", "softmax gradient norm")
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.1,
+        subplot_titles=("entropy (nats)", "largest weight", "gradient norm"),
     )
     for col, metric in enumerate(("entropy", "max_weight", "gradient"), start=1):
         for variant, colour, dash in (("scaled", "#4263eb", "solid"), ("unscaled", "#e8590c", "dash")):
@@ -88,6 +92,8 @@ def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None 
                 1,
                 col,
             )
-        fig.update_xaxes(type="log", title_text="d_k", row=1, col=col)
-    style(fig, theme, title="Random q, k: why attention divides by √d_k", height=400)
+        d_ks = [int(d) for d in demo["d_k"]]
+        fig.update_xaxes(type="log", title_text="d_k", tickvals=d_ks, ticktext=[str(d) for d in d_ks], row=1, col=col)
+    style(fig, theme, title="Random q, k: why attention divides by √d_k", height=460, legend=True, above=1)
+    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
     return fig

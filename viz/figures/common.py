@@ -1,43 +1,34 @@
-"""Shared helpers for the figure builders: validation, token labels, themes and export options."""
+"""Shared helpers for the figure builders: validation, token labels, tick thinning, themes, export options.
+
+Every figure is laid out to survive export: axes and the title push the margins to fit their labels
+(plotly's automargin), tick labels are thinned to what the axis can show, and font sizes come from one
+:class:`Theme` so that the presentation theme scales ticks, axis titles, hover text and colour bars together.
+"""
 
 from __future__ import annotations
-
-import html
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
-ZW = "\u200b"  # zero-width space: makes repeated tokens distinct categories without changing how they look
+from viz.figures.text import CHAR_EM, MAX_TICKS, ZW, fit_title, thinned, tick_budget, token_labels, unique_labels, wrap
+from viz.figures.theme import COLORBLIND_SCALES, DEFAULT_THEME, LABEL_POSITIONS, Sizes, Theme
 
-
-@dataclass(frozen=True)
-class Theme:
-    """How figures look. ``presentation`` means larger fonts and thicker lines for slides."""
-
-    presentation: bool = False
-    dark: bool = False
-    colorscale: str = "Viridis"  # sequential scale for weights
-    diverging: str = "RdBu_r"  # for differences and raw scores
-
-    @property
-    def font_size(self) -> int:
-        return 18 if self.presentation else 12
-
-    @property
-    def line_scale(self) -> float:
-        return 2.0 if self.presentation else 1.0
-
-    @property
-    def colors(self) -> dict[str, str]:
-        """Page, text and grid colours. Set directly: a named plotly template costs ~100 ms per figure."""
-        if self.dark:
-            return {"bg": "#111418", "text": "#e9ecef", "grid": "#343a40"}
-        return {"bg": "#ffffff", "text": "#212529", "grid": "#e9ecef"}
-
-
-DEFAULT_THEME = Theme()
-COLORBLIND_SCALES = ("Viridis", "Cividis", "Magma", "Inferno", "Plasma", "Blues", "Greys")
+__all__ = [
+    "CHAR_EM",
+    "COLORBLIND_SCALES",
+    "DEFAULT_THEME",
+    "LABEL_POSITIONS",
+    "MAX_TICKS",
+    "ZW",
+    "Sizes",
+    "Theme",
+    "fit_title",
+    "thinned",
+    "tick_budget",
+    "token_labels",
+    "unique_labels",
+    "wrap",
+]
 
 
 def as_array(name: str, value, ndim: int) -> np.ndarray:
@@ -54,42 +45,89 @@ def check_labels(name: str, labels, n: int) -> list[str]:
     return labels
 
 
-def unique_labels(tokens) -> list[str]:
-    """Repeated tokens get zero-width suffixes so plotly's categorical axes keep them apart.
-
-    Labels are HTML-escaped: plotly renders tick and hover text as HTML, and a token such as
-    ``<script>`` must show as text.
-    """
-    seen: dict[str, int] = {}
-    out = []
-    for tok in tokens:
-        tok = html.escape(str(tok), quote=False) or " "
-        n = seen.get(tok, 0)
-        seen[tok] = n + 1
-        out.append(tok + ZW * n)
-    return out
+def title_block_px(fig: go.Figure, theme: Theme) -> int:
+    """Height of the title and subtitle as plotly lays them out: the top pad, the title line, and the
+    subtitle's lines below a gap of about one subtitle line."""
+    title = fig.layout.title
+    block = 10 + 1.3 * (title.font.size or theme.sizes.title) if title.text else 10
+    sub = title.subtitle.text if title.subtitle else None
+    if sub:
+        block += 1.3 * theme.sizes.axis_title * (sub.count("<br>") + 2)
+    return int(block)
 
 
-def style(fig: go.Figure, theme: Theme | None = None, *, title: str | None = None, height: int | None = None):
-    """Apply the theme (colours, fonts) and the title in one layout update; returns the same figure.
+def style(
+    fig: go.Figure,
+    theme: Theme | None = None,
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
+    height: int | None = None,
+    legend: bool | None = None,
+    above: int = 0,
+) -> go.Figure:
+    """Apply the theme (colours, fonts, margins that fit the labels) and the title in one layout update.
 
     One ``update_layout`` call: plotly's per-call validation is the main cost of a figure at 512 tokens.
+    The title (and its subtitle) sits at the top of the image, wrapped to its width, and pushes the plot down
+    (automargin); ``above`` lines of subplot titles get room between the title and the plot. Legends go below
+    the plot so they never cover the title.
     """
     theme = theme or DEFAULT_THEME
-    colors = theme.colors
-    axis = {"gridcolor": colors["grid"], "zerolinecolor": colors["grid"], "linecolor": colors["grid"]}
+    colors, sizes = theme.colors, theme.sizes
+    axis = {
+        "gridcolor": colors["grid"],
+        "zerolinecolor": colors["grid"],
+        "linecolor": colors["grid"],
+        "automargin": True,
+        "tickfont": {"size": sizes.tick, "color": colors["text"]},
+        "title": {"font": {"size": sizes.axis_title, "color": colors["text"]}, "standoff": 8},
+    }
+    width = _meta(fig).get("width") or (export_size(fig)[0] if height is None else _screen_width(height))
+    text_px = width - 36
+    title_text, title_size = fit_title(title, text_px, sizes) if title else (None, sizes.title)
     layout = {
         "template": "none",
         "paper_bgcolor": colors["bg"],
         "plot_bgcolor": colors["bg"],
-        "font": {"size": theme.font_size, "color": colors["text"], "family": "Arial, Helvetica, sans-serif"},
-        "hoverlabel": {"font": {"size": theme.font_size}},
-        "title": {"text": html.escape(title, quote=False) if title else None, "x": 0.0, "xanchor": "left"},
-        "margin": {"l": 10, "r": 10, "t": 60 if title else 20, "b": 10},
+        "font": {"size": sizes.base, "color": colors["text"], "family": "DejaVu Sans, Arial, Helvetica, sans-serif"},
+        "hoverlabel": {"font": {"size": sizes.hover}},
+        "title": {
+            "text": title_text,
+            "x": 0.0,
+            "xanchor": "left",
+            "xref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"t": 10, "l": 12},
+            "automargin": True,
+            "font": {"size": title_size, "color": colors["text"]},
+            "subtitle": {
+                "text": wrap(subtitle, text_px, sizes.axis_title) if subtitle else None,
+                "font": {"size": sizes.axis_title, "color": colors["muted"]},
+            },
+        },
+        "margin": {"l": 12, "r": 12, "t": 16, "b": 12, "pad": 0},
     }
+    if legend is not None:
+        layout["showlegend"] = legend
+    if legend:
+        layout["legend"] = {
+            "orientation": "h",
+            "x": 0.0,
+            "xanchor": "left",
+            "y": 0.0,
+            "yanchor": "bottom",
+            "yref": "container",
+            "font": {"size": sizes.base, "color": colors["text"]},
+        }
+        layout["margin"]["b"] = int(2.4 * sizes.base)
     if height:
         layout["height"] = height
-    if getattr(fig, "_grid_ref", None) is None:  # one pair of axes: style them in the same call
+    if (
+        getattr(fig, "_grid_ref", None) is None
+    ):  # (the subtitle may come later: with_subtitle re-measures)  # one pair of axes: style them in the same call
         layout["xaxis"] = axis
         layout["yaxis"] = axis
         fig.update_layout(layout)
@@ -97,19 +135,66 @@ def style(fig: go.Figure, theme: Theme | None = None, *, title: str | None = Non
         fig.update_layout(layout)
         fig.update_xaxes(axis)
         fig.update_yaxes(axis)
+    if fig.layout.yaxis.title.text:  # room for a y title beside numeric ticks (automargin only adds to it)
+        fig.update_layout(margin_l=int(1.6 * sizes.axis_title + 5 * CHAR_EM * sizes.tick + 16))
+    if above:
+        fig.update_layout(meta={**_meta(fig), "above": above})
+        _reserve_top(fig, theme)
     return fig
 
 
-def safe_filename(*parts: object) -> str:
+def _meta(fig: go.Figure) -> dict:
+    """Layout hints this module keeps in ``layout.meta``: "above" (subplot-title lines), "width" (export px)."""
+    return dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+
+
+def set_export_width(fig: go.Figure, width: int) -> go.Figure:
+    """Export this figure ``width`` px wide (e.g. several panels side by side); on screen it still fills the
+    page's width. Call before :func:`style`, which fits the title to it."""
+    return fig.update_layout(meta={**_meta(fig), "width": int(width)})
+
+
+def _screen_width(height: int) -> int:
+    return int(max(800, min(1500, height * 1.35)))
+
+
+def _reserve_top(fig: go.Figure, theme: Theme) -> None:
+    """Room between the title block and the plot for lines of subplot titles (annotations do not push
+    margins by themselves)."""
+    above = _meta(fig).get("above", 0)
+    if above:
+        fig.update_layout(margin_t=title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above) + 8)
+
+
+def safe_filename(*parts: object, limit: int = 150) -> str:
     text = "_".join(str(p) for p in parts if p not in (None, ""))
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:120] or "figure"
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:limit] or "figure"
 
 
-def plotly_config(filename: str, *, scale: int = 3) -> dict:
-    """Modebar settings: PNG download at ``scale``x with a descriptive filename; SVG one click away."""
+#: export sizes: "screen" keeps the figure's own size, "slide" is a 16:9 slide at 1×
+EXPORT_SIZES = {"screen": None, "slide": (1920, 1080)}
+
+
+def export_size(fig: go.Figure, size: str = "screen") -> tuple[int, int]:
+    """(width, height) in px of an exported image: the slide size, or the figure's height and a width that
+    keeps heatmaps near square (what a wide screen shows)."""
+    if size not in EXPORT_SIZES:
+        raise ValueError(f"size must be one of {', '.join(EXPORT_SIZES)}")
+    if EXPORT_SIZES[size] is not None:
+        return EXPORT_SIZES[size]
+    height = int(fig.layout.height or 600)
+    return int(fig.layout.width or _meta(fig).get("width") or _screen_width(height)), height
+
+
+def plotly_config(filename: str, *, scale: int = 3, size: str = "screen") -> dict:
+    """Modebar settings: PNG download with a descriptive filename, at ``scale``x or at the slide size."""
+    image = {"format": "png", "filename": safe_filename(filename), "scale": scale}
+    if EXPORT_SIZES.get(size):
+        width, height = EXPORT_SIZES[size]
+        image.update(width=width, height=height, scale=1)
     return {
         "displaylogo": False,
-        "toImageButtonOptions": {"format": "png", "filename": safe_filename(filename), "scale": scale},
+        "toImageButtonOptions": image,
         "modeBarButtonsToAdd": ["toImage"],
         "responsive": True,
     }
@@ -124,3 +209,11 @@ def downsample(matrix: np.ndarray, size: int) -> np.ndarray:
     cols = np.linspace(0, m, min(m, size) + 1).astype(int)
     row_means = np.add.reduceat(matrix, rows[:-1], axis=-2) / np.diff(rows)[:, None]
     return np.add.reduceat(row_means, cols[:-1], axis=-1) / np.diff(cols)[None, :]
+
+
+def with_subtitle(fig: go.Figure, text: str, theme: Theme | None = None) -> go.Figure:
+    """Set the figure's subtitle, wrapped to the image's width (and HTML-escaped: it quotes the user's text)."""
+    theme = theme or DEFAULT_THEME
+    fig.update_layout(title_subtitle_text=wrap(text, export_size(fig)[0] - 36, theme.sizes.axis_title))
+    _reserve_top(fig, theme)
+    return fig

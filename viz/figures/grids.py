@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures.common import Theme, as_array, check_labels, downsample, style, unique_labels
+from viz.figures.common import (
+    Theme,
+    as_array,
+    check_labels,
+    downsample,
+    set_export_width,
+    style,
+    thinned,
+    tick_budget,
+    token_labels,
+    wrap,
+)
 
 GRID_MAX = 96  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
+GUTTER = "\u2063"  # invisible separator category between blocks
 
 
 def heads_grid(
@@ -24,13 +37,15 @@ def heads_grid(
 ) -> go.Figure:
     """Small multiples: several heads tiled into one heatmap (one trace, one shared colour scale).
 
-    weights: (H, N, N). Each head is a block with its label above it; hover names the query and key
-    tokens. Beyond GRID_MAX tokens each block is block-averaged (hover then names token ranges).
-    One trace instead of H subplots keeps the figure cheap to build and to send at 512 tokens.
+    weights: (H, N, N). Each head is a block with its label in a band of empty rows above it, as tall as
+    the label's font, so labels never overlap a block. Hover names the query and key tokens. Beyond
+    GRID_MAX tokens each block is block-averaged (hover then names token ranges). One trace instead of H
+    subplots keeps the figure cheap to build and to send at 512 tokens.
     """
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, _ = w.shape
-    labels = unique_labels(check_labels("tokens", tokens, n))
+    theme = theme or Theme()
+    labels = token_labels(check_labels("tokens", tokens, n), theme.positions)
     what = "weight"
     if n > GRID_MAX:
         edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
@@ -42,16 +57,20 @@ def heads_grid(
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
     if len(head_labels) != h:
         raise ValueError(f"{len(head_labels)} head labels for {h} heads")
-    theme = theme or Theme()
     cols = max(1, min(cols, h))
     rows = -(-h // cols)
-    mosaic = np.full((rows, n + 1, cols, n + 1), np.nan, dtype=np.float32)
+    height = min(1500, (300 if theme.presentation else 230) * rows + 120)
+    # Empty rows above each block hold its label: enough rows for 1.6 label heights at this block size.
+    block_px = (height - 120) / rows
+    label_px = 1.6 * theme.sizes.base
+    gap = max(1, math.ceil(label_px * n / max(block_px - label_px, 1.0)))
+    mosaic = np.full((rows, gap + n, cols, n + 1), np.nan, dtype=np.float32)
     for i in range(h):
-        mosaic[i // cols, :n, i % cols, :n] = w[i]
-    mosaic = mosaic.reshape(rows * (n + 1), cols * (n + 1))
+        mosaic[i // cols, gap:, i % cols, :n] = w[i]
+    mosaic = mosaic.reshape(rows * (gap + n), cols * (n + 1))
     # Each block gets its own invisible suffix so plotly keeps the blocks' categories apart.
-    x = [lab + "\u2060" * (c + 1) for c in range(cols) for lab in [*labels, "\u2063"]]
-    y = [lab + "\u2060" * (r + 1) for r in range(rows) for lab in [*labels, "\u2063"]]
+    x = [lab + "\u2060" * (c + 1) for c in range(cols) for lab in [*labels, GUTTER]]
+    y = [lab + "\u2060" * (r + 1) for r in range(rows) for lab in [*[GUTTER * (g + 2) for g in range(gap)], *labels]]
     zmax = float(np.nanmax(w)) if w.size else 1.0
     fig = go.Figure(
         go.Heatmap(
@@ -67,38 +86,37 @@ def heads_grid(
             name="heads",
         )
     )
-    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False, showgrid=False)
-    fig.update_xaxes(type="category", showticklabels=False, showgrid=False)
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False, showgrid=False, ticks="")
+    fig.update_xaxes(type="category", showticklabels=False, showgrid=False, ticks="")
     fig.update_layout(
         annotations=[
             {
                 "text": head_labels[i],
                 "x": x[(i % cols) * (n + 1) + n // 2],
-                "y": y[(i // cols) * (n + 1)],
+                "y": y[(i // cols) * (gap + n) + gap // 2],
                 "xref": "x",
                 "yref": "y",
-                "yshift": 12,
                 "showarrow": False,
+                "font": {"size": theme.sizes.base},
             }
             for i in range(h)
         ]
     )
-    style(fig, theme, title=title, height=min(1400, 230 * rows + 100))
-    return fig
+    return style(fig, theme, title=title, height=height)
 
 
 def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = None, theme: Theme | None = None):
     """Side by side: attention weights α and norm-based contributions α·‖v W_o‖ (each row normalised)."""
     p = as_array("pattern", pattern, 2)
     c = as_array("contrib", contrib, 2)
-    labels = unique_labels(check_labels("tokens", tokens, p.shape[0]))
     theme = theme or Theme()
+    labels = token_labels(check_labels("tokens", tokens, p.shape[0]), theme.positions)
     c_norm = c / np.maximum(c.sum(-1, keepdims=True), 1e-12)
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("attention weight α", "contribution α·‖v·W_o‖ (row share)"),
-        horizontal_spacing=0.08,
+        subplot_titles=("weight α", "contribution α·‖v·W_o‖ (row share)"),
+        horizontal_spacing=0.12,
     )
     zmax = float(max(p.max(initial=0), c_norm.max(initial=0))) or 1.0
     for col, z, name in ((1, p, "weight"), (2, c_norm, "contribution share")):
@@ -113,8 +131,85 @@ def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = No
             1,
             col,
         )
+    height = max(420, min(900, (24 if theme.presentation else 16) * len(labels) + 240))
     fig.update_layout(coloraxis={"colorscale": theme.colorscale, "cmin": 0, "cmax": zmax})
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-60)
-    style(fig, theme, title=title, height=max(380, min(800, 16 * len(labels) + 200)))
+    axes = thinned(labels, tick_budget(height - 240, theme.sizes.tick))
+    fig.update_yaxes(autorange="reversed", type="category", **axes)
+    fig.update_xaxes(type="category", **axes)
+    style(fig, theme, title=title, height=height, above=1)
+    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=8)
+    return fig
+
+
+def heatmap_panels(
+    panels,
+    *,
+    title: str | None = None,
+    theme: Theme | None = None,
+    diverging: bool = False,
+    zmax: float | None = None,
+    value_name: str = "weight",
+    shared_rows: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """Matrices side by side on one colour scale, each with its own title: one figure to compare them.
+
+    panels: [(matrix (R, C), row labels (R), column labels (C) or None for d0, d1, …, panel title)].
+    −inf cells are grey ("masked"). ``shared_rows``: the panels have the same rows (labels only on the left).
+    ``diverging``: a scale symmetric around 0 (scores, Q/K/V), else 0 to the largest value (weights).
+    """
+    theme = theme or Theme()
+    k = len(panels)
+    mats = [as_array("matrix", p[0], 2).astype(np.float32) for p in panels]
+    finite = [np.where(np.isfinite(m), m, np.nan) for m in mats]
+    values = np.concatenate([f[np.isfinite(f)] for f in finite]) if any(np.isfinite(f).any() for f in finite) else [1]
+    bound = zmax if zmax is not None else float(np.nanmax(np.abs(values)) if diverging else np.nanmax(values))
+    bound = bound or 1.0
+    rows = max(m.shape[0] for m in mats)
+    height = height or max(380, min(900, (26 if theme.presentation else 18) * rows + 240))
+    width = max(800, min(1800, 360 * k + 160))
+    # Panel titles are wrapped to their panel's width (they sit above it and must not reach the next one).
+    panel_titles = [wrap(p[3], 0.8 * (width - 160) / k, theme.sizes.axis_title) for p in panels]
+    fig = make_subplots(
+        rows=1,
+        cols=k,
+        subplot_titles=panel_titles,
+        shared_yaxes=shared_rows,
+        horizontal_spacing=0.04 if shared_rows else 0.1,
+    )
+    budget = tick_budget(height - 240, theme.sizes.tick)
+    x_budget = tick_budget((width - 160) / k, theme.sizes.tick)
+    for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite), start=1):
+        y = token_labels(check_labels("row labels", row_labels, m.shape[0]), theme.positions)
+        x = [f"d{j}" for j in range(m.shape[1])] if col_labels is None else token_labels(col_labels, theme.positions)
+        hover = f"row: %{{y}}<br>column: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>"
+        fig.add_trace(go.Heatmap(z=f, x=x, y=y, coloraxis="coloraxis", hovertemplate=hover, name=value_name), 1, i)
+        if np.isneginf(m).any():
+            fig.add_trace(
+                go.Heatmap(
+                    z=np.where(np.isneginf(m), 1.0, np.nan),
+                    x=x,
+                    y=y,
+                    colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],
+                    showscale=False,
+                    hovertemplate="row: %{y}<br>column: %{x}<br>−∞ (masked)<extra></extra>",
+                    name="masked",
+                ),
+                1,
+                i,
+            )
+        fig.update_yaxes(autorange="reversed", type="category", **thinned(y, budget), row=1, col=i)
+        fig.update_xaxes(type="category", **thinned(x, x_budget), row=1, col=i)
+    scale = theme.diverging if diverging else theme.colorscale
+    fig.update_layout(
+        coloraxis={
+            "colorscale": scale,
+            "cmin": -bound if diverging else 0,
+            "cmax": bound,
+            "colorbar": {"title": {"text": value_name}},
+        }
+    )
+    set_export_width(fig, width)
+    style(fig, theme, title=title, height=height, above=max(t.count("<br>") + 1 for t in panel_titles))
+    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
     return fig

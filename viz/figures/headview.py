@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
+from viz.figures.common import Theme, as_array, check_labels, style, token_labels
 
 HEAD_COLOURS = (
     "#0072B2",
@@ -22,6 +22,7 @@ HEAD_COLOURS = (
     "#bcbd22",
 )  # Okabe–Ito first: distinguishable with colour-blindness
 LEVELS = 8  # opacity buckets: one trace per (head, bucket) instead of one per line
+WINDOW = 60  # tokens shown at once: beyond this the view would be taller than a screen
 
 
 def head_view(
@@ -30,20 +31,29 @@ def head_view(
     *,
     head_labels=None,
     threshold: float = 0.05,
+    window: tuple[int, int] | None = None,
     title: str | None = None,
     theme: Theme | None = None,
 ) -> go.Figure:
     """Lines from each query token (left) to each key token (right) for one or several heads.
 
     weights: (H, N, N); lines with weight below ``threshold`` are hidden. Each head has its own colour.
+    ``window`` = (start, stop) shows only those tokens on both sides (default: the first WINDOW tokens), so
+    the view keeps a readable height at any length; the title says which tokens are shown.
     """
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, m = w.shape
-    labels = check_labels("tokens", tokens, n)
+    theme = theme or Theme()
+    labels = token_labels(check_labels("tokens", tokens, n), theme.positions)
     if n != m:
         raise ValueError("head view needs square (self-attention) patterns")
+    start, stop = window if window is not None else (0, min(n, WINDOW))
+    if not 0 <= start < stop <= n:
+        raise ValueError(f"window {(start, stop)} is outside the {n} tokens")
+    if (start, stop) != (0, n):
+        title = f"{title} — tokens {start}–{stop - 1} of {n}" if title else f"tokens {start}–{stop - 1} of {n}"
+    w, labels, n = w[:, start:stop, start:stop], labels[start:stop], stop - start
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
-    theme = theme or Theme()
     ys = -np.arange(n, dtype=float)
     fig = go.Figure()
     top = float(np.nanmax(w)) if w.size else 1.0
@@ -73,22 +83,21 @@ def head_view(
                 )
             )
             first = False
-    text = unique_labels(labels)
-    for x, anchor in ((0.0, "left"), (1.0, "right")):  # labels outside the lines
+    for x, anchor, side in ((0.0, "left", "query"), (1.0, "right", "key")):  # labels outside the lines
         fig.add_trace(
             go.Scatter(
                 x=np.full(n, x),
                 y=ys,
                 mode="markers+text",
-                text=text,
+                text=labels,
                 textposition=f"middle {anchor}",
-                marker={"size": 6, "color": "#555"},
+                textfont={"size": theme.sizes.tick},
+                marker={"size": 6, "color": theme.colors["muted"]},
                 showlegend=False,
-                hovertemplate=("query" if x == 0 else "key") + ": %{text}<extra></extra>",
+                hovertemplate=side + ": %{text}<extra></extra>",
             )
         )
     fig.update_xaxes(visible=False, range=[-0.6, 1.6])
     fig.update_yaxes(visible=False, range=[-n + 0.3, 0.8])
-    style(fig, theme, title=title, height=max(360, 22 * n * (1.4 if theme.presentation else 1) + 120))
-    fig.update_layout(legend={"orientation": "h", "y": 1.02, "x": 0.0, "yanchor": "bottom"})
-    return fig
+    row = 30 if theme.presentation else 22
+    return style(fig, theme, title=title, height=max(380, row * n + 160), legend=True)

@@ -5,28 +5,41 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
+from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
 
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
 HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
+GREY = [[0, "#bdbdbd"], [1, "#bdbdbd"]]
 
 
-def _masked_overlay(scores: np.ndarray, x: list[str], y: list[str]) -> go.Heatmap | None:
-    blocked = ~np.isfinite(scores)
+def square_height(n: int, theme: Theme) -> int:
+    """Height of a token × token heatmap: room for every row up to a screen's worth, then fixed."""
+    per_row = 26 if theme.presentation else 18
+    return max(380, min(940, per_row * n + 200))
+
+
+def _masked_overlay(values: np.ndarray, x: list[str], y: list[str], hover: str) -> go.Heatmap | None:
+    blocked = np.isneginf(values)
     if not blocked.any():
         return None
-    z = np.where(blocked, 1.0, np.nan)
     return go.Heatmap(
-        z=z,
+        z=np.where(blocked, 1.0, np.nan),
         x=x,
         y=y,
-        colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],
+        colorscale=GREY,
         showscale=False,
         zmin=0,
         zmax=1,
-        hovertemplate="query: %{y}<br>key: %{x}<br>masked (−∞ before softmax)<extra></extra>",
+        hovertemplate=hover,
         name="masked",
     )
+
+
+def _label_axes(fig: go.Figure, x: list[str], y: list[str], height: int, theme: Theme, x_title, y_title) -> None:
+    """Categorical axes with at most as many tick labels as fit; queries run down, keys along the bottom."""
+    budget = tick_budget(height - 200, theme.sizes.tick)
+    fig.update_yaxes(autorange="reversed", type="category", title_text=y_title, **thinned(y, budget))
+    fig.update_xaxes(type="category", title_text=x_title, **thinned(x, budget))
 
 
 def attention_heatmap(
@@ -42,17 +55,17 @@ def attention_heatmap(
     theme: Theme | None = None,
     height: int | None = None,
 ) -> go.Figure:
-    """One head's attention as a heatmap: queries down the side, keys along the top.
+    """One head's attention as a heatmap: queries down the side, keys along the bottom.
 
     weights: (N, M) — softmax weights (``mode="weights"``) or scaled scores (``mode="scores"``,
     −inf cells drawn grey and labelled "masked"). tokens: N query labels; key_tokens: M labels
-    (default: tokens).
+    (default: tokens). Beyond what the axes can show, tick labels are thinned; hover names every cell.
     """
     w = as_array("weights", weights, 2).astype(np.float32)
     n, m = w.shape
-    y = unique_labels(check_labels("tokens", tokens, n))
-    x = unique_labels(check_labels("key_tokens", tokens if key_tokens is None else key_tokens, m))
     theme = theme or Theme()
+    y = token_labels(check_labels("tokens", tokens, n), theme.positions)
+    x = token_labels(check_labels("key_tokens", tokens if key_tokens is None else key_tokens, m), theme.positions)
     if mode not in ("weights", "scores"):
         raise ValueError("mode must be 'weights' or 'scores'")
     finite = np.where(np.isfinite(w), w, np.nan)
@@ -78,17 +91,13 @@ def attention_heatmap(
             name=mode,
         )
     )
-    overlay = _masked_overlay(w, x, y) if mode == "scores" else None
-    if overlay is not None:
-        fig.add_trace(overlay)
-    fig.update_yaxes(autorange="reversed", title_text="query token", type="category")
-    fig.update_xaxes(title_text="key token", type="category", tickangle=-60, side="bottom")
-    side = max(350, min(900, 18 * max(n, m) + 150))
-    style(fig, theme, title=title, height=height or side)
-    if max(n, m) > 60:  # dense axes: let plotly thin the labels instead of overprinting them
-        fig.update_xaxes(nticks=40)
-        fig.update_yaxes(nticks=40)
-    return fig
+    if mode == "scores":
+        overlay = _masked_overlay(w, x, y, "query: %{y}<br>key: %{x}<br>masked (−∞ before softmax)<extra></extra>")
+        if overlay is not None:
+            fig.add_trace(overlay)
+    height = height or square_height(max(n, m), theme)
+    _label_axes(fig, x, y, height, theme, "key token", "query token")
+    return style(fig, theme, title=title, height=height)
 
 
 def difference_heatmap(
@@ -135,13 +144,16 @@ def matrix_heatmap(
 ) -> go.Figure:
     """Any matrix (rows = tokens) with its shape in the title; −inf cells grey and labelled "−∞".
 
-    m: (R, C); row_labels: R; col_labels: C (default: dimension indices).
+    m: (R, C); row_labels: R tokens; col_labels: C tokens (default: dimension indices d0, d1, …).
     """
     m = as_array("matrix", m, 2).astype(np.float32)
     r, c = m.shape
-    y = unique_labels(check_labels("row_labels", row_labels, r))
-    x = [f"d{j}" for j in range(c)] if col_labels is None else unique_labels(check_labels("col_labels", col_labels, c))
     theme = theme or Theme()
+    y = token_labels(check_labels("row_labels", row_labels, r), theme.positions)
+    if col_labels is None:
+        x = [f"d{j}" for j in range(c)]
+    else:
+        x = token_labels(check_labels("col_labels", col_labels, c), theme.positions)
     finite = np.where(np.isfinite(m), m, np.nan)
     bound = zmax if zmax is not None else (float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0)
     bound = bound or 1.0
@@ -157,24 +169,16 @@ def matrix_heatmap(
             hovertemplate=f"row: %{{y}}<br>column: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>",
         )
     )
-    blocked = np.isneginf(m)
-    if blocked.any():
-        fig.add_trace(
-            go.Heatmap(
-                z=np.where(blocked, 1.0, np.nan),
-                x=x,
-                y=y,
-                colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],
-                showscale=False,
-                hovertemplate="row: %{y}<br>column: %{x}<br>−∞ (masked)<extra></extra>",
-                name="masked",
-            )
-        )
+    overlay = _masked_overlay(m, x, y, "row: %{y}<br>column: %{x}<br>−∞ (masked)<extra></extra>")
+    if overlay is not None:
+        fig.add_trace(overlay)
+    per_row = 24 if theme.presentation else 16
+    height = height or max(300, min(760, per_row * r + 200))
+    budget = tick_budget(height - 200, theme.sizes.tick)
+    fig.update_yaxes(autorange="reversed", type="category", **thinned(y, budget))
+    fig.update_xaxes(type="category", **thinned(x, budget))
     full = f"{title} — shape ({r}, {c})" if title else f"shape ({r}, {c})"
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-60, showticklabels=c <= 64)
-    style(fig, theme, title=full, height=height or max(260, min(700, 16 * r + 140)))
-    return fig
+    return style(fig, theme, title=full, height=height)
 
 
 def similarity_matrix(
@@ -202,7 +206,8 @@ def similarity_matrix(
             colorbar={"title": {"text": "JS distance"}},
         )
     )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-60)
-    style(fig, theme, title=title, height=max(420, 14 * len(labels) + 160))
-    return fig
+    height = max(440, min(1100, (22 if theme.presentation else 14) * len(labels) + 220))
+    budget = tick_budget(height - 220, theme.sizes.tick)
+    fig.update_yaxes(autorange="reversed", type="category", **thinned(ordered, budget))
+    fig.update_xaxes(type="category", **thinned(ordered, budget))
+    return style(fig, theme, title=title, height=height)

@@ -53,23 +53,22 @@ def model_overview(
         lay, hd = selected
         x0, y0 = hd * (t + 1) - 0.5, lay * (t + 1) - 0.5
         fig.add_shape(type="rect", x0=x0, y0=y0, x1=x0 + t, y1=y0 + t, line={"color": "#e03131", "width": 3})
+    # Tick labels say "L3" and "H1": no axis titles (a top axis title would collide with the figure title).
     fig.update_yaxes(
         autorange="reversed",
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
         ticktext=[f"L{i}" for i in range(L)],
-        title_text="layer",
         showgrid=False,
         zeroline=False,
     )
     fig.update_xaxes(
         tickvals=np.arange(H) * (t + 1) + (t - 1) / 2,
         ticktext=[f"H{i}" for i in range(H)],
-        title_text="head",
         showgrid=False,
         zeroline=False,
         side="top",
     )
     cell = 70 if H <= 12 else 50
-    style(fig, theme, title=title, height=min(1200, 120 + cell * L * (1.3 if theme.presentation else 1)))
+    style(fig, theme, title=title, height=int(min(1200, 140 + cell * L * (1.3 if theme.presentation else 1))))
     fig.update_layout(dragmode="select", clickmode="event+select")
     return fig

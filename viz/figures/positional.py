@@ -23,8 +23,7 @@ def encoding_heatmap(table, *, title: str | None = None, theme: Theme | None = N
     )
     fig.update_yaxes(autorange="reversed", title_text="position")
     fig.update_xaxes(title_text=x_title)
-    style(fig, theme, title=f"{title} — shape {t.shape}" if title else None, height=460)
-    return fig
+    return style(fig, theme, title=f"{title} — shape {t.shape}" if title else None, height=480)
 
 
 def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
@@ -46,8 +45,7 @@ def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | Non
         )
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="value")
-    style(fig, theme, title=title, height=380)
-    return fig
+    return style(fig, theme, title=title, height=420, legend=True)
 
 
 def position_similarity(table, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
@@ -65,5 +63,4 @@ def position_similarity(table, *, title: str | None = None, theme: Theme | None 
     )
     fig.update_yaxes(autorange="reversed", title_text="position")
     fig.update_xaxes(title_text="position")
-    style(fig, theme, title=title, height=460)
-    return fig
+    return style(fig, theme, title=title, height=480)

@@ -6,28 +6,31 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.figures.common import Theme, as_array, check_labels, style, unique_labels
+from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
 
 
 def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None) -> go.Figure:
-    """q ⊙ k_j per dimension (left), then their sums, the scaled scores and the softmax weights (right)."""
+    """q ⊙ k_j per dimension (left), then their sums, the scaled scores and the softmax weights (right).
+
+    qe: a :class:`model.analysis.steps.QueryExplained` for M keys; tokens: M key labels."""
     theme = theme or Theme()
-    keys = unique_labels(tokens)
+    keys = token_labels(tokens, theme.positions)
     m, d = qe.products.shape
     fig = make_subplots(
         rows=1,
         cols=4,
         column_widths=[0.46, 0.18, 0.18, 0.18],
         shared_yaxes=True,
-        horizontal_spacing=0.02,
-        subplot_titles=(f"q ⊙ kⱼ ({m}×{d})", "q·kⱼ (sum)", "scaled (+mask)", "softmax weight"),
+        horizontal_spacing=0.03,
+        subplot_titles=(f"q ⊙ kⱼ ({m}×{d})", "q·kⱼ", "scaled", "weight"),
     )
     bound = float(np.abs(qe.products).max()) or 1.0
+    dims = [f"d{j}" for j in range(d)]
     fig.add_trace(
         go.Heatmap(
             z=qe.products,
             y=keys,
-            x=[f"d{j}" for j in range(d)],
+            x=dims,
             colorscale=theme.diverging,
             zmin=-bound,
             zmax=bound,
@@ -56,18 +59,39 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
             1,
             col,
         )
-    fig.update_yaxes(autorange="reversed", type="category")
-    style(fig, theme, title=f"How query “{query_label}” weighs every key", height=max(320, 22 * m + 140))
+    height = max(340, min(940, (26 if theme.presentation else 20) * m + 180))
+    fig.update_yaxes(
+        autorange="reversed", type="category", **thinned(keys, tick_budget(height - 180, theme.sizes.tick))
+    )
+    fig.update_xaxes(type="category", nticks=8, row=1, col=1)
+    fig.update_xaxes(nticks=4)
+    style(fig, theme, title=f"How query “{query_label}” weighs every key", height=height, above=1)
+    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
     return fig
 
 
-def qk_scatter(coords_q, coords_k, tokens, ratio, *, title: str | None = None, theme: Theme | None = None):
-    """Queries (circles) and keys (diamonds) in one 2-D PCA plane, coloured by position."""
+def qk_scatter(
+    coords_q,
+    coords_k,
+    tokens,
+    ratio,
+    *,
+    labelled=None,
+    title: str | None = None,
+    theme: Theme | None = None,
+) -> go.Figure:
+    """Queries (circles) and keys (diamonds) in one 2-D plane, coloured by position.
+
+    coords_q, coords_k: (N, 2); ratio: the variance share of each axis. ``labelled``: positions whose
+    query and key carry a text label (default: the first 8); every point names its token on hover.
+    """
     cq = as_array("coords_q", coords_q, 2)
     ck = as_array("coords_k", coords_k, 2)
-    labels = check_labels("tokens", tokens, cq.shape[0])
     theme = theme or Theme()
-    pos = np.arange(len(labels))
+    labels = token_labels(check_labels("tokens", tokens, cq.shape[0]), theme.positions)
+    n = len(labels)
+    shown = set(range(min(n, 8)) if labelled is None else (int(i) for i in labelled if 0 <= int(i) < n))
+    pos = np.arange(n)
     fig = go.Figure()
     for coords, name, symbol in ((cq, "queries", "circle"), (ck, "keys", "diamond")):
         fig.add_trace(
@@ -76,8 +100,10 @@ def qk_scatter(coords_q, coords_k, tokens, ratio, *, title: str | None = None, t
                 y=coords[:, 1],
                 mode="markers+text",
                 name=name,
-                text=unique_labels(labels),
+                text=[lab if i in shown else "" for i, lab in enumerate(labels)],
+                hovertext=labels,
                 textposition="top center",
+                textfont={"size": theme.sizes.tick},
                 customdata=pos,
                 marker={
                     "symbol": symbol,
@@ -88,11 +114,9 @@ def qk_scatter(coords_q, coords_k, tokens, ratio, *, title: str | None = None, t
                     "showscale": name == "keys",
                     "colorbar": {"title": {"text": "position"}},
                 },
-                hovertemplate=f"{name[:-1]} %{{text}} (position %{{customdata}})<extra></extra>",
+                hovertemplate=f"{name[:-1]} %{{hovertext}} (position %{{customdata}})<extra></extra>",
             )
         )
     fig.update_xaxes(title_text=f"PC1 ({ratio[0]:.0%} of variance)")
     fig.update_yaxes(title_text=f"PC2 ({ratio[1]:.0%} of variance)")
-    style(fig, theme, title=title, height=560)
-    fig.update_layout(legend={"orientation": "h", "y": -0.15})
-    return fig
+    return style(fig, theme, title=title, height=620 if theme.presentation else 560, legend=True)

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from viz.figures import head_view
+from viz.figures.headview import WINDOW
 from viz.shell.context import page_context
-from viz.shell.widgets import layer_head_picker, show_chart
+from viz.shell.widgets import layer_head_picker, show_view, unavailable
+from viz.views import ViewUnavailableError, build
 
 ctx = page_context()
 obs = ctx.obs
@@ -13,18 +14,17 @@ st.caption("Query tokens on the left, key tokens on the right; the stronger the 
 layer, _ = layer_head_picker(obs.n_layers, obs.n_heads, head=False)
 heads = st.multiselect("Heads", list(range(obs.n_heads)), key="hv_heads", format_func=lambda h: f"head {h}")
 threshold = st.slider("Hide lines lighter than", 0.0, 0.5, step=0.01, key="hv_threshold")
-if not heads:
-    st.info("Pick at least one head.")
-else:
-    n = len(ctx.tokens)
-    if n > 150:
-        st.warning(f"{n} tokens make a very tall view; raise the threshold or hide special tokens for clarity.")
-    fig = head_view(
-        ctx.patterns(layer)[heads],
-        ctx.tokens,
-        head_labels=[f"head {h}" for h in heads],
-        threshold=threshold,
-        title=f"Layer {layer}: heads {', '.join(map(str, heads))}",
-        theme=ctx.theme,
+n = len(ctx.tokens)
+start = 0
+if n > WINDOW:
+    start = st.slider(
+        f"First token shown ({WINDOW} at a time, so the view stays readable)",
+        0,
+        n - WINDOW,
+        key="hv_start",
     )
-    show_chart(fig, "hv_fig", "head-view", f"L{layer}", "H" + "-".join(map(str, heads)))
+try:
+    (fig,) = build("headview", ctx.source, ctx.theme, layer=layer, heads=tuple(heads), threshold=threshold, start=start)
+    show_view(fig, "hv_fig")
+except ViewUnavailableError as exc:
+    unavailable(exc)

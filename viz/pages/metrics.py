@@ -4,20 +4,18 @@ import pandas as pd
 import streamlit as st
 
 from model.analysis.metrics import metrics_table
-from viz.figures import similarity_matrix
 from viz.shell.context import page_context
-from viz.shell.services import get_similarity
-from viz.shell.widgets import head_label, show_chart
+from viz.shell.widgets import show_view
+from viz.views import build
 
 ctx = page_context()
-obs = ctx.obs
 st.title("Head metrics")
 st.caption(
     "One row per head, averaged over query tokens. Entropy in nats (0 = all weight on one key); mean distance "
     "in tokens; mass = share of attention on the token itself, the previous or next token, or special tokens. "
     "Click a column header to sort."
 )
-table = pd.DataFrame(metrics_table(obs.metrics))
+table = pd.DataFrame(metrics_table(ctx.obs.metrics))
 st.dataframe(
     table,
     hide_index=True,
@@ -28,12 +26,5 @@ st.dataframe(
 )
 st.subheader("Which heads attend alike?")
 st.caption("Jensen–Shannon distance between the heads' patterns, ordered by clustering so similar heads sit together.")
-dist, pairs, order = get_similarity(ctx.spec, ctx.device, obs.text, ctx.options, ctx.hide_special, obs)
-show_chart(
-    similarity_matrix(
-        dist, [head_label(p) for p in pairs], order=order, title="Head similarity (JS distance)", theme=ctx.theme
-    ),
-    "metrics_sim",
-    "metrics",
-    "similarity",
-)
+(fig,) = build("similarity", ctx.source, ctx.theme)
+show_view(fig, "metrics_sim")

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from viz.figures import model_overview
 from viz.shell.context import page_context
-from viz.shell.widgets import layer_head_picker, show_chart
+from viz.shell.widgets import layer_head_picker, show_view
+from viz.views import build
 
 ctx = page_context()
 obs = ctx.obs
@@ -13,9 +13,8 @@ st.caption(
     f"All {obs.n_layers} × {obs.n_heads} heads. Thumbnails are block-averaged to at most 32 × 32 cells and each is "
     "scaled to its own maximum, so you see the shape of each pattern. Click a head (or pick it below) to open it."
 )
-selected = (st.session_state["layer"], st.session_state["head"])
-fig = model_overview(ctx.patterns(), title=f"{ctx.model_name}: every head", theme=ctx.theme, selected=selected)
-event = show_chart(fig, "overview_fig", "overview", on_select="rerun", selection_mode="points")
+(fig,) = build("overview", ctx.source, ctx.theme, layer=st.session_state["layer"], head=st.session_state["head"])
+event = show_view(fig, "overview_fig", on_select="rerun", selection_mode="points")
 points = (event or {}).get("selection", {}).get("points", []) if event else []
 if points and "customdata" in points[0]:
     st.session_state["layer"], st.session_state["head"] = (int(v) for v in points[0]["customdata"])

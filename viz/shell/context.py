@@ -11,6 +11,7 @@ from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.observe import Observation, Options
 from viz.figures.common import Theme
+from viz.views.base import Source
 
 
 @dataclass
@@ -24,6 +25,7 @@ class PageContext:
     theme: Theme
     hide_special: bool
     options: Options
+    source: Source  # what views read (viz/views), backed by the shared caches
 
     @property
     def keep(self) -> np.ndarray:

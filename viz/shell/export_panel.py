@@ -46,13 +46,11 @@ def session_controls(page_path: str) -> None:
 def export_section(page_title: str, page_path: str) -> None:
     """Under every page: build an export pack (zip) and download the page as one offline HTML file."""
     ctx = st.session_state.get("_ctx")
-    figures = st.session_state.get("_page_figures", [])
-    if ctx is None or not figures:
+    views = st.session_state.get("_page_views", [])
+    if ctx is None or not views:
         return
     st.divider()
-    with st.expander(
-        f"Export this page ({len(figures)} figure{'s' * (len(figures) != 1)})", icon=":material/ios_share:"
-    ):
+    with st.expander(f"Export this page ({len(views)} figure{'s' * (len(views) != 1)})", icon=":material/ios_share:"):
         base = safe_filename("attention-lab", ctx.model_name, page_path or "attention")
         settings = {
             "model": ctx.model_name,
@@ -65,6 +63,7 @@ def export_section(page_title: str, page_path: str) -> None:
             "presentation": ctx.theme.presentation,
             "dark": ctx.theme.dark,
             "colorscale": ctx.theme.colorscale,
+            "image size": st.session_state.get("export_size", "screen"),
         }
         layer, head = int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0))
         if not image_export_available():
@@ -72,15 +71,21 @@ def export_section(page_title: str, page_path: str) -> None:
                 f"Images are not available on this server: {INSTALL_HINT}. The pack still holds the data "
                 "and the interactive HTML figures."
             )
+        size = st.session_state.get("export_size", "screen")
+        matrices = st.checkbox(
+            "Also one CSV matrix per head (besides the tidy data/attention.csv)", key="pack_matrices"
+        )
         cols = st.columns(2)
         if cols[0].button("Build export pack (zip)", key="pack_build", icon=":material/folder_zip:"):
             bar = st.progress(0.0, text="Starting…")
             data, notes = build_pack(
-                figures,
+                views,
                 ctx.obs,
                 settings,
                 layer=layer,
                 head=head,
+                size=size,
+                matrices=matrices,
                 progress=lambda f, m: bar.progress(min(1.0, f), text=m),
             )
             st.session_state["_pack"] = (page_path, data, notes)
@@ -101,7 +106,9 @@ def export_section(page_title: str, page_path: str) -> None:
         cols[1].download_button(
             "Page as interactive HTML",
             lambda: page_html(
-                figures, title=f"Attention Lab — {page_title}", caption=f"{ctx.model_name}: {ctx.obs.text[:300]}"
+                [(v.title, v.figure) for v in views],
+                title=f"Attention Lab — {page_title}",
+                caption=f"{ctx.model_name}: {ctx.obs.text[:300]}",
             ),
             f"{base}.html",
             "text/html",

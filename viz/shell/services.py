@@ -8,6 +8,8 @@ hashed (a model object, an observation) and are always determined by the hashed 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 import torch
@@ -15,12 +17,13 @@ import torch
 from model.analysis.flow import attention_flow
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
+from model.analysis.steps import observed_head_steps
 from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
 from model.experiments import masked_predictions, padded_batch, permutation_check
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
-from model.observe import Observation, Options, observe
+from model.observe import Observation, Options, head_weights, observe
 from viz.figures.common import Theme
 from viz.settings import Shape
 from viz.shell.context import PageContext
@@ -74,6 +77,61 @@ def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
 @st.cache_data(show_spinner=False)
 def get_scaling_demo() -> dict[str, np.ndarray]:
     return scaling_demo()
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def get_steps(spec, device, text, options, layer, head, _obs: Observation, _model):
+    weights = head_weights(_model, layer, head)
+    return observed_head_steps(_obs, weights, layer, head), weights
+
+
+@dataclass
+class CachedSource:
+    """The views' Source (viz/views/base.py) backed by the caches above, shared by every session."""
+
+    spec: ModelSpec
+    loaded: LoadedModel
+    obs: Observation
+    options: Options
+    hide_special: bool
+    device: str
+
+    def _key(self):
+        return self.spec, self.device, self.obs.text, self.options
+
+    def other(self, *, text=None, options=None, spec=None):
+        spec = spec or self.spec
+        loaded = self.loaded if spec == self.spec else get_model(spec, self.device, upload_bytes(spec))
+        text = self.obs.text if text is None else text
+        return get_observation(spec, self.device, text, options or self.options, loaded), loaded
+
+    def similarity(self):
+        return get_similarity(*self._key(), self.hide_special, self.obs)
+
+    def flow(self):
+        return get_flow(*self._key(), self.obs.patterns)
+
+    def permutation(self, seed, positions, layer):
+        special = tuple(bool(s) for s in self.obs.special)
+        return get_permutation(
+            self.spec, self.device, tuple(self.obs.ids), special, seed, positions, layer, self.loaded.model
+        )
+
+    def padded(self, text_b, layer):
+        tok = self.loaded.tokenizer
+        ids_b = tuple(tok.encode(text_b, max_len=self.loaded.model.cfg.max_seq_len).ids)
+        return get_padded_batch(
+            self.spec, self.device, tuple(self.obs.ids), ids_b, layer, tok.pad_id, self.loaded.model
+        )
+
+    def predictions(self, ids, positions, ablate):
+        return get_predictions(self.spec, self.device, tuple(ids), tuple(positions), tuple(ablate), self.loaded)
+
+    def scaling(self):
+        return get_scaling_demo()
+
+    def steps(self, layer, head):
+        return get_steps(*self._key(), layer, head, self.obs, self.loaded.model)
 
 
 def upload_bytes(spec: ModelSpec) -> bytes | None:
@@ -133,7 +191,12 @@ def current_options() -> Options:
 
 def current_theme() -> Theme:
     state = st.session_state
-    return Theme(presentation=bool(state["presentation"]), dark=bool(state["dark"]), colorscale=state["colorscale"])
+    return Theme(
+        presentation=bool(state["presentation"]),
+        dark=bool(state["dark"]),
+        colorscale=state["colorscale"],
+        positions=state["label_positions"],
+    )
 
 
 def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
@@ -145,17 +208,9 @@ def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
     cfg = loaded.model.cfg
     ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
     fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, obs.n_tokens, ordinary), page)
-    return PageContext(spec, loaded, obs, obs.device, current_theme(), bool(st.session_state["hide_special"]), options)
-
-
-def other_observation(
-    ctx: PageContext, text: str | None = None, options: Options | None = None, spec: ModelSpec | None = None
-) -> tuple[Observation, LoadedModel]:
-    """Another cached observation (another text, options or model) on the same device."""
-    spec = spec or ctx.spec
-    loaded = ctx.loaded if spec == ctx.spec else get_model(spec, ctx.device, upload_bytes(spec))
-    text = ctx.obs.text if text is None else text
-    return get_observation(spec, ctx.device, text, options or ctx.options, loaded), loaded
+    hide = bool(st.session_state["hide_special"])
+    source = CachedSource(spec, loaded, obs, options, hide, obs.device)
+    return PageContext(spec, loaded, obs, obs.device, current_theme(), hide, options, source)
 
 
 def prepare_context(

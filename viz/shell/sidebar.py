@@ -102,6 +102,22 @@ def draw_sidebar() -> tuple[ModelSpec | None, bytes | None, SidebarSlots]:
             st.toggle("Presentation theme (large fonts)", key="presentation")
             st.toggle("Dark figures", key="dark")
             st.selectbox("Colour scale", BY_KEY["colorscale"].allowed, key="colorscale")
+            st.selectbox(
+                "Position on token labels",
+                BY_KEY["label_positions"].allowed,
+                key="label_positions",
+                format_func={
+                    "duplicates": "where a token repeats (it·9)",
+                    "all": "on every token",
+                    "none": "never",
+                }.get,
+            )
+            st.selectbox(
+                "Size of downloaded images",
+                BY_KEY["export_size"].allowed,
+                key="export_size",
+                format_func={"screen": "as on screen (PNG at 3×)", "slide": "16:9 slide, 1920 × 1080 px"}.get,
+            )
         status_slot = st.container()
     return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
 

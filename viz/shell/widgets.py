@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import html
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from viz.export.offline import figure_html
 from viz.export.render import image_export_available, render_image
-from viz.figures.common import plotly_config, safe_filename
+from viz.figures.common import plotly_config
+from viz.views.base import View
 
 
 def head_label(pair: tuple[int, int]) -> str:
@@ -17,21 +17,23 @@ def head_label(pair: tuple[int, int]) -> str:
     return f"L{pair[0]}H{pair[1]}"
 
 
-def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwargs):
-    """Render a figure with the export modebar (PNG at 3x, named after model, page and view), SVG/PNG/HTML
-    download buttons under it (rendered only when clicked), and register it for the page's export pack."""
-    ctx = st.session_state.get("_ctx")
-    name = safe_filename(ctx.model_name if ctx else "attention-lab", *parts)
-    st.session_state.setdefault("_page_figures", []).append((name, fig))
+def show_view(view: View, key: str, *, on_select=None, **kwargs):
+    """Render a view exactly as it will be exported (``theme=None``: no Streamlit restyling), with the modebar's
+    PNG named after the view, SVG/PNG/HTML download buttons under it (rendered only when clicked, at the
+    image size chosen in the sidebar), and register it for the page's export pack. Returns the chart's event."""
+    size = st.session_state.get("export_size", "screen")
+    name = view.name + ("_slide" if size == "slide" else "")
+    st.session_state.setdefault("_page_views", []).append(view)
     kwargs.setdefault("width", "stretch")
     select = {} if on_select is None else {"on_select": on_select}
-    event = st.plotly_chart(fig, key=key, config=plotly_config(name), **select, **kwargs)
+    event = st.plotly_chart(view.figure, key=key, config=plotly_config(name, size=size), theme=None, **select, **kwargs)
     row = st.container(horizontal=True, gap="small")
-    downloads = [("HTML", lambda: figure_html(fig, name), "text/html")]
+    fig = view.figure
+    downloads = [("HTML", lambda: figure_html(fig, view.title), "text/html")]
     if image_export_available():
         downloads = [
-            ("SVG", lambda: render_image(fig, "svg"), "image/svg+xml"),
-            ("PNG", lambda: render_image(fig, "png"), "image/png"),
+            ("SVG", lambda: render_image(fig, "svg", size=size), "image/svg+xml"),
+            ("PNG", lambda: render_image(fig, "png", size=size), "image/png"),
             *downloads,
         ]
     for label, make, mime in downloads:  # bytes are rendered only when the button is clicked
@@ -46,6 +48,20 @@ def show_chart(fig: go.Figure, key: str, *parts: object, on_select=None, **kwarg
             on_click="ignore",  # a download needs no rerun of the page
         )
     return event
+
+
+def show_views(views: list[View], key: str, columns: int = 1) -> None:
+    """Several views of one build (e.g. Q, K and V) side by side, ``columns`` to a row."""
+    for i in range(0, len(views), columns):
+        row = views[i : i + columns]
+        for col, item in zip(st.columns(columns) if columns > 1 else [st.container()], row):
+            with col:
+                show_view(item, f"{key}_{item.key.rsplit('.', 1)[-1]}" if len(views) > 1 else key)
+
+
+def unavailable(exc: Exception) -> None:
+    """Say why a view cannot be drawn here (a ViewUnavailableError's message)."""
+    st.info(str(exc))
 
 
 def layer_head_picker(n_layers: int, n_heads: int, prefix: str = "", *, head: bool = True, label: str = ""):

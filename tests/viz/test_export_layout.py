@@ -1,0 +1,68 @@
+"""Every view × {default, presentation, dark} × {10 tokens on the bundled model, 512 tokens on MiniLM}:
+export SVG, lay it out in chromium, and check that every text lies inside the image, that tick labels are at
+least the theme's size, and that no two texts of different kinds (title, ticks, axis titles, legend, colour
+bar, subplot titles) overlap."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.io.catalog import ModelSpec
+from scripts.browser import is_tick, outside, overlaps, text_boxes, text_group
+from viz.export.render import render_image
+from viz.figures import Theme
+from viz.views import REGISTRY, ViewUnavailableError, build
+from viz.views.source import DirectSource
+
+pytestmark = pytest.mark.slow
+
+SHORT = ("bundled", "The cat sat on the mat.")
+LONG = ("minilm", " ".join(["The animal didn't cross the street because it was too tired, and the rain fell."] * 40))
+THEMES = {"default": Theme(), "presentation": Theme(presentation=True), "dark": Theme(dark=True)}
+#: views that cannot be drawn in a case, and why (anything else unavailable is a failure)
+EXPECTED_UNAVAILABLE = {
+    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions"},  # > 32 tokens; MiniLM has no MLM head
+}
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    page = browser.new_page()
+    yield page
+    page.close()
+
+
+@pytest.mark.parametrize("case", [SHORT, LONG], ids=["bundled-10-tokens", "minilm-512-tokens"])
+@pytest.mark.parametrize("theme_name", list(THEMES))
+def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme_name):
+    kind, text = case
+    src = DirectSource.for_text(ModelSpec(kind), text)
+    assert src.obs.n_tokens == 512 if kind == "minilm" else src.obs.n_tokens <= 16
+    theme = THEMES[theme_name]
+    problems, checked = [], 0
+    for key in REGISTRY:
+        try:
+            views = build(key, src, theme)
+        except ViewUnavailableError:
+            assert key in EXPECTED_UNAVAILABLE.get(kind, set()), f"{key} unavailable"
+            continue
+        for view in views:
+            boxes = text_boxes(page, render_image(view.figure, "svg"))
+            checked += len(boxes)
+            problems += [f"{view.key}: {b['text'][:30]!r} outside the image" for b in outside(boxes)]
+            problems += [
+                f"{view.key}: tick {b['text'][:20]!r} at {b['size']} px"
+                for b in boxes
+                if is_tick(b) and b["size"] < theme.sizes.tick - 0.5
+            ]
+            problems += [
+                f"{view.key}: {text_group(a)} {a['text'][:20]!r} overlaps {text_group(b)} {b['text'][:20]!r}"
+                for a, b in overlaps(boxes)
+            ]
+    assert checked > 1000
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_presentation_ticks_are_readable_on_a_1920px_slide():
+    assert Theme(presentation=True).sizes.tick >= 18
+    assert Theme().sizes.tick >= 12

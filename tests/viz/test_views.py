@@ -1,0 +1,111 @@
+"""The view registry: every view builds, names follow every selection, traces fit the offline bundle."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from model.io.catalog import ModelSpec
+from viz.export.offline import TRACE_TYPES
+from viz.figures import Theme
+from viz.views import REGISTRY, ViewUnavailableError, build
+from viz.views.base import MAX_NAME, export_name
+from viz.views.source import DirectSource
+
+#: another value for each selection keyword (a view's figure may or may not change with it)
+ALTERNATIVES = {
+    "layer": 1,
+    "head": 2,
+    "mode": "scores",
+    "heads": (0, 1),
+    "threshold": 0.2,
+    "start": 1,
+    "layer_a": 1,
+    "head_a": 3,
+    "layer_b": 1,
+    "head_b": 2,
+    "text_b": "A completely different sentence here.",
+    "model_b": "bundled",
+    "seed_b": 2,
+    "query": 3,
+    "n_positions": 64,
+    "dims": (2, 3, 40),
+    "positions_on": True,
+    "seed": 1,
+    "metric": "entropy",
+    "ablate": ((1, 1),),
+    "pick": 3,
+}
+
+
+@pytest.fixture(scope="module")
+def src():
+    return DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat because it was tired.")
+
+
+def built(key, src, **selection):
+    try:
+        return build(key, src, Theme(), **selection)
+    except ViewUnavailableError:
+        return []
+
+
+def spec_of(view) -> str:
+    return json.dumps(view.figure.to_plotly_json(), sort_keys=True, default=str)
+
+
+def test_every_view_builds_with_its_defaults_and_names_are_unique(src):
+    names = []
+    for key in REGISTRY:
+        views = build(key, src, Theme())
+        assert views, key
+        for v in views:
+            assert v.title and v.name and len(v.name) <= MAX_NAME, key
+            assert {t.type for t in v.figure.data} <= TRACE_TYPES, key  # offline HTML can draw it
+            names.append(v.name)
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("key", list(REGISTRY))
+def test_a_figure_that_changes_with_a_selection_changes_its_name(src, key):
+    defaults = REGISTRY[key].selection
+    base = {v.key: v for v in built(key, src)}
+    for param in defaults:
+        assert param in ALTERNATIVES, f"no alternative value for {param!r}: add one"
+        other = {v.key: v for v in built(key, src, **{param: ALTERNATIVES[param]})}
+        for part, view in other.items():
+            if part in base and spec_of(view) != spec_of(base[part]):
+                assert view.name != base[part].name, (key, param)
+
+
+def test_names_carry_the_text_options_and_style(src):
+    (view,) = build("mean", src, Theme(), layer=1)
+    assert view.name.startswith("Attention-Lab-bundled-MLM_mean_L1_the-cat-")
+    other = DirectSource.for_text(ModelSpec("bundled"), "A different text.")
+    assert build("mean", other, Theme(), layer=1)[0].name != view.name
+    assert build("mean", src, Theme(dark=True), layer=1)[0].name.endswith("_dark")
+    src.hide_special = True
+    try:
+        assert "no-special" in build("mean", src, Theme(), layer=1)[0].name
+    finally:
+        src.hide_special = False
+    long = export_name(src, Theme(), "x", {"text_b": "y" * 500, "more": "z" * 500})
+    cut = export_name(src, Theme(), "x", {"text_b": "y" * 500, "more": "z" * 499 + "q"})
+    assert len(long) <= MAX_NAME and long != cut  # a cut name still tells two selections apart
+
+
+def test_unknown_views_and_selections_are_refused(src):
+    with pytest.raises(ValueError, match="unknown view"):
+        build("nope", src, Theme())
+    with pytest.raises(ValueError, match="takes no colour"):
+        build("attention", src, Theme(), colour="red")
+    with pytest.raises(ViewUnavailableError, match="no layer 7"):
+        build("attention", src, Theme(), layer=7)
+
+
+def test_subtitles_quote_the_text_escaped():
+    hostile = DirectSource.for_text(ModelSpec("bundled"), "<a href='javascript:alert(1)'>x</a> then more words")
+    (view,) = build("attention", hostile, Theme())
+    subtitle = view.figure.layout.title.subtitle.text
+    assert "<a" not in subtitle and "&lt;a href=" in subtitle and "Attention Lab bundled MLM" in subtitle

@@ -1,0 +1,86 @@
+"""Text in figures: token labels (escaped, unique, with positions), thinned ticks, titles that fit."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+import numpy as np
+
+from viz.figures.theme import Sizes
+
+ZW = "\u200b"  # zero-width space: keeps labels that would otherwise repeat distinct categories
+MAX_TICKS = 60  # never more tick labels than this on one axis
+CHAR_EM = 0.62  # average width of a character, in font sizes (DejaVu Sans / Arial, generous)
+
+
+def token_labels(tokens, positions: str = "duplicates") -> list[str]:
+    """Display labels for tokens: HTML-escaped, unique, and carrying their position ("it·9") where asked.
+
+    ``positions``: "duplicates" (only tokens that occur more than once), "all" or "none". Plotly renders
+    tick and hover text as HTML, so a token such as ``<script>`` must be escaped to show as text. Labels
+    that would still repeat get zero-width suffixes so plotly's categorical axes keep them apart.
+    """
+    texts = [html.escape(str(t), quote=False) or " " for t in tokens]
+    counts = Counter(texts)
+    labels = [
+        f"{t}·{i}" if positions == "all" or (positions == "duplicates" and counts[t] > 1) else t
+        for i, t in enumerate(texts)
+    ]
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        n = seen.get(lab, 0)
+        seen[lab] = n + 1
+        out.append(lab + ZW * n)
+    return out
+
+
+def unique_labels(tokens) -> list[str]:
+    """Escaped, unique labels without positions (for labels that are not a sequence, e.g. predictions)."""
+    return token_labels(tokens, "none")
+
+
+def tick_budget(length_px: float, font_px: int) -> int:
+    """How many tick labels an axis of ``length_px`` can show at ``font_px`` without crowding (≤ MAX_TICKS)."""
+    return int(max(2, min(MAX_TICKS, length_px // (1.3 * font_px))))
+
+
+def thinned(labels: list[str], budget: int) -> dict:
+    """Axis settings showing at most ``budget`` of ``labels``, evenly spaced (first and last kept).
+
+    Hover still names every cell; only the tick labels are thinned."""
+    n = len(labels)
+    if n <= budget:
+        return {"tickmode": "array", "tickvals": labels, "ticktext": labels}
+    idx = np.unique(np.linspace(0, n - 1, budget).round().astype(int))
+    shown = [labels[i] for i in idx]
+    return {"tickmode": "array", "tickvals": shown, "ticktext": shown}
+
+
+def wrap(text: str, width_px: float, font_px: float) -> str:
+    """HTML-escape ``text`` and break it into lines (``<br>``) that fit ``width_px`` at ``font_px``."""
+    limit = max(8, int(width_px / (CHAR_EM * font_px)))
+    lines: list[str] = []
+    for word in text.split(" "):
+        while len(word) > limit:  # a word longer than a line is cut
+            lines.append(word[:limit])
+            word = word[limit:]
+        if lines and len(lines[-1]) + 1 + len(word) <= limit:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(html.escape(line, quote=False) for line in lines)
+
+
+def fit_title(title: str, width_px: float, sizes: Sizes) -> tuple[str, int]:
+    """(escaped one-line title, font size) fitting ``width_px``: the title font, smaller down to the axis-title
+    size, then cut with an ellipsis. (Plotly places a multi-line title by its last line, pushing the first
+    out of the image, so titles stay on one line; long detail belongs in the subtitle, which wraps.)"""
+    size = sizes.title
+    while size > sizes.axis_title and len(title) * CHAR_EM * size > width_px:
+        size -= 1
+    limit = max(8, int(width_px / (CHAR_EM * size)))
+    if len(title) > limit:
+        title = title[: limit - 1].rstrip() + "…"
+    return html.escape(title, quote=False), size

@@ -1,0 +1,230 @@
+"""Views of where attention goes: one head, every head of a layer, the mean, the head view, the overview,
+comparisons and head similarity."""
+
+from __future__ import annotations
+
+from model.io.catalog import ModelSpec, random_like
+from viz.figures import (
+    attention_heatmap,
+    difference_heatmap,
+    head_view,
+    heads_grid,
+    heatmap_panels,
+    model_overview,
+    similarity_matrix,
+)
+from viz.figures.common import Theme, with_subtitle
+from viz.figures.headview import WINDOW
+from viz.views.base import Source, ViewUnavailableError, view
+
+MODES = ("weights", "scores")
+
+
+def subtitle(src: Source, text: str | None = None, name: str | None = None) -> str:
+    """The model and the text a figure shows (shortened), so that a figure stands on its own on a slide."""
+    text = " ".join((src.obs.text if text is None else text).split())
+    return f"{name or src.loaded.name} · “{text[:70]}{'…' if len(text) > 70 else ''}”"
+
+
+def _check(src: Source, layer: int, head: int) -> None:
+    obs = src.obs
+    if not (0 <= layer < obs.n_layers and 0 <= head < obs.n_heads):
+        raise ViewUnavailableError(
+            f"the model has {obs.n_layers} layers × {obs.n_heads} heads; no layer {layer}, head {head}"
+        )
+
+
+@view("attention", page="attention")
+def attention(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode: str = "weights"):
+    _check(src, layer, head)
+    obs, hide = src.obs, src.hide_special
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    if mode == "scores":
+        if obs.scores is None:
+            raise ViewUnavailableError("scores were not captured for this text")
+        label = "QKᵀ/√d_k" if src.options.scale else "QKᵀ (unscaled)"
+        fig = attention_heatmap(
+            obs.shown(obs.scores[layer, head], hide),
+            obs.shown_tokens(hide),
+            mode="scores",
+            title=f"Layer {layer}, head {head} — scores {label}",
+            theme=theme,
+        )
+    else:
+        fig = attention_heatmap(
+            obs.shown(obs.patterns[layer, head], hide),
+            obs.shown_tokens(hide),
+            title=f"Layer {layer}, head {head} — attention weights",
+            theme=theme,
+        )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+@view("heads", page="attention")
+def heads(src: Source, theme: Theme, *, layer: int = 0):
+    _check(src, layer, 0)
+    obs = src.obs
+    fig = heads_grid(
+        obs.shown(obs.patterns[layer], src.hide_special),
+        obs.shown_tokens(src.hide_special),
+        title=f"Layer {layer}: every head",
+        theme=theme,
+        cols=min(4, obs.n_heads),
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+@view("mean", page="attention")
+def mean(src: Source, theme: Theme, *, layer: int = 0):
+    _check(src, layer, 0)
+    obs = src.obs
+    fig = attention_heatmap(
+        obs.shown(obs.patterns[layer], src.hide_special).mean(0),
+        obs.shown_tokens(src.hide_special),
+        title=f"Layer {layer}: mean over {obs.n_heads} heads",
+        theme=theme,
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+@view("headview", page="head-view")
+def headview(
+    src: Source,
+    theme: Theme,
+    *,
+    layer: int = 0,
+    heads: tuple[int, ...] = (0,),
+    threshold: float = 0.05,
+    start: int = 0,
+):
+    """``start``: first token of the window of at most WINDOW tokens shown."""
+    obs = src.obs
+    heads = tuple(h for h in heads if 0 <= h < obs.n_heads)
+    _check(src, layer, 0)
+    if not heads:
+        raise ViewUnavailableError("pick at least one head")
+    tokens = obs.shown_tokens(src.hide_special)
+    n = len(tokens)
+    start = max(0, min(start, n - min(n, WINDOW)))
+    fig = head_view(
+        obs.shown(obs.patterns[layer], src.hide_special)[list(heads)],
+        tokens,
+        head_labels=[f"head {h}" for h in heads],
+        threshold=threshold,
+        window=(start, min(n, start + WINDOW)),
+        title=f"Layer {layer}: heads {', '.join(map(str, heads))}",
+        theme=theme,
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+@view("overview", page="overview")
+def overview(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+    """The focus head (layer, head) is outlined."""
+    fig = model_overview(
+        src.obs.shown(src.obs.patterns, src.hide_special),
+        title=f"{src.loaded.name}: every head",
+        theme=theme,
+        selected=(layer, head),
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+def _compare(src: Source, theme: Theme, obs_b, layer_a, head_a, layer_b, head_b, titles):
+    """A and B side by side on one colour scale and, when their tokens match, A − B."""
+    obs, hide = src.obs, src.hide_special
+    layer_b, head_b = min(layer_b, obs_b.n_layers - 1), min(head_b, obs_b.n_heads - 1)
+    pattern_a, tokens_a = obs.shown(obs.patterns[layer_a, head_a], hide), obs.shown_tokens(hide)
+    pattern_b, tokens_b = obs_b.shown(obs_b.patterns[layer_b, head_b], hide), obs_b.shown_tokens(hide)
+    title_a, title_b = titles(layer_b, head_b)
+    zmax = float(max(pattern_a.max(initial=0), pattern_b.max(initial=0)))
+    pair = heatmap_panels(
+        [(pattern_a, tokens_a, tokens_a, title_a), (pattern_b, tokens_b, tokens_b, title_b)],
+        title="A and B on one colour scale",
+        theme=theme,
+        zmax=zmax,
+    )
+    b_text = "" if obs_b is obs else f" · B: “{' '.join(obs_b.text.split())[:50]}”"
+    figures = {"AB": with_subtitle(pair, subtitle(src) + b_text, theme)}
+    if pattern_a.shape == pattern_b.shape and tokens_a == tokens_b:
+        figures["diff"] = with_subtitle(
+            difference_heatmap(
+                pattern_a, pattern_b, tokens_a, title="A − B (red: A attends more, blue: B attends more)", theme=theme
+            ),
+            f"{title_a}  vs  {title_b}",
+            theme,
+        )
+    return figures
+
+
+@view("compare.heads", page="compare")
+def compare_heads(src: Source, theme: Theme, *, layer_a: int = 0, head_a: int = 0, layer_b: int = 0, head_b: int = 1):
+    """Two heads on this text: A, B and A − B."""
+    _check(src, layer_a, head_a)
+    return _compare(
+        src,
+        theme,
+        src.obs,
+        layer_a,
+        head_a,
+        layer_b,
+        head_b,
+        lambda lb, hb: (f"A: layer {layer_a}, head {head_a}", f"B: layer {lb}, head {hb}"),
+    )
+
+
+@view("compare.texts", page="compare")
+def compare_texts(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, text_b: str = "The dog sat on the log."):
+    """One head on this text (A) and on another (B)."""
+    _check(src, layer, head)
+    obs_b = src.other(text=text_b)[0]
+    return _compare(
+        src,
+        theme,
+        obs_b,
+        layer,
+        head,
+        layer,
+        head,
+        lambda lb, hb: (f"A: layer {layer}, head {head} on text A", f"B: layer {lb}, head {hb} on text B"),
+    )
+
+
+@view("compare.models", page="compare")
+def compare_models(
+    src: Source,
+    theme: Theme,
+    *,
+    layer_a: int = 0,
+    head_a: int = 0,
+    model_b: str = "random",
+    seed_b: int = 1,
+    layer_b: int = 0,
+    head_b: int = 0,
+):
+    """This text through this model (A) and another (B: a random init of the same size, or a catalog model);
+    B's layer and head are clamped to B's size."""
+    _check(src, layer_a, head_a)
+    spec = random_like(src.loaded.model.cfg, seed_b) if model_b == "random" else ModelSpec(model_b)
+    obs_b, loaded_b = src.other(spec=spec)
+    name_a, name_b = src.loaded.name, loaded_b.name
+    return _compare(
+        src,
+        theme,
+        obs_b,
+        layer_a,
+        head_a,
+        layer_b,
+        head_b,
+        lambda lb, hb: (f"A: {name_a} L{layer_a}H{head_a}", f"B: {name_b} L{lb}H{hb}"),
+    )
+
+
+@view("similarity", page="metrics")
+def similarity(src: Source, theme: Theme):
+    dist, pairs, order = src.similarity()
+    fig = similarity_matrix(
+        dist, [f"L{i}H{j}" for i, j in pairs], order=order, title="Head similarity (JS distance)", theme=theme
+    )
+    return with_subtitle(fig, subtitle(src), theme)

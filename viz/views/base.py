@@ -1,0 +1,158 @@
+"""The view registry: one function per view, returning its figure(s); titles and export names derived here.
+
+    @view("attention", page="attention")
+    def attention(src, theme, *, layer=0, head=0, mode="weights"): ...
+
+    build("attention", src, theme, layer=1, head=3)  # -> [View(key, figure, title, name)]
+
+Every keyword a view function takes is a *selection*; the export name is made of the model's name, the view
+key, every selection value, the text, the options and the style, so two different figures never share a name.
+No Streamlit here: the app, the export pack, the CLI, the benchmark and the tests build views the same way.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import plotly.graph_objects as go
+
+from model.analysis.steps import HeadSteps
+from model.experiments import Prediction
+from model.io.catalog import ModelSpec
+from model.io.state import LoadedModel
+from model.observe import Observation, Options
+from viz.figures.common import Theme, safe_filename
+
+MAX_NAME = 140
+
+
+class Source(Protocol):
+    """What views read: the model, this text's observation, and experiments (cached in the app)."""
+
+    spec: ModelSpec
+    loaded: LoadedModel
+    obs: Observation
+    options: Options
+    hide_special: bool
+
+    def other(
+        self, *, text: str | None = None, options: Options | None = None, spec: ModelSpec | None = None
+    ) -> tuple[Observation, LoadedModel]: ...
+    def similarity(self) -> tuple[np.ndarray, list[tuple[int, int]], np.ndarray]: ...
+    def flow(self) -> np.ndarray: ...
+    def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]: ...
+    def padded(self, text_b: str, layer: int) -> dict[str, np.ndarray]: ...
+    def predictions(self, ids: tuple[int, ...], positions: tuple[int, ...], ablate: tuple) -> list[Prediction]: ...
+    def scaling(self) -> dict[str, np.ndarray]: ...
+    def steps(self, layer: int, head: int) -> tuple[HeadSteps, dict[str, np.ndarray]]: ...
+
+
+class ViewUnavailableError(ValueError):
+    """This view cannot be drawn for this model or text (the message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class View:
+    key: str  # registry key, with a part suffix for views of several figures ("compare.A")
+    figure: go.Figure
+    title: str
+    name: str  # export file stem
+
+
+@dataclass(frozen=True)
+class Spec:
+    key: str
+    page: str  # url path of the page that shows it
+    build: Callable[..., go.Figure | dict[str, go.Figure]]
+
+    @property
+    def selection(self) -> dict[str, Any]:
+        """The view's selection keywords with their defaults."""
+        params = inspect.signature(self.build).parameters.values()
+        return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
+
+
+REGISTRY: dict[str, Spec] = {}
+
+
+def view(key: str, *, page: str):
+    """Register a view function ``fn(src, theme, *, selection...) -> Figure | {part: Figure}``."""
+
+    def register(fn):
+        if key in REGISTRY:
+            raise ValueError(f"view {key!r} is registered twice")
+        REGISTRY[key] = Spec(key, page, fn)
+        return fn
+
+    return register
+
+
+def text_tag(text: str) -> str:
+    """A short, stable tag for a text: its first two words and a checksum ("the-cat-5c1e0a")."""
+    words = "-".join("".join(c for c in w if c.isalnum()) for w in text.lower().split()[:2]).strip("-")
+    return f"{words[:16]}-{zlib.crc32(text.encode('utf-8', 'replace')):08x}"[-24:].lstrip("-")
+
+
+def _part(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{key}-{'on' if value else 'off'}"
+    if key in ("layer", "head") and isinstance(value, int):
+        return f"{key[0].upper()}{value}"
+    if isinstance(value, tuple | list):
+        flat = "-".join(str(v) if not isinstance(v, tuple | list) else "x".join(map(str, v)) for v in value)
+        return f"{key}-{flat or 'none'}"
+    if isinstance(value, str) and len(value) > 24:
+        return f"{key}-{text_tag(value)}"
+    if isinstance(value, float):
+        return f"{key}-{value:g}"
+    return f"{key}-{value}"
+
+
+def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any]) -> str:
+    """The file stem for a view: model, view, selection, text and every option that changes the figure."""
+    options = src.options
+    flags = [
+        {None: "", True: "causal", False: "bidirectional"}[options.causal],
+        "" if options.scale else "unscaled",
+        "no-special" if src.hide_special else "",
+        "presentation" if theme.presentation else "",
+        "dark" if theme.dark else "",
+        "" if theme.colorscale == "Viridis" else theme.colorscale.lower(),
+        "" if theme.positions == "duplicates" else f"positions-{theme.positions}",
+    ]
+    parts = [src.loaded.name, key.replace(".", "-"), *(_part(k, v) for k, v in selection.items())]
+    name = safe_filename(*parts, text_tag(src.obs.text), *flags, limit=10_000)
+    if len(name) > MAX_NAME:  # keep names unique when they must be cut: end with a checksum of the whole
+        name = f"{name[: MAX_NAME - 9]}-{zlib.crc32(name.encode()):08x}"
+    return name
+
+
+def build(key: str, src: Source, theme: Theme, **selection: Any) -> list[View]:
+    """Build a view with the given selection (unknown keywords refused, missing ones take their defaults)."""
+    spec = REGISTRY.get(key)
+    if spec is None:
+        raise ValueError(f"unknown view {key!r}; choose from {', '.join(sorted(REGISTRY))}")
+    full = spec.selection
+    unknown = set(selection) - set(full)
+    if unknown:
+        raise ValueError(f"view {key!r} takes no {', '.join(sorted(unknown))}; it takes {', '.join(full) or 'nothing'}")
+    full.update(selection)
+    out = spec.build(src, theme, **full)
+    figures = out if isinstance(out, dict) else {"": out}
+    name = export_name(src, theme, key, full)
+    views = []
+    for part, fig in figures.items():
+        title = html.unescape(fig.layout.title.text or key)
+        views.append(View(f"{key}.{part}" if part else key, fig, title, f"{name}_{part}" if part else name))
+    return views
+
+
+def page_views(page: str) -> list[str]:
+    """The keys of the views a page shows, in registration order."""
+    return [k for k, s in REGISTRY.items() if s.page == page]

@@ -1,0 +1,243 @@
+"""Views of the lessons: masks, positional encodings, the permutation lab, and the lessons page."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.analysis.norms import relative_change
+from model.experiments import with_mask
+from model.io.catalog import ModelSpec
+from model.observe import Options, position_table
+from model.positional import sinusoidal_table
+from viz.figures import (
+    change_bars,
+    encoding_curves,
+    encoding_heatmap,
+    heatmap_panels,
+    metric_spread,
+    position_similarity,
+    prediction_bars,
+    scaling_figure,
+)
+from viz.figures.common import Theme, with_subtitle
+from viz.views.attention import subtitle
+from viz.views.base import Source, ViewUnavailableError, view
+
+
+def causal_pair(src: Source):
+    """(observation as built, observation with the causal mask toggled, label of each)."""
+    built = src.loaded.model.cfg.causal
+    scale = src.options.scale
+    as_built, _ = src.other(options=Options(causal=None, scale=scale))
+    toggled, _ = src.other(options=Options(causal=not built, scale=scale))
+    labels = (
+        "causal (as built)" if built else "bidirectional (as built)",
+        "bidirectional (mask lifted)" if built else "causal mask switched on",
+    )
+    return as_built, toggled, labels
+
+
+@view("masks.causal", page="masks")
+def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+    """The head as built and with the causal mask toggled, side by side."""
+    as_built, toggled, labels = causal_pair(src)
+    fig = heatmap_panels(
+        [
+            (as_built.patterns[layer, head], as_built.tokens, as_built.tokens, labels[0]),
+            (toggled.patterns[layer, head], toggled.tokens, toggled.tokens, labels[1]),
+        ],
+        title=f"What the causal mask changes: layer {layer}, head {head}",
+        theme=theme,
+        shared_rows=True,
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+@view("masks.change", page="masks")
+def masks_change(src: Source, theme: Theme):
+    as_built, toggled, labels = causal_pair(src)
+    change = relative_change(as_built.hidden, toggled.hidden)
+    fig = change_bars(as_built.tokens, change, title="How much each token's output changes", theme=theme)
+    return with_subtitle(fig, f"{labels[1]} · " + subtitle(src), theme)
+
+
+@view("masks.padding", page="masks")
+def masks_padding(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, text_b: str = "A short one."):
+    res = src.padded(text_b, layer)
+    tok = src.loaded.tokenizer
+    mask = res["attention_mask"].astype(bool)
+    n = mask.shape[1]
+    ids_b = tok.encode(text_b, max_len=src.loaded.model.cfg.max_seq_len).ids
+    panels = []
+    for row, ids in enumerate((src.obs.ids, ids_b)):
+        labels = [tok.id_to_token(i) for i in ids] + ["[PAD]"] * (n - len(ids))
+        shown = np.where(mask[row][None, :], res["patterns"][row, head], -np.inf)
+        panels.append((shown, labels, labels, f"text {'AB'[row]} in the batch"))
+    fig = heatmap_panels(
+        panels, title=f"A padded batch: layer {layer}, head {head} (padded keys grey)", theme=theme, zmax=1.0
+    )
+    return with_subtitle(fig, f"text B: “{text_b[:60]}”", theme)
+
+
+def _formula_width(src: Source) -> int:
+    d = src.loaded.model.cfg.d_model
+    return d - d % 2  # the formula needs an even width
+
+
+@view("pe.formula", page="positional")
+def pe_formula(src: Source, theme: Theme, *, n_positions: int = 128):
+    d = _formula_width(src)
+    return encoding_heatmap(
+        sinusoidal_table(n_positions, d).numpy(), title=f"Sinusoidal encoding, d = {d}", theme=theme
+    )
+
+
+@view("pe.curves", page="positional")
+def pe_curves(src: Source, theme: Theme, *, n_positions: int = 128, dims: tuple[int, ...] = (0, 1, 6, 7)):
+    d = _formula_width(src)
+    dims = tuple(x for x in dims if 0 <= x < d)
+    if not dims:
+        raise ViewUnavailableError("pick at least one dimension to plot")
+    table = sinusoidal_table(n_positions, d).numpy()
+    return encoding_curves(
+        table, list(dims), title="Each dimension is a sinusoid; wavelengths grow with i", theme=theme
+    )
+
+
+@view("pe.similarity", page="positional")
+def pe_similarity(src: Source, theme: Theme, *, n_positions: int = 128):
+    table = sinusoidal_table(n_positions, _formula_width(src)).numpy()
+    return position_similarity(table, title="PE(i)·PE(j): nearby positions look alike", theme=theme)
+
+
+@view("pe.model", page="positional")
+def pe_model(src: Source, theme: Theme):
+    """The positional encoding this model really uses (a table, or RoPE's rotation angles)."""
+    kind, real = position_table(src.loaded.model, max(src.obs.n_tokens, 64))
+    name = src.loaded.name
+    if kind == "sinusoidal":
+        return encoding_heatmap(real, title=f"The table {name} adds (the formula)", theme=theme)
+    if kind == "learned":
+        return {
+            "learned": encoding_heatmap(real, title=f"{name}: learned position table", theme=theme),
+            "sinusoidal": encoding_heatmap(
+                sinusoidal_table(real.shape[0], real.shape[1]).numpy(),
+                title="Sinusoidal table of the same size",
+                theme=theme,
+            ),
+            "similarity": position_similarity(real, title=f"{name}, learned: PE(i)·PE(j)", theme=theme),
+        }
+    if kind == "rope":
+        return {
+            "angles": encoding_heatmap(
+                real, title="RoPE rotation angle per dimension pair (radians)", theme=theme, x_title="pair"
+            ),
+            "curves": encoding_curves(
+                np.cos(real),
+                [0, real.shape[1] // 2, real.shape[1] - 1],
+                title="cos(angle) over position: fast pairs and slow pairs",
+                theme=theme,
+            ),
+        }
+    raise ViewUnavailableError(
+        "This model has no positional encoding: without it, attention cannot tell word order apart "
+        "(see the permutation lab)."
+    )
+
+
+@view("perm", page="positional")
+def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_on: bool = False, seed: int = 0):
+    res = src.permutation(seed, positions_on, layer)
+    tokens = src.obs.tokens
+    shuffled_tokens = [tokens[i] for i in res["perm"]]
+    fig = heatmap_panels(
+        [
+            (res["original"][head], tokens, tokens, "original order"),
+            (res["shuffled"][head], shuffled_tokens, shuffled_tokens, "shuffled input"),
+            (res["unshuffled"][head], tokens, tokens, "shuffled, then un-shuffled"),
+        ],
+        title=f"Permutation lab: layer {layer}, head {head}, positions {'on' if positions_on else 'off'}",
+        theme=theme,
+    )
+    return with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme)
+
+
+@view("lesson.scaling", page="lessons")
+def lesson_scaling(src: Source, theme: Theme):
+    return scaling_figure(src.scaling(), theme=theme)
+
+
+@view("lesson.spread", page="lessons")
+def lesson_spread(src: Source, theme: Theme, *, metric: str = "previous"):
+    rnd, _ = src.other(spec=ModelSpec("reinit", base=src.spec, seed=0))
+    if metric not in src.obs.metrics:
+        raise ValueError(f"unknown metric {metric!r}")
+    fig = metric_spread(
+        {src.loaded.name: src.obs.metrics[metric], "random init, same config": rnd.metrics[metric]},
+        metric,
+        title=f"{metric} per head: trained vs random init",
+        theme=theme,
+    )
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+def ablated(src: Source, ablate: tuple):
+    options = Options(causal=src.options.causal, scale=src.options.scale, ablate=tuple(ablate))
+    return src.other(options=options)[0]
+
+
+@view("lesson.ablation", page="lessons")
+def lesson_ablation(src: Source, theme: Theme, *, ablate: tuple = ((0, 0),)):
+    change = relative_change(src.obs.hidden, ablated(src, ablate).hidden)
+    fig = change_bars(src.obs.tokens, change, title=f"Output change with {len(ablate)} head(s) off", theme=theme)
+    return with_subtitle(fig, subtitle(src), theme)
+
+
+def mask_positions(src: Source, pick: int | None = None) -> tuple[list[int], bool]:
+    """(positions to predict, whether they were typed as the mask token): the typed masks, else ``pick``
+    (default: the first ordinary token)."""
+    tok, obs = src.loaded.tokenizer, src.obs
+    mask_id = tok.token_id(tok.mask_token or "[MASK]")
+    typed = [i for i, t in enumerate(obs.ids) if t == mask_id]
+    if typed:
+        return typed, True
+    ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
+    if pick is not None and pick in ordinary:
+        return [pick], False
+    return ordinary[:1], False
+
+
+def _predictions(src: Source, positions: list[int], ablate: tuple):
+    if not src.loaded.has_mlm:
+        raise ViewUnavailableError(f"{src.loaded.name} has no masked-language-model head; the bundled model has one.")
+    if not positions:
+        raise ViewUnavailableError("Type some text (with [MASK] where a word should be guessed).")
+    tok = src.loaded.tokenizer
+    ids = with_mask(src.obs.ids, positions, tok.token_id(tok.mask_token or "[MASK]"))
+    return src.predictions(ids, tuple(positions), tuple(ablate))
+
+
+@view("lesson.ablation_predictions", page="lessons")
+def lesson_ablation_predictions(src: Source, theme: Theme, *, ablate: tuple = ((0, 0),)):
+    positions, _ = mask_positions(src)
+    if not ablate:
+        raise ViewUnavailableError("switch off at least one head")
+    figures = {}
+    for part, off, label in (("before", (), "all heads"), ("after", tuple(ablate), f"{len(ablate)} head(s) off")):
+        (prediction, *_) = _predictions(src, positions, off)
+        figures[part] = prediction_bars(
+            prediction.tokens, prediction.probs, title=f"position {positions[0]}: {label}", theme=theme
+        )
+    return figures
+
+
+@view("lesson.mlm", page="lessons")
+def lesson_mlm(src: Source, theme: Theme, *, pick: int = -1):
+    positions, typed = mask_positions(src, None if pick < 0 else pick)
+    figures = {}
+    for prediction in _predictions(src, positions, ()):
+        truth = "" if typed else f" (was “{src.obs.tokens[prediction.position]}”)"
+        figures[str(prediction.position)] = prediction_bars(
+            prediction.tokens, prediction.probs, title=f"position {prediction.position}{truth}", theme=theme
+        )
+    return figures

@@ -1,0 +1,90 @@
+"""A :class:`viz.views.base.Source` that runs everything directly (memoised per instance): for the CLI,
+the benchmark and tests. The app uses the same interface backed by its shared caches (viz/shell/services)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from model.analysis.flow import attention_flow
+from model.analysis.scaling import scaling_demo
+from model.analysis.similarity import cluster_order, head_similarity
+from model.analysis.steps import observed_head_steps
+from model.experiments import Prediction, masked_predictions, padded_batch, permutation_check
+from model.io.catalog import ModelSpec, load
+from model.io.state import LoadedModel
+from model.observe import Observation, Options, head_weights, observe
+
+
+@dataclass
+class DirectSource:
+    spec: ModelSpec
+    loaded: LoadedModel
+    obs: Observation
+    options: Options = field(default_factory=Options)
+    hide_special: bool = False
+    _memo: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def for_text(cls, spec: ModelSpec, text: str, options: Options | None = None, **kwargs) -> DirectSource:
+        options = options or Options()
+        loaded = load(spec)
+        return cls(spec, loaded, observe(loaded.model, loaded.tokenizer, text, options), options, **kwargs)
+
+    def _once(self, key, make):
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def other(self, *, text=None, options=None, spec=None) -> tuple[Observation, LoadedModel]:
+        spec, options = spec or self.spec, options or self.options
+        text = self.obs.text if text is None else text
+        loaded = self.loaded if spec == self.spec else self._once(("model", spec), lambda: load(spec))
+        obs = self._once(("obs", spec, text, options), lambda: observe(loaded.model, loaded.tokenizer, text, options))
+        return obs, loaded
+
+    def similarity(self):
+        def make():
+            dist, pairs = head_similarity(self.obs.shown(self.obs.patterns, self.hide_special))
+            return dist, pairs, cluster_order(dist)
+
+        return self._once(("similarity",), make)
+
+    def flow(self) -> np.ndarray:
+        return self._once(("flow",), lambda: attention_flow(self.obs.patterns))
+
+    def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]:
+        special = [bool(s) for s in self.obs.special]
+        return self._once(
+            ("perm", seed, positions, layer),
+            lambda: permutation_check(self.loaded.model, list(self.obs.ids), special, seed, positions, layer),
+        )
+
+    def padded(self, text_b: str, layer: int) -> dict[str, np.ndarray]:
+        tok = self.loaded.tokenizer
+        ids_b = tok.encode(text_b, max_len=self.loaded.model.cfg.max_seq_len).ids
+        return self._once(
+            ("padded", text_b, layer),
+            lambda: padded_batch(self.loaded.model, list(self.obs.ids), list(ids_b), tok.pad_id, layer),
+        )
+
+    def predictions(self, ids, positions, ablate) -> list[Prediction]:
+        def make():
+            tok = self.loaded.tokenizer
+            return masked_predictions(
+                self.loaded.model, torch.tensor([list(ids)]), list(positions), tok.id_to_token, k=8, ablate=ablate
+            )
+
+        return self._once(("pred", tuple(ids), tuple(positions), tuple(ablate)), make)
+
+    def scaling(self) -> dict[str, np.ndarray]:
+        return self._once(("scaling",), scaling_demo)
+
+    def steps(self, layer: int, head: int):
+        def make():
+            weights = head_weights(self.loaded.model, layer, head)
+            return observed_head_steps(self.obs, weights, layer, head), weights
+
+        return self._once(("steps", layer, head), make)
