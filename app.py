@@ -9,7 +9,7 @@ from viz.export.render import warm_up_renderer
 from viz.shell import services
 from viz.shell.export_panel import export_section, session_controls
 from viz.shell.sidebar import draw_sidebar
-from viz.shell.state import init_state
+from viz.shell.state import init_state, load_url_state, save_url_state
 from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
@@ -17,6 +17,7 @@ keep_freed_memory()  # once per process: captured tensors reuse freed memory ins
 
 PAGES = {
     "Where attention goes": [
+        st.Page("viz/pages/start.py", title="Start here", icon=":material/flag:", url_path="start"),
         st.Page("viz/pages/tokens.py", title="Tokens", icon=":material/text_fields:", url_path="tokens"),
         st.Page(
             "viz/pages/attention.py",
@@ -29,6 +30,7 @@ PAGES = {
         st.Page("viz/pages/overview.py", title="Model overview", icon=":material/apps:", url_path="overview"),
         st.Page("viz/pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
         st.Page("viz/pages/metrics.py", title="Head metrics", icon=":material/table_chart:", url_path="metrics"),
+        st.Page("viz/pages/find.py", title="Find heads", icon=":material/manage_search:", url_path="find"),
     ],
     "Why it goes there": [
         st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),
@@ -41,7 +43,7 @@ PAGES = {
     ],
 }
 
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button hiding lessons
 restore = st.session_state.pop("_restore_page", None)
 if restore is not None:  # a session file named the page to reopen
     target = next((p for group in PAGES.values() for p in group if p.url_path == restore), None)
@@ -49,6 +51,7 @@ if restore is not None:  # a session file named the page to reopen
         st.switch_page(target)
 st.markdown(CHIP_CSS, unsafe_allow_html=True)
 st.session_state["_page_views"] = []  # show_view registers this run's views for the export pack
+url_notes = load_url_state()  # a reload or a shared link brings its settings (first run of a session)
 init_state()
 device_note = services.settle_device()  # before the sidebar draws the device picker
 requested, upload, slots = draw_sidebar()
@@ -62,9 +65,13 @@ if context is None:
 st.session_state["_ctx"] = context
 if context.theme.presentation:
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
-for notice in context.obs.notices:
+for notice in [*context.obs.notices, *url_notes]:
     st.warning(notice)
 page.run()
+link_note = save_url_state()
+if link_note:
+    st.caption(link_note)
 export_section(page.title, page.url_path)
 if os.environ.get("ATTENTION_LAB_WARM_RENDERER", "1") != "0":
-    warm_up_renderer()  # once per process, in the background: the first PNG/SVG download is then quick
+    # once per process, in the background, once the first page is up: the first PNG/SVG download is then quick
+    warm_up_renderer(delay=10.0)

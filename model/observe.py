@@ -113,6 +113,14 @@ def encode_text(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded,
         )
     if not text.strip():
         notices.append("The text is empty: only the special tokens are shown.")
+    unk = tokenizer.unk_token
+    lost = [enc.text[s:e] for t, (s, e) in zip(enc.tokens, enc.offsets) if unk is not None and t == unk]
+    if lost:
+        shown = ", ".join(f"“{piece}”" for piece in list(dict.fromkeys(lost))[:8])
+        notices.append(
+            f"{len(lost)} piece(s) of the text are not in this model's vocabulary and became {unk} (every such "
+            f"piece looks the same to the model): {shown}."
+        )
     return enc, notices
 
 

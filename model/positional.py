@@ -8,6 +8,15 @@ import torch
 from torch import nn
 
 
+def sinusoid_dims(d_model: int, n_positions: int = 128, count: int = 4) -> list[int]:
+    """``count`` sine dimensions whose wavelengths (2π·10000^(2i/d)) spread evenly, on a log scale, from the
+    fastest (2π) to about twice ``n_positions``: curves that show the wavelength growing, not near-copies."""
+    pairs = d_model // 2
+    top = min(math.log(2 * n_positions / (2 * math.pi)), math.log(10000.0) * (pairs - 1) / pairs)
+    i = [round(pairs * top * s / ((count - 1) or 1) / math.log(10000.0)) for s in range(count)]
+    return sorted({2 * min(max(x, 0), pairs - 1) for x in i})
+
+
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
 

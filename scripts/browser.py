@@ -32,11 +32,13 @@ CHROMIUM_ARGS = [
 #: (url path, page title) of every page, in the order of the navigation
 PAGES = [
     ("", "Attention map"),
+    ("start", "Start here"),
     ("tokens", "Tokens"),
     ("head-view", "Head view"),
     ("overview", "Model overview"),
     ("compare", "Compare"),
     ("metrics", "Head metrics"),
+    ("find", "Find heads"),
     ("qkv", "Q / K / V"),
     ("rollout", "Rollout and flow"),
     ("masks", "Masks"),
@@ -57,7 +59,7 @@ def streamlit_server(timeout: float = 60, env: dict | None = None) -> Iterator[s
 
     The server's output goes to build/streamlit-<port>.log (read it when a browser test fails)."""
     port = free_port()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", ATTENTION_LAB_WARM_RENDERER="1", **(env or {}))  # as users run it
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "ATTENTION_LAB_WARM_RENDERER": "1", **(env or {})}  # as users run it
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
     log_path = ROOT / "build" / f"streamlit-{port}.log"
@@ -125,7 +127,7 @@ def type_text(page, text: str) -> None:
 def open_page(page, url: str, path: str, title: str) -> None:
     """Open a page through the sidebar navigation (same session; page.goto would start a new one)."""
     page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
-    page.wait_for_url(f"{url}/{path}")
+    page.wait_for_url(re.compile(re.escape(f"{url}/{path}") + r"(\?.*)?$"))  # settings ride in the query
     wait_idle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)
 

@@ -2,6 +2,8 @@
 
 Starts the app, types the README's sentence and saves one screenshot per page in assets/screenshots/.
 (The browser tests write theirs under build/screenshots/ and never touch the committed ones.)
+``--lessons`` instead renders each lesson's figure, as exported, to assets/screenshots/lessons/ and prints
+its computed caption beside the file name (the figures of the lessons the README links).
 """
 
 from __future__ import annotations
@@ -17,7 +19,48 @@ SENTENCE = "The quick brown fox jumps over the lazy dog."
 OUT = ROOT / "assets" / "screenshots"
 
 
+LESSON_TEXT = "The animal didn't cross the street because it was too tired."
+#: (file name, view key, selection) on all-MiniLM-L6-v2: one figure per lesson
+LESSONS = [
+    ("predict-first", "lesson.predict", {"layer": 3, "head": 1, "query": 10, "guess": 2}),
+    ("find-heads", "find", {"relation": "tokens", "queries": (10,), "keys": (2,)}),
+    ("mask-change", "masks.change", {}),
+    ("padding", "masks.padding", {}),
+    ("permutation-off", "perm", {"layer": 2, "head": 3}),
+    ("permutation-on", "perm", {"layer": 2, "head": 3, "positions_on": True}),
+    ("qk-plane", "qkv.plane", {"layer": 3, "head": 1, "query": 10}),
+    ("one-query", "qkv.query", {"layer": 3, "head": 1, "query": 10}),
+    ("value-norms", "qkv.values", {"layer": 2, "head": 3}),
+    ("wavelengths", "pe.curves", {}),
+    ("sinusoid-table", "pe.formula", {}),
+    ("learned-table", "pe.model", {}),
+    ("scaling", "lesson.scaling", {}),
+    ("heads-specialise", "lesson.spread", {"metric": "previous"}),
+    ("ablation", "lesson.ablation", {"ablate": ((0, 2),)}),
+]
+
+
+def lessons() -> None:
+    from model.io.catalog import ModelSpec
+    from viz.export.render import render_image
+    from viz.figures.theme import Theme
+    from viz.views import build
+    from viz.views.source import DirectSource
+
+    out = OUT / "lessons"
+    out.mkdir(parents=True, exist_ok=True)
+    src = DirectSource.for_text(ModelSpec("minilm"), LESSON_TEXT)
+    for name, key, selection in LESSONS:
+        view = build(key, src, Theme(), **selection)[0]
+        path = out / f"{name}.png"
+        path.write_bytes(render_image(view.figure, "png", scale=1))
+        print(f"{path.relative_to(ROOT)}: {view.caption or view.figure.layout.title.text}")
+
+
 def main() -> None:
+    if "--lessons" in sys.argv[1:]:
+        lessons()
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

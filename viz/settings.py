@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from model.analysis.find import RELATIONS
 from model.analysis.metrics import METRICS
 from model.config import PositionalKind
 from model.io.catalog import SOURCES
+from model.positional import sinusoid_dims
 from viz.figures.common import COLORBLIND_SCALES, EXPORT_SIZES, LABEL_POSITIONS
 from viz.figures.headview import WINDOW
 
@@ -29,11 +31,16 @@ EXAMPLES = {
     "Repetition": "one two three four one two three four one two three four",
     "Masked word": "The capital of France is [MASK].",
 }
+YOUR_TEXT = "Your text"  # what the example picker shows once the text is not one of the examples
 DEFAULT_TEXT = EXAMPLES["The cat sat on the mat."]
 MAX_TEXT = 200_000
 ATTENTION_MODES = ("softmax weights", "raw scaled scores (QKᵀ/√d_k)")
 COMPARE_MODES = ("two heads", "two texts", "two models")
 COMPARE_MODELS = ("random", "bundled", "minilm")
+#: pages in sections: only the section on screen is computed and drawn (tabs would draw all of them)
+QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
+PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
+LESSON_SECTIONS = ("Predict first", "Why √d_k", "Heads specialise", "Ablation", "Masked tokens")
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,11 @@ class Shape:
 class Setting:
     """One session-state key.
 
-    ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "token", "ordinary" (a non-special
-    token), "window" (the head view's first token) or None. ``saved``: written to session files. ``page``:
-    the url path of the page whose widget it is (its default is filled when that page is first drawn, so a
-    default that follows the head in focus or the model's width takes them as they are then), None for
-    shared settings."""
+    ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "tokens", "token", "token_or_none" (-1 for
+    none), "ordinary" (a non-special token), "window" (the head view's first token) or None.
+    ``saved``: written to session files. ``page``: the url path of the page whose widget it is (its
+    default is filled when that page is first drawn, so a default that follows the head in focus or the
+    model's width takes them as they are then), None for shared settings. ``url``: kept in the URL."""
 
     key: str
     default: Any
@@ -64,6 +71,7 @@ class Setting:
     fits: str | None = None
     saved: bool = True
     page: str | None = None
+    url: bool = False  # kept in the page's URL, so a reload or a shared link restores it
 
     def initial(self, shape: Shape | None = None, state: Mapping[str, Any] | None = None) -> Any:
         """The default, or None when it needs a shape that is not known yet."""
@@ -87,23 +95,54 @@ class Setting:
                 raise ValueError(f"ignored {self.key!r}: expected a list of indices")
         if self.allowed is not None and value not in self.allowed:
             raise ValueError(f"ignored {self.key!r}: {value!r} is not one of {self.allowed}")
-        if self.type is int and not 0 <= value <= 10**9:
+        if self.type is int and not (-1 if self.fits == "token_or_none" else 0) <= value <= 10**9:
             raise ValueError(f"ignored {self.key!r}: out of range")
         if self.type is str and len(value) > MAX_TEXT:
             return value[:MAX_TEXT], f"the {self.key} was cut to {MAX_TEXT:,} characters"
         return value, None
+
+    def to_url(self, value: Any) -> str:
+        """The value as a query-parameter string."""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, list | tuple):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+    def from_url(self, text: str) -> Any:
+        """A query-parameter string back to a clean value; raises ValueError when it is not one."""
+        try:
+            if self.type is bool:
+                if text not in ("1", "0", "true", "false"):
+                    raise ValueError
+                value: Any = text in ("1", "true")
+            elif self.type is int:
+                value = int(text)
+            elif self.type is float:
+                value = float(text)
+            elif self.type is list:
+                value = [int(v) for v in text.split(",") if v]
+            else:
+                value = text
+        except ValueError:
+            raise ValueError(f"ignored {self.key!r}: {text[:40]!r} is not a {self.type.__name__}") from None
+        return self.clean(value)[0]
 
     def fit(self, value: Any, shape: Shape, state: Mapping[str, Any]) -> Any:
         """``value`` made valid for ``shape`` (unchanged when it already is); ``state`` feeds defaults."""
         if value is None:
             return self.initial(shape, state)
         limit = {"layer": shape.n_layers, "head": shape.n_heads, "dims": shape.d_model, "token": shape.n_tokens}
+        if self.fits == "token_or_none":
+            return value if -1 <= value < shape.n_tokens else -1
         if self.fits in ("layer", "head", "token"):
             return value if 0 <= value < limit[self.fits] else self.initial(shape, state)
         if self.fits == "heads":
             return [h for h in value if 0 <= h < shape.n_heads]
         if self.fits == "dims":
             return [d for d in value if 0 <= d < shape.d_model]
+        if self.fits == "tokens":
+            return [t for t in value if 0 <= t < shape.n_tokens]
         if self.fits == "pairs":
             return [(lay, h) for lay, h in value if 0 <= lay < shape.n_layers and 0 <= h < shape.n_heads]
         if self.fits == "window":  # first token of the head view's window
@@ -113,39 +152,46 @@ class Setting:
         return value
 
 
+def _focus(state: Mapping[str, Any], key: str) -> list[int]:
+    """The token in focus as a one-token pick (none when nothing is in focus)."""
+    value = state.get(key, -1)
+    return [value] if isinstance(value, int) and value >= 0 else []
+
+
 def _index(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 10**6
 
 
 SETTINGS: tuple[Setting, ...] = (
     # the sidebar
-    Setting("model_kind", "bundled", str, SOURCES),
-    Setting("rand_layers", 4, int),
-    Setting("rand_heads", 4, int),
-    Setting("rand_d_model", 256, int),
-    Setting("rand_seed", 0, int),
-    Setting("rand_positional", "sinusoidal", str, get_args(PositionalKind)),
+    Setting("model_kind", "bundled", str, SOURCES, url=True),
+    Setting("rand_layers", 4, int, url=True),
+    Setting("rand_heads", 4, int, url=True),
+    Setting("rand_d_model", 256, int, url=True),
+    Setting("rand_seed", 0, int, url=True),
+    Setting("rand_positional", "sinusoidal", str, get_args(PositionalKind), url=True),
     Setting("folder_path", "", str),
     Setting("device", "cpu", str),
-    Setting("example", "The cat sat on the mat.", str, tuple(EXAMPLES), saved=False),
-    Setting("text", DEFAULT_TEXT, str),
-    Setting("hide_special", False, bool),
-    Setting("causal_override", "as built", str, ("as built", "on", "off")),
-    Setting("scale_scores", True, bool),
-    Setting("presentation", False, bool),
-    Setting("dark", False, bool),
-    Setting("colorscale", "Viridis", str, COLORBLIND_SCALES),
-    Setting("label_positions", "duplicates", str, LABEL_POSITIONS),
+    Setting("example", "The cat sat on the mat.", str, (*EXAMPLES, YOUR_TEXT), saved=False),
+    Setting("text", DEFAULT_TEXT, str, url=True),
+    Setting("hide_special", False, bool, url=True),
+    Setting("causal_override", "as built", str, ("as built", "on", "off"), url=True),
+    Setting("scale_scores", True, bool, url=True),
+    Setting("presentation", False, bool, url=True),
+    Setting("dark", False, bool, url=True),
+    Setting("colorscale", "Viridis", str, COLORBLIND_SCALES, url=True),
+    Setting("label_positions", "duplicates", str, LABEL_POSITIONS, url=True),
     Setting("export_size", "screen", str, tuple(EXPORT_SIZES)),
     Setting("pack_matrices", False, bool),
-    # the head in focus, shared by every page
-    Setting("layer", 0, int, fits="layer"),
-    Setting("head", 0, int, fits="head"),
+    # the head and the tokens in focus, shared by every page (-1: no token in focus)
+    Setting("layer", 0, int, fits="layer", url=True),
+    Setting("head", 0, int, fits="head", url=True),
+    Setting("focus_query", -1, int, fits="token_or_none", url=True),
+    Setting("focus_key", -1, int, fits="token_or_none", url=True),
     # pages
     Setting("attn_mode", ATTENTION_MODES[0], str, ATTENTION_MODES, page="attention"),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view"),
     Setting("hv_threshold", 0.05, float, page="head-view"),
-    Setting("hv_start", 0, int, fits="window", page="head-view"),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),
     Setting("ov_head", 0, int, fits="head", saved=False, page="overview"),
     Setting("cmp_mode", COMPARE_MODES[0], str, COMPARE_MODES, page="compare"),
@@ -156,17 +202,38 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cmp_text_b", "The dog sat on the log.", str, page="compare"),
     Setting("cmp_model_b", "random", str, COMPARE_MODELS, page="compare"),
     Setting("cmp_seed_b", 1, int, page="compare"),
-    Setting("qkv_query", lambda s, state: min(1, s.n_tokens - 1), int, fits="token", saved=False, page="qkv"),
+    Setting("qkv_section", QKV_SECTIONS[0], str, QKV_SECTIONS, page="qkv"),
     Setting("pad_text_b", "A short one.", str, page="masks"),
     Setting("perm_layer", 0, int, fits="layer", page="positional"),
     Setting("perm_head", 0, int, fits="head", page="positional"),
     Setting("perm_positions", False, bool, page="positional"),
     Setting("perm_seed", 0, int, page="positional"),
+    Setting("pe_section", PE_SECTIONS[0], str, PE_SECTIONS, page="positional"),
     Setting("pe_positions", 128, int, page="positional"),
-    Setting(
-        "pe_dims", lambda s, state: [0, 1, 6, 7, s.d_model // 2, s.d_model - 2], list, fits="dims", page="positional"
+    Setting("pe_dims", lambda s, state: sinusoid_dims(s.d_model - s.d_model % 2), list, fits="dims", page="positional"),
+    Setting(  # picked tokens when a token is in focus, else a relation that needs no picking
+        "find_relation",
+        lambda s, state: "tokens" if _focus(state, "focus_query") else "previous",
+        str,
+        RELATIONS,
+        page="find",
+        url=True,
     ),
+    Setting("find_queries", lambda s, state: _focus(state, "focus_query"), list, fits="tokens", page="find", url=True),
+    Setting("find_keys", lambda s, state: _focus(state, "focus_key"), list, fits="tokens", page="find", url=True),
+    Setting("lesson_section", LESSON_SECTIONS[0], str, LESSON_SECTIONS, page="lessons"),
     Setting("lesson_metric", "previous", str, METRICS, page="lessons"),
+    Setting("predict_layer", 0, int, fits="layer", page="lessons", url=True),
+    Setting("predict_head", 0, int, fits="head", page="lessons", url=True),
+    Setting(  # the token in focus, else the first ordinary token
+        "predict_query",
+        lambda s, state: (_focus(state, "focus_query") or [*s.ordinary, 0])[0],
+        int,
+        fits="token",
+        page="lessons",
+        url=True,
+    ),
+    Setting("predict_guess", 0, int, fits="token", page="lessons", url=True),
     Setting("ablate_heads", lambda s, state: [(0, 0)], list, fits="pairs", saved=False, page="lessons"),
     Setting(
         "mlm_pick",

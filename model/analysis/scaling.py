@@ -7,12 +7,15 @@ import math
 import numpy as np
 import torch
 
+D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
-def scaling_demo(d_ks=(4, 16, 64, 256, 1024), n: int = 32, samples: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random unit-variance q and k at growing d_k, softmax with and without 1/√d_k.
+
+def scaling_demo(d_ks=D_KS, n: int = 32, samples: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random q and k with independent N(0, 1) entries ((samples, n, d_k) each) at growing d_k, softmax with
+    and without 1/√d_k.
 
     Returns arrays over d_k: mean row entropy, mean max weight and mean Frobenius norm of the softmax
-    Jacobian (diag(p) − ppᵀ), for "scaled" and "unscaled".
+    Jacobian (diag(p) − ppᵀ), for "scaled" and "unscaled"; also "d_k", "n" and "samples" (the setup).
     """
     gen = torch.Generator().manual_seed(seed)
     out: dict[str, list[float]] = {
@@ -31,4 +34,5 @@ def scaling_demo(d_ks=(4, 16, 64, 256, 1024), n: int = 32, samples: int = 64, se
             out[f"gradient_{name}"].append(jac.flatten(-2).norm(dim=-1).mean().item())
     result = {k: np.array(v) for k, v in out.items()}
     result["d_k"] = np.array(d_ks)
+    result["n"], result["samples"] = np.array(n), np.array(samples)
     return result

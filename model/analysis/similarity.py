@@ -26,15 +26,25 @@ def js_distance_matrix(patterns: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(out, 0.0)).astype(np.float32)
 
 
-def head_similarity(patterns: np.ndarray, max_rows: int = 128) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """JS distance between every pair of heads of (L, H, N, N) patterns: ((L*H, L*H), [(layer, head), ...]).
+def renormalised_rows(patterns: np.ndarray) -> np.ndarray:
+    """Rows rescaled to sum to 1 (patterns with some key columns cut, e.g. hidden special tokens, are no
+    longer distributions; JS distance needs them to be). A row with no mass left becomes uniform. (..., M)."""
+    p = np.asarray(patterns, dtype=np.float32)
+    total = p.sum(-1, keepdims=True)
+    uniform = np.full_like(p, 1.0 / max(p.shape[-1], 1))
+    return np.where(total > 1e-12, p / np.maximum(total, 1e-12), uniform)
 
-    Long inputs compare an evenly spaced subset of at most ``max_rows`` query rows (keys are all kept).
+
+def head_similarity(patterns: np.ndarray, max_rows: int = 128) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """JS distance between every pair of heads of (L, H, N, M) patterns: ((L*H, L*H), [(layer, head), ...]).
+
+    Rows are renormalised to sum to 1 first (see renormalised_rows). Long inputs compare an evenly spaced
+    subset of at most ``max_rows`` query rows (keys are all kept).
     """
     p = np.asarray(patterns)
     L, H, n, m = p.shape
     rows = np.unique(np.linspace(0, n - 1, min(n, max_rows)).round().astype(int))
-    flat = np.ascontiguousarray(p[:, :, rows]).reshape(L * H, len(rows), m)  # (K, r, M)
+    flat = renormalised_rows(p[:, :, rows]).reshape(L * H, len(rows), m)  # (K, r, M)
     return js_distance_matrix(flat), [(i, j) for i in range(L) for j in range(H)]
 
 

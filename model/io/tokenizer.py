@@ -73,6 +73,17 @@ class Tokenizer:
         return None
 
     @property
+    def unk_token(self) -> str | None:
+        """The token that stands for text outside the vocabulary ([UNK], <unk>), or None when there is none."""
+        unk = getattr(self.inner.model, "unk_token", None)
+        if unk and self.inner.token_to_id(unk) is not None:
+            return unk
+        for cand in ("[UNK]", "<unk>"):
+            if self.inner.token_to_id(cand) is not None:
+                return cand
+        return None
+
+    @property
     def pad_id(self) -> int:
         for cand in ("[PAD]", "<pad>"):
             tid = self.inner.token_to_id(cand)

@@ -8,12 +8,14 @@ from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 PAGES = [
+    "viz/pages/start.py",
     "viz/pages/tokens.py",
     "viz/pages/attention.py",
     "viz/pages/head_view.py",
     "viz/pages/overview.py",
     "viz/pages/compare.py",
     "viz/pages/metrics.py",
+    "viz/pages/find.py",
     "viz/pages/qkv.py",
     "viz/pages/rollout.py",
     "viz/pages/masks.py",

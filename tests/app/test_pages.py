@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from model import observe
 from tests.app.conftest import PAGES, configs, figures, new_app
+from viz.settings import EXAMPLES, LESSON_SECTIONS, PE_SECTIONS, QKV_SECTIONS, YOUR_TEXT
 
-EXPECTED_CHARTS = {
+EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections show their first section)
+    "viz/pages/start.py": 1,
     "viz/pages/tokens.py": 0,
     "viz/pages/attention.py": 3,
-    "viz/pages/head_view.py": 1,
+    "viz/pages/head_view.py": 0,  # drawn by a component; its static version is in the downloads
     "viz/pages/overview.py": 1,
     "viz/pages/compare.py": 2,  # A and B side by side in one figure, then A − B
     "viz/pages/metrics.py": 1,
-    "viz/pages/qkv.py": 10,
+    "viz/pages/find.py": 1,
+    "viz/pages/qkv.py": 2,
     "viz/pages/rollout.py": 2,
     "viz/pages/masks.py": 3,
-    "viz/pages/positional.py": 5,
-    "viz/pages/lessons.py": 6,  # random init has no MLM head: 3
+    "viz/pages/positional.py": 3,
+    "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess
+}
+#: page -> (section setting, sections, charts in each)
+SECTIONED = {
+    "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
+    "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
+    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1)),
 }
 
 
@@ -35,9 +46,9 @@ def test_every_page_renders(source):
         at.run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, [e.value for e in at.error])
-        expected = 3 if (page.endswith("lessons.py") and source == "random") else EXPECTED_CHARTS[page]
+        expected = EXPECTED_CHARTS[page]
         assert len(at.get("plotly_chart")) == expected, page
-        if expected:  # every figure has download buttons and the page an export section
+        if expected or page.endswith("head_view.py"):  # every figure has download buttons, the page an export
             buttons = at.get("download_button")
             keys = {b.key for b in buttons}
             assert "page_html" in keys and any(k.endswith("__html") for k in keys)
@@ -47,6 +58,18 @@ def test_every_page_renders(source):
             assert opts["scale"] >= 2 and opts["filename"]
     about = [e.label for e in at.sidebar.expander if e.label.startswith("About:")]
     assert about and ("Random init" in about[0]) == (source == "random")
+
+
+@pytest.mark.parametrize("page", list(SECTIONED))
+def test_every_section_renders(app, page):
+    key, sections, charts = SECTIONED[page]
+    app.switch_page(page).run()
+    for name, count in zip(sections, charts):
+        app.session_state[key] = name
+        app.run()
+        assert not app.exception, (page, name, app.exception)
+        assert not app.error, (page, name, [e.value for e in app.error])
+        assert len(app.get("plotly_chart")) == count, (page, name)
 
 
 def test_attention_page_figure_content(app):
@@ -109,6 +132,16 @@ def test_long_text_is_truncated_with_a_notice(app):
     assert any("reads at most 512" in w.value for w in app.warning)
 
 
+def test_example_picker_follows_the_text(app):
+    app.sidebar.selectbox(key="example").set_value("Coreference").run()
+    assert app.sidebar.text_area(key="text").value == EXAMPLES["Coreference"]
+    app.sidebar.text_area(key="text").set_value("My own sentence about 🐈.").run()
+    assert not app.exception and app.sidebar.selectbox(key="example").value == YOUR_TEXT
+    assert any("became [UNK]" in w.value and "🐈" in w.value for w in app.warning)  # the emoji is named
+    app.sidebar.text_area(key="text").set_value(EXAMPLES["Repetition"]).run()
+    assert app.sidebar.selectbox(key="example").value == "Repetition"
+
+
 def test_hide_special_tokens(app):
     app.sidebar.toggle(key="hide_special").set_value(True).run()
     y = figures(app)[0]["data"][0]["y"]
@@ -132,6 +165,45 @@ def test_overview_pick_opens_attention_page(app):
     app.button[0].click().run()
     assert not app.exception
     assert "Layer 1, head 2" in figures(app)[0]["layout"]["title"]["text"]
+
+
+def test_find_heads_ranks_every_head_for_picked_tokens(app):
+    app.sidebar.text_area(key="text").set_value("The cat sat because it was tired.").run()
+    app.switch_page("viz/pages/find.py").run()
+    assert not app.exception and "previous token" in figures(app)[0]["layout"]["title"]["text"]
+    app.radio(key="find_relation").set_value("tokens").run()
+    assert any("Pick at least one query" in i.value for i in app.info)
+    tokens = app.session_state["_ctx"].obs.tokens
+    query, key = len(tokens) - 3, 2
+    app.multiselect(key="find_queries").set_value([query])
+    app.multiselect(key="find_keys").set_value([key]).run()
+    assert not app.exception
+    (fig,) = figures(app)
+    assert f"“{tokens[query]}” → “{tokens[key]}”" in fig["layout"]["title"]["text"]
+    table = app.dataframe[0].value
+    assert len(table) == 2 * 4 and table["weight on the pairs"].is_monotonic_decreasing  # every head, ranked
+    best = re.fullmatch(r"L(\d+)H(\d+)", table["head"][0]).groups()
+    assert fig["data"][1]["customdata"][0] == [int(b) for b in best]  # the first thumbnail is the best head
+    assert any(f"strongest of the 8 heads is {table['head'][0]}" in c.value for c in app.caption)
+
+
+def test_predict_first_hides_the_answer_until_revealed(app):
+    app.switch_page("viz/pages/lessons.py").run()
+    assert app.segmented_control(key="lesson_section").value == "Predict first"
+    app.selectbox(key="predict_layer").set_value(1)
+    app.selectbox(key="predict_query").set_value(3)
+    app.selectbox(key="predict_guess").set_value(0).run()
+    assert not figures(app)  # no answer before the guess is made
+    app.button(key="predict_reveal").click().run()
+    (fig,) = figures(app)
+    row = app.session_state["_ctx"].obs.patterns[1, 0, 3]
+    assert fig["data"][0]["y"] == pytest.approx(row.tolist(), abs=1e-6)
+    verdict = next(c.value for c in app.caption if "attends most" in c.value)
+    assert verdict.startswith("Right" if row.argmax() == 0 else "Not quite")
+    app.selectbox(key="predict_guess").set_value(int(row.argmax())).run()
+    assert not figures(app)  # a new guess hides the answer again
+    app.button(key="predict_reveal").click().run()
+    assert any(c.value.startswith("Right") for c in app.caption)
 
 
 def test_compare_modes(app):
@@ -165,7 +237,9 @@ SELECTIONS = [
     ("viz/pages/compare.py", "cmpA_head", 2),
     ("viz/pages/compare.py", "cmpB_layer", 1),
     ("viz/pages/compare.py", "cmpB_head", 3),
-    ("viz/pages/qkv.py", "qkv_query", 3),
+    ("viz/pages/attention.py", "focus_query", 3),
+    ("viz/pages/attention.py", "focus_key", 2),
+    ("viz/pages/rollout.py", "focus_query", 3),
     ("viz/pages/masks.py", "pad_text_b", "Another short text here."),
     ("viz/pages/positional.py", "pe_positions", 64),
     ("viz/pages/positional.py", "pe_dims", [2, 3]),
@@ -200,7 +274,15 @@ def test_a_figure_that_changes_with_any_selection_is_exported_under_a_new_name()
     """Exports of two selections must not overwrite each other: where a figure depends on a widget, so does its
     file name (every page's pickers, compare sides, the permutation head, the query token, ...)."""
     app = new_app()
-    for page, key, value in SELECTIONS:
+    selections = [  # (page, setting, another value, settings to apply first)
+        *SELECTIONS,
+        ("viz/pages/qkv.py", "focus_query", 3, {"qkv_section": QKV_SECTIONS[2]}),
+        ("viz/pages/qkv.py", "focus_query", 2, {"qkv_section": QKV_SECTIONS[3]}),
+        ("viz/pages/qkv.py", "focus_key", 2, {"qkv_section": QKV_SECTIONS[1]}),
+    ]
+    for page, key, value, *setup in selections:
+        for k, v in (setup[0] if setup else {}).items():
+            app.session_state[k] = v
         app.switch_page(page).run()
         default = app.session_state[key]
         before = charts_and_names(app)

@@ -65,7 +65,14 @@ def test_every_page_renders_in_chromium(server, browser):
         if path == "tokens":
             assert page.locator(".al-chip").count() >= 10
             assert "quick" in page.locator(".al-chips").inner_text()
+        elif path == "head-view":  # drawn by a component on a canvas
+            page.wait_for_selector("canvas.al-hv-canvas", timeout=30_000)
+            assert int(page.locator(".al-hv").get_attribute("data-strong")) > 0
         else:
+            if path == "lessons":  # "Predict first" hides its answer until the reader commits to a guess
+                assert page.locator(".js-plotly-plot").count() == 0
+                page.get_by_role("button", name="Reveal").click()
+                wait_idle(page)
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
             assert page.locator(".js-plotly-plot").count() >= 1
         page.screenshot(path=str(SHOTS / f"{path or 'attention'}.png"), full_page=False)

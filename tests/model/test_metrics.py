@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from model.analysis.metrics import METRICS, diagonal_mass, entropy, head_metrics, metrics_table
-from model.analysis.similarity import cluster_order, head_similarity, js_distance_matrix
+from model.analysis.similarity import cluster_order, head_similarity, js_distance_matrix, renormalised_rows
 
 
 def previous_token(n):
@@ -84,6 +84,20 @@ def test_head_similarity_labels_and_row_subsampling():
     assert d.shape == (6, 6) and pairs[4] == (1, 1)
     full, _ = head_similarity(p, max_rows=300)
     np.testing.assert_allclose(d, full, atol=0.02)  # the subsample estimates the full average
+
+
+def test_head_similarity_renormalises_rows_with_cut_columns():
+    # two heads alike on the kept keys but putting different shares on a cut (hidden) key: after cutting,
+    # their rows differ only in scale, so renormalised they are identical
+    rng = np.random.default_rng(1)
+    kept = rng.dirichlet(np.ones(8), (1, 1, 8)).astype(np.float32)
+    a = np.concatenate([0.9 * kept, np.full((1, 1, 8, 1), 0.1, np.float32)], -1)
+    b = np.concatenate([0.2 * kept, np.full((1, 1, 8, 1), 0.8, np.float32)], -1)
+    cut = np.concatenate([a, b], 1)[..., :8]  # (1, 2, 8, 8): the last key hidden
+    d, _ = head_similarity(cut)
+    assert d[0, 1] == pytest.approx(0.0, abs=1e-3)
+    rows = renormalised_rows(np.zeros((2, 4)))
+    np.testing.assert_allclose(rows, 0.25)  # a row with no mass left: uniform, not NaN
 
 
 def test_cluster_order_puts_similar_heads_together():

@@ -19,6 +19,8 @@ from model.observe import Options, head_weights, observe
 class FakeTokenizer:
     """Whitespace tokenizer over a fixed vocabulary (keeps these tests independent of assets)."""
 
+    unk_token = None  # every word has an id
+
     def encode(self, text, max_len=None):
 
         words = text.split()[: (max_len or 10**6) - 2]

@@ -159,3 +159,12 @@ def test_random_unicode(bundled, text):
     assert len(fig.data[0].y) == a.n_tokens
     for start, end in a.offsets:
         assert 0 <= start <= end <= len(a.text)
+
+
+def test_text_outside_the_vocabulary_is_named_in_a_notice(bundled):
+    a = observe(bundled.model, bundled.tokenizer, "I like 🐈 and 😀 and 🐈.")
+    unk = bundled.tokenizer.unk_token
+    assert unk == "[UNK]" and a.tokens.count(unk) == 3
+    (note,) = [n for n in a.notices if unk in n]
+    assert note.startswith("3 piece(s)") and "“🐈”, “😀”" in note  # each piece once, in order
+    assert not [n for n in observe(bundled.model, bundled.tokenizer, "I like cats.").notices if unk in n]

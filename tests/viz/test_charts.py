@@ -15,6 +15,7 @@ from viz.figures import (
     query_explained,
     scaling_figure,
 )
+from viz.figures.query import label_offsets
 
 
 def test_change_bars_one_bar_per_token_in_order():
@@ -46,7 +47,17 @@ def test_scaling_figure_has_both_variants_of_each_metric():
 def test_encoding_heatmap_curves_and_similarity():
     table = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0]])
     heat = encoding_heatmap(table, title="PE")
-    assert heat.layout.title.text == "PE — shape (3, 2)" and heat.data[0].zmid == 0
+    assert heat.layout.title.text == "PE — shape (3, 2)" and heat.layout.coloraxis.cmid == 0
+    np.testing.assert_array_equal(heat.data[0].z, table)
+    # sines and cosines apart: the even dimensions left, the odd ones right, each with its true index
+    halves = encoding_heatmap(np.arange(12.0).reshape(2, 6), split_pairs=True)
+    left, right = halves.data
+    assert list(left.x) == [0, 2, 4] and list(right.x) == [1, 3, 5]
+    np.testing.assert_array_equal(right.z, [[1, 3, 5], [7, 9, 11]])
+    # a robust scale: clipped colours, true values on hover, the clip named on the colour bar
+    clipped = encoding_heatmap(table, zmax=0.5)
+    assert (clipped.layout.coloraxis.cmin, clipped.layout.coloraxis.cmax) == (-0.5, 0.5)
+    assert "±0.5" in clipped.layout.coloraxis.colorbar.title.text and clipped.data[0].z.max() == 1.0
     curves = encoding_curves(table, [1, 0])
     assert [t.name for t in curves.data] == ["dim 1", "dim 0"] and list(curves.data[0].y) == [1.0, 0.0, -1.0]
     with pytest.raises(ValueError, match="outside"):
@@ -76,3 +87,20 @@ def test_qk_scatter_two_clouds_coloured_by_position():
     assert queries.marker.symbol == "circle" and keys.marker.symbol == "diamond"
     assert list(keys.x) == [2.0, 0.0] and list(queries.marker.color) == [0, 1]
     assert fig.layout.xaxis.title.text == "PC1 (75% of variance)"
+    assert [a.text for a in fig.layout.annotations] == ["query: a", "query: b", "key: a", "key: b"]
+
+
+def test_qk_scatter_labels_of_coinciding_points_do_not_overlap():
+    """A query drawn on top of its key: the two labels go to different places, neither covering a point."""
+    cq = np.array([[0.0, 0.0], [3.0, 1.0], [-2.0, 2.0]])
+    ck = np.array([[0.02, 0.01], [-1.0, -3.0], [2.0, -2.0]])
+    fig = qk_scatter(cq, ck, ["because", "it", "tired"], np.array([0.5, 0.2]), labelled=[0], labelled_keys=[0, 1])
+    notes = {a.text: (a.ax, a.ay) for a in fig.layout.annotations}
+    assert set(notes) == {"query: because", "key: because", "key: it"}
+    theme = Theme()
+    points = np.array([cq[0], ck[0]])
+    offsets = label_offsets(points, ["query: because", "key: because"], np.concatenate([cq, ck]), theme)
+    assert offsets == [notes["query: because"], notes["key: because"]]
+    # the label boxes (centred on the offsets; width ~0.6 em per character) are apart
+    (ax1, ay1), (ax2, ay2) = offsets
+    assert abs(ay1 - ay2) > 1.3 * theme.sizes.tick or abs(ax1 - ax2) > 0.6 * theme.sizes.tick * 14

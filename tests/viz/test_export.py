@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import struct
@@ -104,10 +105,14 @@ def test_pack_at_slide_size_with_matrices(src, obs):
 
 def test_pack_without_chromium_still_has_data_and_html(src, obs, monkeypatch):
     monkeypatch.setattr(render, "find_browser", lambda: None)
-    views = build("mean", src, Theme(), layer=1)
+    views = [*build("mean", src, Theme(), layer=1), *build("masks.change", src, Theme())]
     data, notes = pack.build_pack(views, obs, {"model": "m", "text": "t", "page": "p"})
     assert notes and "apt-get install chromium" in notes[0]
-    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    zf = zipfile.ZipFile(io.BytesIO(data))
+    names = zf.namelist()
+    caption = views[1].caption  # a computed caption travels with its figure (README and page.html)
+    assert caption.startswith("Largest change") and caption in zf.read("README.md").decode()
+    assert html.escape(caption) in zf.read("figures/page.html").decode()
     assert "figures/page.html" in names and "data/captured.npz" in names and "figures/plotly.js" in names
     assert not [n for n in names if n.endswith((".png", ".svg"))]
     with pytest.raises(RuntimeError, match="apt-get install chromium"):
@@ -191,9 +196,9 @@ def test_cli_writes_views_a_pack_and_refuses_a_bad_layer(tmp_path, capsys):
     assert root.tag.endswith("svg") and b"Layer 1, head 2" in out.read_bytes()
     # a view of several figures writes one file per figure; --set reaches any setting of a view
     slide = tmp_path / "q.png"
-    view = ["--view", "qkv.output", "--set", "layer=1", "--size", "slide", "--out", str(slide)]
+    view = ["--view", "compare.heads", "--set", "layer_b=1", "--size", "slide", "--out", str(slide)]
     assert cli.main(["--text", "The cat sat.", *view]) == 0
-    for part in ("concat", "out"):
+    for part in ("AB", "diff"):
         assert png_size((tmp_path / f"q_{part}.png").read_bytes()) == (1920, 1080)
     zip_path = tmp_path / "p.zip"
     assert cli.main(["--text", "One two three.", "--pack", str(zip_path), "--presentation"]) == 0

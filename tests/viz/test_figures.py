@@ -14,6 +14,7 @@ from viz.figures import (
     weights_vs_contributions,
 )
 from viz.figures.common import ZW, downsample, plotly_config, thinned, token_labels, unique_labels
+from viz.figures.grids import GRID_MAX
 from viz.figures.overview import tile_thumbnails
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]
@@ -185,11 +186,11 @@ def test_heads_grid_block_averages_long_inputs():
     w = np.random.default_rng(3).dirichlet(np.ones(512), (12, 512)).astype(np.float32)
     fig = heads_grid(w, [f"t{i}" for i in range(512)], title="L0")
     z = np.asarray(fig.data[0].z)
-    gap = z.shape[0] // 3 - 96
-    assert gap >= 1 and z.shape == (3 * (96 + gap), 4 * 97)
+    gap = z.shape[0] // 3 - GRID_MAX
+    assert gap >= 1 and z.shape == (3 * (GRID_MAX + gap), 4 * (GRID_MAX + 1))
     assert "block-averaged" in fig.layout.title.text and "mean weight" in fig.data[0].hovertemplate
-    block = np.asarray(fig.data[0].z, dtype=float)[gap : gap + 96, :96]
-    np.testing.assert_allclose(block.sum(-1).mean(), 96 / 512, rtol=1e-3)  # block means
+    block = np.asarray(fig.data[0].z, dtype=float)[gap : gap + GRID_MAX, :GRID_MAX]
+    np.testing.assert_allclose(block.sum(-1).mean(), GRID_MAX / 512, rtol=1e-3)  # block means
     assert len(fig.to_json()) < 2_000_000
 
 

@@ -29,6 +29,7 @@ ALTERNATIVES = {
     "model_b": "bundled",
     "seed_b": 2,
     "query": 3,
+    "key": 2,
     "n_positions": 64,
     "dims": (2, 3, 40),
     "positions_on": True,
@@ -36,6 +37,11 @@ ALTERNATIVES = {
     "metric": "entropy",
     "ablate": ((1, 1),),
     "pick": 3,
+    "relation": "next",
+    "queries": (3,),
+    "keys": (1,),
+    "top": 4,
+    "guess": 2,
 }
 
 
@@ -44,9 +50,9 @@ def src():
     return DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat because it was tired.")
 
 
-def built(key, src, **selection):
+def built(view_key, src, **selection):
     try:
-        return build(key, src, Theme(), **selection)
+        return build(view_key, src, Theme(), **selection)
     except ViewUnavailableError:
         return []
 

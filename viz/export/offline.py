@@ -40,15 +40,17 @@ def figure_html(fig: go.Figure, title: str = "Attention Lab figure", *, embed: b
     return page_html([(title, fig)], title=title, embed=embed)
 
 
-def page_html(figures: Sequence[tuple[str, go.Figure]], *, title: str, caption: str = "", embed: bool = True) -> str:
-    """Every figure of a page in one HTML file. Titles and captions are escaped."""
-    unsupported = {t.type for _, fig in figures for t in fig.data} - TRACE_TYPES
+def page_html(figures: Sequence[tuple], *, title: str, caption: str = "", embed: bool = True) -> str:
+    """Every figure of a page in one HTML file: (name, figure) or (name, figure, its caption) each. Titles and
+    captions are escaped."""
+    unsupported = {t.type for _, fig, *_ in figures for t in fig.data} - TRACE_TYPES
     if unsupported:
         raise ValueError(f"trace types {sorted(unsupported)} are not in the offline plotly.js bundle")
     parts = []
-    for name, fig in figures:
+    for name, fig, *said in figures:
         div = fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
-        parts.append(f"<section><h2>{html.escape(name)}</h2>{div}</section>")
+        note = f"<p>{html.escape(said[0])}</p>" if said and said[0] else ""
+        parts.append(f"<section><h2>{html.escape(name)}</h2>{div}{note}</section>")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"

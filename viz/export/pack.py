@@ -55,17 +55,18 @@ def build_pack(
     suffix = "_slide" if size == "slide" else ""
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(f"figures/{LIBRARY_NAME}", library())
-        for i, item in enumerate(views):
+        exact = [item.exact() for item in views]  # full resolution, whatever the screen showed
+        for i, (item, fig) in enumerate(zip(views, exact)):
             stem = f"figures/{i:02d}_{item.name}"
             if images:
                 for fmt in ("png", "svg"):
                     progress(done / steps, f"rendering {item.title} ({fmt})")
-                    zf.writestr(f"{stem}{suffix}.{fmt}", render_image(item.figure, fmt, size=size))
+                    zf.writestr(f"{stem}{suffix}.{fmt}", render_image(fig, fmt, size=size))
                     done += 1
-            zf.writestr(f"{stem}.html", figure_html(item.figure, item.title, embed=False))
+            zf.writestr(f"{stem}.html", figure_html(fig, item.title, embed=False))
             done += 1
         caption = f"{settings.get('model', '')}: {settings.get('text', '')}"
-        pairs = [(item.title, item.figure) for item in views]
+        pairs = [(item.title, fig, item.caption) for item, fig in zip(views, exact)]
         title = f"Attention Lab — {settings.get('page', '')}"
         zf.writestr("figures/page.html", page_html(pairs, title=title, caption=caption, embed=False))
         progress(done / steps, "writing data")
@@ -92,6 +93,7 @@ def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: boo
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     which = "every head" if len(heads) > 1 else f"layer {heads[0][0]}, head {heads[0][1]}"
     image_lines = [f"- `figures/{i:02d}_{v.name}{suffix}.png/.svg` — {v.title}" for i, v in enumerate(views)]
+    figure_lines = [f"{i:02d}. **{v.title}**" + (f" — {v.caption}" if v.caption else "") for i, v in enumerate(views)]
     lines = [
         "# Attention Lab export",
         "",
@@ -100,6 +102,10 @@ def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: boo
         f"- page: {settings.get('page', '?')}",
         f"- settings: {json.dumps({k: v for k, v in settings.items() if k not in ('model', 'text', 'page')})}",
         f"- exported: {when}",
+        "",
+        "## Figures",
+        "",
+        *figure_lines,
         "",
         "## Files",
         "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 
 import plotly.graph_objects as go
 
@@ -40,15 +41,17 @@ def _start_renderer_locked() -> None:
         _kaleido_started = True
 
 
-def warm_up_renderer() -> threading.Thread | None:
-    """Start the render server on a background thread, so that the first PNG/SVG download does not wait
-    for a browser to start (seconds). Idempotent; None when it runs or is starting, or no browser exists.
+def warm_up_renderer(delay: float = 0.0) -> threading.Thread | None:
+    """Start the render server on a background thread after ``delay`` seconds, so that the first PNG/SVG
+    download does not wait for a browser to start (seconds) — and, with a delay, so that starting a browser
+    does not slow the first page down. Idempotent; None when it runs or is starting, or no browser exists.
     A failure here is only logged: the next download starts the server itself and reports the error."""
     global _warm_up_thread
     if _kaleido_started or _warm_up_thread is not None or not image_export_available():
         return None
 
     def start() -> None:
+        time.sleep(delay)
         try:
             with _kaleido_lock:
                 _start_renderer_locked()

@@ -10,13 +10,20 @@ from viz.figures.common import CHAR_EM, Theme, style, thinned, tick_budget, toke
 
 
 def change_bars(
-    tokens, values, *, title: str | None = None, theme: Theme | None = None, x_title: str = "relative change"
+    tokens,
+    values,
+    *,
+    title: str | None = None,
+    theme: Theme | None = None,
+    x_title: str = "relative change",
+    highlight: int | None = None,
 ) -> go.Figure:
-    """One bar per token (e.g. how much ablation changed its output)."""
+    """One bar per token (e.g. how much ablation changed its output); bar ``highlight`` in blue."""
     theme = theme or Theme()
     labels = token_labels(tokens, theme.positions)
+    colours = ["#3b5bdb" if i == highlight else "#e8590c" for i in range(len(labels))]
     fig = go.Figure(
-        go.Bar(x=labels, y=list(values), marker_color="#e8590c", hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+        go.Bar(x=labels, y=list(values), marker_color=colours, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
     )
     axis = thinned(labels, tick_budget(1000, theme.sizes.tick))
     fig.update_xaxes(type="category", **axis)
@@ -75,7 +82,7 @@ def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None 
         rows=1,
         cols=3,
         horizontal_spacing=0.1,
-        subplot_titles=("entropy (nats)", "largest weight", "gradient norm"),
+        subplot_titles=("entropy (nats)", "largest weight", "softmax gradient ‖J‖"),
     )
     for col, metric in enumerate(("entropy", "max_weight", "gradient"), start=1):
         for variant, colour, dash in (("scaled", "#4263eb", "solid"), ("unscaled", "#e8590c", "dash")):

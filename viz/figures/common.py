@@ -7,6 +7,8 @@ Every figure is laid out to survive export: axes and the title push the margins 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -198,6 +200,42 @@ def plotly_config(filename: str, *, scale: int = 3, size: str = "screen") -> dic
         "modeBarButtonsToAdd": ["toImage"],
         "responsive": True,
     }
+
+
+def fit_to_screen(matrix: np.ndarray, rows: list[str], cols: list[str] | None, max_cells: int | None):
+    """Block-average a (R, C) matrix whose axes are longer than ``max_cells`` (cols None: the columns are
+    dimensions, not tokens). −inf cells (masked) stay −inf only where a whole block is masked.
+
+    Returns (matrix, row labels, column labels, row edges or None, column edges or None); labels of averaged
+    axes name their token range ("tokens 0–3")."""
+    r, c = matrix.shape
+    if not max_cells or (r <= max_cells and c <= max_cells):
+        return matrix, rows, cols, None, None
+    finite = np.isfinite(matrix)
+    values = np.where(finite, matrix, 0.0).astype(np.float64)
+    row_edges = np.linspace(0, r, min(r, max_cells) + 1).astype(int)
+    col_edges = np.linspace(0, c, min(c, max_cells) + 1).astype(int)
+    sums = np.add.reduceat(np.add.reduceat(values, row_edges[:-1], axis=0), col_edges[:-1], axis=1)
+    counts = np.add.reduceat(np.add.reduceat(finite.astype(np.float64), row_edges[:-1], axis=0), col_edges[:-1], axis=1)
+    out = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf).astype(np.float32)
+
+    def ranges(edges):
+        return [f"tokens {a}–{b - 1}" if b - a > 1 else f"token {a}" for a, b in itertools.pairwise(edges)]
+
+    return (
+        out,
+        ranges(row_edges),
+        (ranges(col_edges) if cols is not None else None),
+        row_edges,
+        (col_edges if cols is not None else None),
+    )
+
+
+def block_of(position: int, edges: np.ndarray | None) -> int:
+    """The block a token position falls in (the position itself when the axis is not averaged; -1 stays)."""
+    if position < 0 or edges is None:
+        return position
+    return int(np.searchsorted(edges, position, side="right") - 1)
 
 
 def downsample(matrix: np.ndarray, size: int) -> np.ndarray:

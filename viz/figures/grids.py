@@ -14,6 +14,7 @@ from viz.figures.common import (
     as_array,
     check_labels,
     downsample,
+    fit_to_screen,
     set_export_width,
     style,
     thinned,
@@ -22,7 +23,7 @@ from viz.figures.common import (
     wrap,
 )
 
-GRID_MAX = 96  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
+GRID_MAX = 64  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
 GUTTER = "\u2063"  # invisible separator category between blocks
 
 
@@ -112,6 +113,10 @@ def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = No
     theme = theme or Theme()
     labels = token_labels(check_labels("tokens", tokens, p.shape[0]), theme.positions)
     c_norm = c / np.maximum(c.sum(-1, keepdims=True), 1e-12)
+    p, screen_labels, _, edges, _ = fit_to_screen(p, labels, labels, theme.max_cells)
+    c_norm = fit_to_screen(c_norm, labels, labels, theme.max_cells)[0]
+    labels = screen_labels
+    title = f"{title} (block means)" if title and edges is not None else title
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -160,7 +165,13 @@ def heatmap_panels(
     """
     theme = theme or Theme()
     k = len(panels)
-    mats = [as_array("matrix", p[0], 2).astype(np.float32) for p in panels]
+    fitted = []
+    for matrix, rows, cols, panel_title in panels:  # long texts: block means on screen, exact in exports
+        m = as_array("matrix", matrix, 2).astype(np.float32)
+        m, rows, cols, edges, _ = fit_to_screen(m, check_labels("row labels", rows, m.shape[0]), cols, theme.max_cells)
+        fitted.append((m, rows, cols, panel_title + (" (block means)" if edges is not None else "")))
+    panels = fitted
+    mats = [p[0] for p in panels]
     finite = [np.where(np.isfinite(m), m, np.nan) for m in mats]
     values = np.concatenate([f[np.isfinite(f)] for f in finite]) if any(np.isfinite(f).any() for f in finite) else [1]
     bound = zmax if zmax is not None else float(np.nanmax(np.abs(values)) if diverging else np.nanmax(values))
@@ -180,7 +191,7 @@ def heatmap_panels(
     budget = tick_budget(height - 240, theme.sizes.tick)
     x_budget = tick_budget((width - 160) / k, theme.sizes.tick)
     for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite), start=1):
-        y = token_labels(check_labels("row labels", row_labels, m.shape[0]), theme.positions)
+        y = token_labels(row_labels, theme.positions)
         x = [f"d{j}" for j in range(m.shape[1])] if col_labels is None else token_labels(col_labels, theme.positions)
         hover = f"row: %{{y}}<br>column: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>"
         fig.add_trace(go.Heatmap(z=f, x=x, y=y, coloraxis="coloraxis", hovertemplate=hover, name=value_name), 1, i)

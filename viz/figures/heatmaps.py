@@ -5,8 +5,24 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
+from viz.figures.common import (
+    Theme,
+    as_array,
+    block_of,
+    check_labels,
+    fit_to_screen,
+    style,
+    thinned,
+    tick_budget,
+    token_labels,
+)
 
+# Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable: one transparent marker per
+# cell. Beyond, the markers cost more than a second to draw in a browser without a GPU (measured: 5,184 cost
+# ~1 s); the token strip and the tables offer the same choices there.
+CLICK_MAX = 48
+CLICK_MAX_HEADS = 36
+FOCUS_QUERY, FOCUS_KEY = "#3b5bdb", "#e8590c"  # the colours of the focus row and column everywhere
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
 HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
 GREY = [[0, "#bdbdbd"], [1, "#bdbdbd"]]
@@ -54,12 +70,16 @@ def attention_heatmap(
     colorscale: str | None = None,
     theme: Theme | None = None,
     height: int | None = None,
+    focus: tuple[int, int] = (-1, -1),
+    cell_ids=None,
 ) -> go.Figure:
     """One head's attention as a heatmap: queries down the side, keys along the bottom.
 
     weights: (N, M) — softmax weights (``mode="weights"``) or scaled scores (``mode="scores"``,
     −inf cells drawn grey and labelled "masked"). tokens: N query labels; key_tokens: M labels
     (default: tokens). Beyond what the axes can show, tick labels are thinned; hover names every cell.
+    ``focus``: (row, column) to outline, -1 for none. ``cell_ids``: (N, M) ids to report when a cell is
+    clicked (each row and column's token position); up to CLICK_MAX tokens the cells become clickable.
     """
     w = as_array("weights", weights, 2).astype(np.float32)
     n, m = w.shape
@@ -68,6 +88,12 @@ def attention_heatmap(
     x = token_labels(check_labels("key_tokens", tokens if key_tokens is None else key_tokens, m), theme.positions)
     if mode not in ("weights", "scores"):
         raise ValueError("mode must be 'weights' or 'scores'")
+    w, y, x, row_edges, col_edges = fit_to_screen(w, y, x, theme.max_cells)
+    if row_edges is not None:  # block-averaged for the screen; exports are exact
+        title = f"{title} (block means)" if title else None
+        focus = (block_of(focus[0], row_edges), block_of(focus[1], col_edges))
+        cell_ids = None
+        n, m = w.shape
     finite = np.where(np.isfinite(w), w, np.nan)
     if mode == "weights":
         zmin = 0.0 if zmin is None else zmin
@@ -96,8 +122,72 @@ def attention_heatmap(
         if overlay is not None:
             fig.add_trace(overlay)
     height = height or square_height(max(n, m), theme)
+    if cell_ids is not None and theme.interactive and max(n, m) <= CLICK_MAX:
+        size = max(6, min(60, (height - 220) / max(n, m)))  # about one cell
+        add_cell_targets(fig, x, y, finite, cell_ids, "weight" if mode == "weights" else "score", size)
     _label_axes(fig, x, y, height, theme, "key token", "query token")
+    outline_focus(fig, focus, n, m, theme)
     return style(fig, theme, title=title, height=height)
+
+
+def add_cell_targets(
+    fig: go.Figure,
+    x: list[str],
+    y: list[str],
+    z: np.ndarray,
+    ids,
+    name: str,
+    size: float = 14,
+    where: str = "query: %{y}<br>key: %{x}",
+) -> None:
+    """Transparent square markers over every cell: plotly selects markers (not heatmap cells) on click, so a
+    click reports the cell's ids; the markers carry the hover text (the heatmap's own is switched off). WebGL
+    draws thousands of them on one canvas; they are for the screen only (the offline bundle has no WebGL)."""
+    ids = np.asarray(ids)  # (N, M, j): what a click on each cell reports, e.g. its (query, key) positions
+    rows, cols = np.meshgrid(np.arange(len(y)), np.arange(len(x)), indexing="ij")
+    values = z[rows, cols].ravel()
+    width = ids.shape[-1]
+    fig.update_traces(hoverinfo="skip", selector={"type": "heatmap"})
+    fig.add_trace(
+        go.Scattergl(
+            x=[x[j] for j in cols.ravel()],
+            y=[y[i] for i in rows.ravel()],
+            mode="markers",
+            marker={"symbol": "square", "size": size, "color": "rgba(0,0,0,0)"},
+            # nested lists, not a 2-D array: plotly.js reads a 2-D typed array's rows wrongly in click events
+            customdata=np.column_stack([ids.reshape(-1, width), np.round(np.nan_to_num(values, nan=0.0), 5)]).tolist(),
+            hovertemplate=f"{where}<br>{name}: %{{customdata[{width}]:.5f}}<extra></extra>",
+            showlegend=False,
+            name="cells",
+        )
+    )
+    fig.update_layout(clickmode="event+select")
+
+
+def outline_focus(fig: go.Figure, focus: tuple[int, int], n: int, m: int, theme: Theme) -> None:
+    """Outline the focus query's row and the focus key's column (category positions; -1: none)."""
+    row, col = focus
+    width = 2.5 * theme.line_scale
+    if 0 <= row < n:
+        fig.add_shape(
+            type="rect",
+            x0=-0.5,
+            x1=m - 0.5,
+            y0=row - 0.5,
+            y1=row + 0.5,
+            line={"color": FOCUS_QUERY, "width": width},
+            layer="above",
+        )
+    if 0 <= col < m:
+        fig.add_shape(
+            type="rect",
+            x0=col - 0.5,
+            x1=col + 0.5,
+            y0=-0.5,
+            y1=n - 0.5,
+            line={"color": FOCUS_KEY, "width": width},
+            layer="above",
+        )
 
 
 def difference_heatmap(
@@ -150,10 +240,13 @@ def matrix_heatmap(
     r, c = m.shape
     theme = theme or Theme()
     y = token_labels(check_labels("row_labels", row_labels, r), theme.positions)
-    if col_labels is None:
-        x = [f"d{j}" for j in range(c)]
-    else:
-        x = token_labels(check_labels("col_labels", col_labels, c), theme.positions)
+    tokens_across = col_labels is not None
+    x = token_labels(check_labels("col_labels", col_labels, c), theme.positions) if tokens_across else None
+    m, y, x, row_edges, _ = fit_to_screen(m, y, x, theme.max_cells)
+    x = [f"d{j}" for j in range(m.shape[1])] if x is None else x
+    if row_edges is not None:
+        title = f"{title} (block means)" if title else "block means"
+    r, c = m.shape
     finite = np.where(np.isfinite(m), m, np.nan)
     bound = zmax if zmax is not None else (float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0)
     bound = bound or 1.0
@@ -182,10 +275,11 @@ def matrix_heatmap(
 
 
 def similarity_matrix(
-    distance, labels, *, order=None, title: str | None = None, theme: Theme | None = None
+    distance, labels, *, order=None, cell_ids=None, title: str | None = None, theme: Theme | None = None
 ) -> go.Figure:
     """Distances between heads (e.g. Jensen–Shannon). distance: (K, K); order: K indices to show them in
-    (e.g. :func:`model.analysis.similarity.cluster_order`), default as given."""
+    (e.g. :func:`model.analysis.similarity.cluster_order`), default as given. ``cell_ids``: K ids (e.g.
+    (layer, head)); up to CLICK_MAX heads a click on a cell reports the pair's ids."""
     d = as_array("distance", distance, 2)
     labels = [str(x) for x in labels]
     if d.shape != (len(labels), len(labels)):
@@ -207,6 +301,11 @@ def similarity_matrix(
         )
     )
     height = max(440, min(1100, (22 if theme.presentation else 14) * len(labels) + 220))
+    if cell_ids is not None and theme.interactive and len(labels) <= CLICK_MAX_HEADS:
+        ids = [list(cell_ids[i]) for i in idx]
+        pairs = np.array([[[*a, *b] for b in ids] for a in ids])  # (K, K, 2 * id length)
+        size = max(6, min(40, (height - 220) / len(labels)))
+        add_cell_targets(fig, ordered, ordered, d[np.ix_(idx, idx)], pairs, "JS distance", size, "%{y} vs %{x}")
     budget = tick_budget(height - 220, theme.sizes.tick)
     fig.update_yaxes(autorange="reversed", type="category", **thinned(ordered, budget))
     fig.update_xaxes(type="category", **thinned(ordered, budget))

@@ -37,13 +37,16 @@ def model_overview(
     )
     cy, cx = np.meshgrid(np.arange(L) * (t + 1) + (t - 1) / 2, np.arange(H) * (t + 1) + (t - 1) / 2, indexing="ij")
     layer_idx, head_idx = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    cell = 70 if H <= 12 else 50
+    height = int(min(1200, 140 + cell * L * (1.3 if theme.presentation else 1)))
     fig.add_trace(
         go.Scatter(
             x=cx.ravel(),
             y=cy.ravel(),
             mode="markers",
-            marker={"size": max(8, 300 // max(L, H)), "color": "rgba(0,0,0,0)", "symbol": "square"},
-            customdata=np.column_stack([layer_idx.ravel(), head_idx.ravel()]),
+            # one transparent square per thumbnail, about its size: plotly reports a click on a marker
+            marker={"size": max(10, int(0.8 * (height - 140) / L)), "color": "rgba(0,0,0,0)", "symbol": "square"},
+            customdata=np.column_stack([layer_idx.ravel(), head_idx.ravel()]).tolist(),  # lists: see heatmaps.py
             hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<extra></extra>",
             name="heads",
             showlegend=False,
@@ -68,7 +71,64 @@ def model_overview(
         zeroline=False,
         side="top",
     )
-    cell = 70 if H <= 12 else 50
-    style(fig, theme, title=title, height=int(min(1200, 140 + cell * L * (1.3 if theme.presentation else 1))))
-    fig.update_layout(dragmode="select", clickmode="event+select")
+    style(fig, theme, title=title, height=height)
+    fig.update_layout(clickmode="event+select")  # a click selects a marker (a box-select drag mode would eat it)
+    return fig
+
+
+def ranked_heads(
+    patterns,
+    labels: list[str],
+    heads: list[tuple[int, int]],
+    *,
+    rows=(),
+    cols=(),
+    title: str | None = None,
+    theme: Theme | None = None,
+) -> go.Figure:
+    """Chosen heads' thumbnails in a row, in the order given (e.g. strongest first); click one to open it.
+
+    patterns: (K, N, N) the heads' patterns; labels: K tick labels under them; heads: their (layer, head).
+    ``rows``/``cols``: query/key positions outlined in every thumbnail (the block holding them, when a
+    thumbnail averages blocks of tokens)."""
+    p = as_array("patterns", patterns, 3)
+    k = p.shape[0]
+    if len(labels) != k or len(heads) != k:
+        raise ValueError(f"{k} thumbnails need {k} labels and heads, got {len(labels)} and {len(heads)}")
+    mosaic, t = tile_thumbnails(p[None])  # (t, K*(t+1)): one row
+    theme = theme or Theme()
+    fig = go.Figure(
+        go.Heatmap(
+            z=mosaic.astype(np.float32), colorscale=theme.colorscale, showscale=False, hoverinfo="skip", zmin=0, zmax=1
+        )
+    )
+    centres = np.arange(k) * (t + 1) + (t - 1) / 2
+    fig.add_trace(
+        go.Scatter(
+            x=centres,
+            y=np.full(k, (t - 1) / 2),
+            mode="markers",
+            marker={"size": 60, "color": "rgba(0,0,0,0)", "symbol": "square"},  # click targets over the thumbnails
+            customdata=[list(h) for h in heads],
+            hovertext=labels,
+            hovertemplate="%{hovertext}<extra></extra>",
+            name="heads",
+            showlegend=False,
+        )
+    )
+    n = p.shape[-1]
+    for i in range(k):
+        x0 = i * (t + 1) - 0.5
+        for r in rows:  # the query's row
+            y = int(r) * t // n - 0.5
+            fig.add_shape(type="rect", x0=x0, x1=x0 + t, y0=y, y1=y + 1, line={"color": "#3b5bdb", "width": 2})
+        for c in cols:  # the key's column
+            x = x0 + int(c) * t // n
+            fig.add_shape(type="rect", x0=x, x1=x + 1, y0=-0.5, y1=t - 0.5, line={"color": "#e8590c", "width": 2})
+    fig.update_yaxes(
+        autorange="reversed", showticklabels=False, ticks="", showgrid=False, zeroline=False, scaleanchor="x"
+    )
+    fig.update_xaxes(tickvals=centres, ticktext=labels, showgrid=False, zeroline=False)
+    style(fig, theme, title=title, height=300 if theme.presentation else 260)
+    fig.update_layout(clickmode="event+select")
     return fig

@@ -4,26 +4,90 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from viz.figures.common import Theme, as_array, style
 
 
-def encoding_heatmap(table, *, title: str | None = None, theme: Theme | None = None, x_title: str = "dimension"):
-    """A positional table: positions down, dimensions across. table: (P, D)."""
+def _screen_blocks(n: int, theme: Theme) -> tuple[np.ndarray, np.ndarray] | None:
+    """(block edges, block centres) to average an axis of ``n`` positions on screen, or None to keep it."""
+    if not theme.max_cells or n <= theme.max_cells:
+        return None
+    edges = np.linspace(0, n, theme.max_cells + 1).astype(int)
+    return edges, (edges[:-1] + edges[1:] - 1) / 2
+
+
+def _block_mean(values: np.ndarray, edges: np.ndarray, axis: int) -> np.ndarray:
+    return np.add.reduceat(values, edges[:-1], axis=axis) / np.expand_dims(np.diff(edges), 1 - axis)
+
+
+def encoding_heatmap(
+    table,
+    *,
+    title: str | None = None,
+    theme: Theme | None = None,
+    x_title: str = "dimension",
+    zmax: float | None = None,
+    split_pairs: bool = False,
+):
+    """A positional table: positions down, dimensions across. table: (P, D). ``zmax``: clip the colours at
+    ±zmax (a robust scale for tables with outliers; hover keeps the true value). ``split_pairs``: a sinusoidal
+    table drawn as two panels, the sines (even dimensions) and the cosines (odd ones), so the wavelength grows
+    smoothly from left to right instead of alternating sine/cosine columns striping the picture.
+
+    On screen, long tables are block-averaged over positions (a box filter: fast sinusoids at hundreds of
+    positions would otherwise alias into moiré stripes); dimensions are never averaged (neighbouring columns
+    are unrelated, e.g. a sine and a cosine). Exports are exact and grow in height so each row keeps ≥ 1.5 px."""
     t = as_array("table", table, 2)
     theme = theme or Theme()
-    fig = go.Figure(
-        go.Heatmap(
-            z=t,
-            colorscale=theme.diverging,
-            zmid=0,
-            hovertemplate=f"position %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
-            colorbar={"title": {"text": "value"}},
-        )
+    shape = t.shape
+    y = np.arange(t.shape[0])
+    rows = _screen_blocks(t.shape[0], theme)
+    if rows is not None:
+        t, y = _block_mean(t.astype(np.float64), rows[0], 0), rows[1]
+    limit = float(zmax) if zmax else None
+    dims = np.arange(t.shape[1])
+    parts = [(t[:, 0::2], dims[0::2], "sin: dimensions 2i"), (t[:, 1::2], dims[1::2], "cos: dimensions 2i + 1")]
+    if not split_pairs:
+        parts = [(t, dims, None)]
+    fig = make_subplots(
+        rows=1,
+        cols=len(parts),
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=[p[2] for p in parts] if split_pairs else None,
     )
-    fig.update_yaxes(autorange="reversed", title_text="position")
-    fig.update_xaxes(title_text=x_title)
-    return style(fig, theme, title=f"{title} — shape {t.shape}" if title else None, height=480)
+    for col, (z, x, _) in enumerate(parts, start=1):
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=x,
+                y=y,
+                coloraxis="coloraxis",
+                hovertemplate=f"position %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
+            ),
+            1,
+            col,
+        )
+        fig.update_xaxes(title_text=x_title, row=1, col=col)
+    fig.update_layout(
+        coloraxis={
+            "colorscale": theme.diverging,
+            "cmid": 0 if limit is None else None,
+            "cmin": -limit if limit else None,
+            "cmax": limit,
+            "colorbar": {"title": {"text": f"value (clipped at ±{limit:.3g})" if limit else "value"}},
+        }
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title_text="position", row=1, col=1)
+    averaged = " (block means)" if rows is not None else ""
+    height = int(min(1600, max(480, 200 + 1.5 * t.shape[0])))
+    title = f"{title} — shape {shape}{averaged}" if title else None
+    fig = style(fig, theme, title=title, height=height, above=1 if split_pairs else 0)
+    if split_pairs:
+        fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]})
+    return fig
 
 
 def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
@@ -53,9 +117,16 @@ def position_similarity(table, *, title: str | None = None, theme: Theme | None 
     t = as_array("table", table, 2).astype(np.float64)
     sim = t @ t.T
     theme = theme or Theme()
+    axis = np.arange(sim.shape[0])
+    blocks = _screen_blocks(sim.shape[0], theme)
+    if blocks is not None:  # on screen: block means (exports are exact)
+        sim, axis = _block_mean(_block_mean(sim, blocks[0], 0), blocks[0], 1), blocks[1]
+        title = f"{title} (block means)" if title else None
     fig = go.Figure(
         go.Heatmap(
             z=sim,
+            x=axis,
+            y=axis,
             colorscale=theme.colorscale,
             hovertemplate="position %{y} · position %{x} = %{z:.3f}<extra></extra>",
             colorbar={"title": {"text": "dot product"}},

@@ -77,13 +77,15 @@ def qk_scatter(
     ratio,
     *,
     labelled=None,
+    labelled_keys=None,
     title: str | None = None,
     theme: Theme | None = None,
 ) -> go.Figure:
     """Queries (circles) and keys (diamonds) in one 2-D plane, coloured by position.
 
     coords_q, coords_k: (N, 2); ratio: the variance share of each axis. ``labelled``: positions whose
-    query and key carry a text label (default: the first 8); every point names its token on hover.
+    query (and key, unless ``labelled_keys`` names the keys separately) carry a text label ("query: it",
+    "key: animal"; default: the first 8); every point names its token on hover.
     """
     cq = as_array("coords_q", coords_q, 2)
     ck = as_array("coords_k", coords_k, 2)
@@ -91,19 +93,17 @@ def qk_scatter(
     labels = token_labels(check_labels("tokens", tokens, cq.shape[0]), theme.positions)
     n = len(labels)
     shown = set(range(min(n, 8)) if labelled is None else (int(i) for i in labelled if 0 <= int(i) < n))
+    shown_keys = shown if labelled_keys is None else {int(i) for i in labelled_keys if 0 <= int(i) < n}
     pos = np.arange(n)
     fig = go.Figure()
-    for coords, name, symbol in ((cq, "queries", "circle"), (ck, "keys", "diamond")):
+    for coords, name, one, symbol in ((cq, "queries", "query", "circle"), (ck, "keys", "key", "diamond")):
         fig.add_trace(
             go.Scatter(
                 x=coords[:, 0],
                 y=coords[:, 1],
-                mode="markers+text",
+                mode="markers",
                 name=name,
-                text=[lab if i in shown else "" for i, lab in enumerate(labels)],
                 hovertext=labels,
-                textposition="top center",
-                textfont={"size": theme.sizes.tick},
                 customdata=pos,
                 marker={
                     "symbol": symbol,
@@ -114,9 +114,75 @@ def qk_scatter(
                     "showscale": name == "keys",
                     "colorbar": {"title": {"text": "position"}},
                 },
-                hovertemplate=f"{name[:-1]} %{{hovertext}} (position %{{customdata}})<extra></extra>",
+                hovertemplate=f"{one} %{{hovertext}} (position %{{customdata}})<extra></extra>",
             )
+        )
+    # text labels as annotations, each pushed (with a leader line) to where it covers no other label or point
+    named = [(cq[i], f"query: {labels[i]}") for i in sorted(shown)] + [
+        (ck[i], f"key: {labels[i]}") for i in sorted(shown_keys)
+    ]
+    everything = np.concatenate([cq, ck])
+    offsets = label_offsets(np.array([p for p, _ in named]).reshape(-1, 2), [t for _, t in named], everything, theme)
+    for (point, text), (dx, dy) in zip(named, offsets, strict=True):
+        fig.add_annotation(
+            x=float(point[0]),
+            y=float(point[1]),
+            text=text,
+            ax=dx,
+            ay=dy,
+            showarrow=True,
+            arrowhead=0,
+            arrowwidth=1,
+            arrowcolor="#888",
+            standoff=4,
+            font={"size": theme.sizes.tick},
         )
     fig.update_xaxes(title_text=f"PC1 ({ratio[0]:.0%} of variance)")
     fig.update_yaxes(title_text=f"PC2 ({ratio[1]:.0%} of variance)")
     return style(fig, theme, title=title, height=620 if theme.presentation else 560, legend=True)
+
+
+PLOT_PX = (640.0, 420.0)  # the plot area assumed for spacing labels (about the screen and export size)
+_CANDIDATES = [  # label centre offsets in px from its point: close ones first, then further out
+    (r * dx, r * dy)
+    for r in (1.0, 1.8, 2.8)
+    for dx, dy in ((0, -1), (0, 1), (1, 0), (-1, 0), (1, -1), (-1, -1), (1, 1), (-1, 1))
+]
+
+
+def label_offsets(points, texts, obstacles, theme: Theme) -> list[tuple[float, float]]:
+    """Where each label goes, as the (ax, ay) pixel offset of its centre from its point (plotly's annotation
+    arrow tail): the first candidate, nearest first, whose box overlaps no label placed before and no point.
+
+    points: (L, 2) data coordinates of the labelled points; texts: L labels; obstacles: (P, 2) every drawn point."""
+    font = theme.sizes.tick
+    every = np.asarray(obstacles, dtype=float).reshape(-1, 2)
+    lo, hi = every.min(axis=0), every.max(axis=0)
+    span = np.where(hi - lo > 0, hi - lo, 1.0)
+
+    def to_px(xy):  # data → assumed pixels, y down like the screen's
+        u = (np.asarray(xy, dtype=float) - lo) / span
+        return np.stack([u[..., 0] * PLOT_PX[0], (1 - u[..., 1]) * PLOT_PX[1]], axis=-1)
+
+    dots = to_px(every)
+    marker = 7.0 * theme.line_scale  # half a marker, px
+    placed: list[tuple[float, float, float, float]] = []  # boxes: centre x, centre y, half width, half height
+    out = []
+    for xy, text in zip(to_px(points), texts, strict=True):
+        hw, hh = 0.3 * font * len(text) + 3, 0.65 * font + 2
+        best, best_cost = (0.0, -(hh + marker)), np.inf
+        for cx, cy in _CANDIDATES:
+            ox, oy = cx * (hw + marker), cy * (hh + marker)
+            bx, by = xy[0] + ox, xy[1] + oy
+            cost = sum(
+                max(0.0, min(bx + hw, px + pw) - max(bx - hw, px - pw))
+                * max(0.0, min(by + hh, py + ph) - max(by - hh, py - ph))
+                for px, py, pw, ph in placed
+            )
+            inside = (np.abs(dots[:, 0] - bx) < hw + marker) & (np.abs(dots[:, 1] - by) < hh + marker)
+            cost += 50.0 * int(inside.sum()) + 0.01 * (ox * ox + oy * oy) ** 0.5
+            if cost < best_cost:
+                best, best_cost = (ox, oy), cost
+        placed.append((xy[0] + best[0], xy[1] + best[1], hw, hh))
+        out.append((float(best[0]), float(best[1])))
+    return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 LABEL_POSITIONS = ("duplicates", "all", "none")
 
@@ -21,17 +21,28 @@ class Sizes:
 @dataclass(frozen=True)
 class Theme:
     """How figures look. ``presentation``: sizes a back row can read (ticks ≥ 18 px); ``positions``: which
-    token labels carry their position ("it·9"): those of repeated tokens, all, or none."""
+    token labels carry their position ("it·9"): those of repeated tokens, all, or none; ``max_cells``: the
+    screen's resolution for long texts; ``interactive``: clickable cells (exports use :meth:`for_export`)."""
 
     presentation: bool = False
     dark: bool = False
     colorscale: str = "Viridis"  # sequential scale for weights
     diverging: str = "RdBu_r"  # for differences and raw scores
     positions: str = "duplicates"
+    max_cells: int | None = None  # on screen: token axes longer than this are block-averaged (None: exact)
+    interactive: bool = False  # on screen: click targets over heatmap cells (WebGL; never in exports)
 
     def __post_init__(self) -> None:
         if self.positions not in LABEL_POSITIONS:
             raise ValueError(f"positions must be one of {LABEL_POSITIONS}, got {self.positions!r}")
+
+    def exact(self) -> Theme:
+        """The same look at full resolution (for views that must stay exact on screen)."""
+        return replace(self, max_cells=None)
+
+    def for_export(self) -> Theme:
+        """The same look for a file: full resolution, no on-screen click targets."""
+        return replace(self, max_cells=None, interactive=False)
 
     @property
     def sizes(self) -> Sizes:

@@ -2,14 +2,26 @@
 
 import streamlit as st
 
+from viz.figures.heatmaps import CLICK_MAX
 from viz.settings import ATTENTION_MODES
+from viz.shell.components import token_strip
 from viz.shell.context import page_context
-from viz.shell.widgets import layer_head_picker, show_view
-from viz.views import build
+from viz.shell.services import views
+from viz.shell.widgets import layer_head_picker, show_focusable, show_view
 
 ctx = page_context()
 obs = ctx.obs
 st.title("Attention map")
+st.page_link("viz/pages/start.py", label="New here? Start here: what rows, columns and colours mean", icon="👋")
+st.caption(
+    "Rows are queries (the token that looks), columns are keys (the tokens it looks at); each row sums to 1. "
+    + (
+        "Click a cell, or a token below, to put that query (and key) in focus on every page."
+        if len(ctx.tokens) <= CLICK_MAX
+        else "Click a token below to put it in focus as the query on every page (Shift+click: the key)."
+    )
+)
+strip = st.container()  # filled after the heatmap: the chart does not wait for the component
 layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
 col1, _ = st.columns([2, 1])
 label = col1.radio(
@@ -20,14 +32,17 @@ label = col1.radio(
     help="Scores are what goes into the softmax; masked cells are −∞ and drawn grey.",
 )
 mode = "scores" if label == ATTENTION_MODES[1] and obs.scores is not None else "weights"
-(main,) = build("attention", ctx.source, ctx.theme, layer=layer, head=head, mode=mode)
-show_view(main, "attn_main")
+focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
+(main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
+show_focusable(main, "attn_main")
+with strip:
+    token_strip(ctx.tokens, obs.special[ctx.keep])
 if ctx.hide_special:
     st.caption("Special tokens are hidden: rows no longer sum to 1 (the hidden columns' share is not shown).")
 st.subheader(f"All heads of layer {layer}")
 st.caption("One colour scale for every head, so their strengths can be compared.")
-(grid,) = build("heads", ctx.source, ctx.theme, layer=layer)
+(grid,) = views(ctx, "heads", layer=layer)
 show_view(grid, "attn_grid")
 st.subheader(f"Mean over the heads of layer {layer}")
-(mean,) = build("mean", ctx.source, ctx.theme, layer=layer)
-show_view(mean, "attn_mean")
+(mean,) = views(ctx, "mean", layer=layer, **focus)
+show_focusable(mean, "attn_mean")

@@ -7,8 +7,8 @@ from model.errors import CheckpointError
 from model.io.catalog import available
 from viz.settings import COMPARE_MODELS, COMPARE_MODES
 from viz.shell.context import page_context
+from viz.shell.services import views
 from viz.shell.widgets import layer_head_picker, show_view
-from viz.views import build
 
 MODEL_B_LABELS = {
     "random": "random init, same size as A",
@@ -43,7 +43,7 @@ with right:
             selection["seed_b"] = int(st.number_input("Seed (random init)", 0, 10_000, key="cmp_seed_b"))
         selection["layer_b"], selection["head_b"] = layer_head_picker(obs.n_layers, obs.n_heads, prefix="cmpB_")
 try:
-    views = {v.key.rsplit(".", 1)[-1]: v for v in build(key, ctx.source, ctx.theme, **selection)}
+    views = {v.key.rsplit(".", 1)[-1]: v for v in views(ctx, key, **selection)}
 except (CheckpointError, ValueError) as exc:
     st.error(f"Model B could not be used: {exc}")
     st.stop()

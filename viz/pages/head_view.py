@@ -1,30 +1,34 @@
-"""Head view: token-to-token lines for one or several heads (as BertViz users know it)."""
+"""Head view: token-to-token lines for the heads of a layer, drawn in the browser (as BertViz users know it)."""
 
 import streamlit as st
 
 from viz.figures.headview import WINDOW
+from viz.shell.components import head_view
 from viz.shell.context import page_context
-from viz.shell.widgets import layer_head_picker, show_view, unavailable
-from viz.views import ViewUnavailableError, build
+from viz.shell.services import views
+from viz.shell.widgets import export_buttons, layer_head_picker, unavailable
+from viz.views import ViewUnavailableError
 
 ctx = page_context()
 obs = ctx.obs
 st.title("Head view")
-st.caption("Query tokens on the left, key tokens on the right; the stronger the weight, the more opaque the line.")
+st.caption(
+    "Query tokens on the left, key tokens on the right; the stronger the weight, the more opaque the line. "
+    "Hover a token to see only its lines (left: where it looks, right: who looks at it); click it to put it in "
+    "focus on every page. The chips switch heads on and off; the slider hides faint lines."
+)
 layer, _ = layer_head_picker(obs.n_layers, obs.n_heads, head=False)
 heads = st.multiselect("Heads", list(range(obs.n_heads)), key="hv_heads", format_func=lambda h: f"head {h}")
-threshold = st.slider("Hide lines lighter than", 0.0, 0.5, step=0.01, key="hv_threshold")
-n = len(ctx.tokens)
-start = 0
-if n > WINDOW:
-    start = st.slider(
-        f"First token shown ({WINDOW} at a time, so the view stays readable)",
-        0,
-        n - WINDOW,
-        key="hv_start",
-    )
-try:
-    (fig,) = build("headview", ctx.source, ctx.theme, layer=layer, heads=tuple(heads), threshold=threshold, start=start)
-    show_view(fig, "hv_fig")
-except ViewUnavailableError as exc:
-    unavailable(exc)
+threshold = st.session_state["hv_threshold"]
+if not heads:
+    st.info("Pick at least one head.")
+else:
+    head_view(ctx.patterns(layer), ctx.tokens, heads, threshold, ctx.theme, key="hv_component")
+    st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
+    focus = max(0, st.session_state["focus_query"])
+    start = max(0, min(focus - WINDOW // 2, len(ctx.tokens) - WINDOW))
+    try:
+        (fig,) = views(ctx, "headview", layer=layer, heads=tuple(heads), threshold=threshold, start=start)
+        export_buttons(fig, "hv_fig")
+    except ViewUnavailableError as exc:
+        unavailable(exc)

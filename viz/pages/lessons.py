@@ -6,22 +6,49 @@ import streamlit as st
 from model.analysis.metrics import METRICS
 from model.io.catalog import ModelSpec
 from model.observe import Options
+from viz.settings import LESSON_SECTIONS
 from viz.shell.context import page_context
-from viz.shell.widgets import head_label, show_view, show_views, unavailable
-from viz.views import ViewUnavailableError, build
+from viz.shell.services import views
+from viz.shell.widgets import head_label, layer_head_picker, section, show_view, show_views, unavailable
+from viz.views import ViewUnavailableError
 from viz.views.lessons import mask_positions
 
 ctx = page_context()
 obs, src = ctx.obs, ctx.source
 st.title("Lessons")
-tab_scale, tab_spec, tab_ablate, tab_mlm = st.tabs(["Why √d_k", "Heads specialise", "Ablation", "Masked tokens"])
+part = section("lesson_section", LESSON_SECTIONS)
 
-with tab_scale:
+
+def token_name(i: int) -> str:
+    return f"{i}: {obs.tokens[i]}"
+
+
+if part == "Predict first":
     st.markdown(
-        "Dot products of random d_k-dimensional vectors grow like √d_k. Without the division the "
-        "softmax saturates: one key takes all the weight and the gradient vanishes."
+        "Guess before you look. Pick a head and a token: **which token will it attend to most?** Make your guess, "
+        "then reveal the head's answer. (Rows of an attention map are the tokens that look; this is one row.)"
     )
-    (fig,) = build("lesson.scaling", src, ctx.theme)
+    layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="predict_")
+    c1, c2 = st.columns(2)
+    positions = list(range(obs.n_tokens))
+    query = c1.selectbox("The token that looks (query)", positions, format_func=token_name, key="predict_query")
+    guess = c2.selectbox("Your guess: where it looks most", positions, format_func=token_name, key="predict_guess")
+    asked = (ctx.model_name, obs.text, layer, head, query, guess)
+    if st.button("Reveal", key="predict_reveal", type="primary", icon=":material/visibility:"):
+        st.session_state["_predict_shown"] = asked
+    if st.session_state.get("_predict_shown") == asked:
+        (fig,) = views(ctx, "lesson.predict", layer=layer, head=head, query=query, guess=guess)
+        show_view(fig, "predict_fig")
+    else:
+        st.caption("The answer stays hidden until you reveal it; change the head, the token or the guess to try again.")
+
+elif part == "Why √d_k":
+    st.markdown(
+        "A dot product of two random d_k-dimensional vectors has a standard deviation of √d_k. Dividing the "
+        "scores by √d_k keeps the softmax's input on the same scale whatever the head size; without it, large "
+        "heads get a softmax that puts nearly all weight on one key, where its gradient is small."
+    )
+    (fig,) = views(ctx, "lesson.scaling")
     show_view(fig, "lesson_scale")
     unscaled, _ = src.other(options=Options(causal=ctx.options.causal, scale=False))
     scaled, _ = src.other(options=Options(causal=ctx.options.causal, scale=True))
@@ -36,13 +63,13 @@ with tab_scale:
     cols[0].metric("mean largest weight, ÷√d_k", f"{scaled.metrics['max_weight'].mean():.3f}")
     cols[1].metric("no scaling", f"{unscaled.metrics['max_weight'].mean():.3f}")
 
-with tab_spec:
+elif part == "Heads specialise":
     st.markdown(
-        "Training makes heads differ: some look at the previous token, some at [CLS]/[SEP], some "
-        "spread out. A random init of the same config has none of this."
+        "Does training make heads differ (some look at the previous token, some at [CLS]/[SEP], some spread "
+        "out)? Compare each metric per head with a random init of the same config."
     )
     metric = st.selectbox("Metric", METRICS, key="lesson_metric")
-    (fig,) = build("lesson.spread", src, ctx.theme, metric=metric)
+    (fig,) = views(ctx, "lesson.spread", metric=metric)
     show_view(fig, "lesson_spread")
     rnd, _ = src.other(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
     rows = [
@@ -52,20 +79,18 @@ with tab_spec:
     st.caption("Spread (standard deviation across heads) of each metric:")
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
 
-with tab_ablate:
+elif part == "Ablation":
     every_head = [(layer, head) for layer in range(obs.n_layers) for head in range(obs.n_heads)]
     ablate = tuple(st.multiselect("Switch off heads", every_head, key="ablate_heads", format_func=head_label))
-    (fig,) = build("lesson.ablation", src, ctx.theme, ablate=ablate)
+    (fig,) = views(ctx, "lesson.ablation", ablate=ablate)
     show_view(fig, "ablate_change")
-    change = fig.figure.data[0].y
-    st.caption(f"Mean relative change of the final hidden states: {sum(change) / len(change):.3f}.")
     if ctx.loaded.has_mlm and ablate:
         positions, _ = mask_positions(src)
         if positions:
             st.markdown(f"Predictions at position {positions[0]} (masked), before → after ablation:")
-            show_views(build("lesson.ablation_predictions", src, ctx.theme, ablate=ablate), "ablate", columns=2)
+            show_views(views(ctx, "lesson.ablation_predictions", ablate=ablate), "ablate", columns=2)
 
-with tab_mlm:
+else:
     ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
     positions, typed = mask_positions(src)
     try:
@@ -78,7 +103,7 @@ with tab_mlm:
             )
         else:
             pick = -1
-        predictions = build("lesson.mlm", src, ctx.theme, pick=pick)
+        predictions = views(ctx, "lesson.mlm", pick=pick)
         show_views(predictions, "mlm", columns=min(3, len(predictions)))
     except ViewUnavailableError as exc:
         unavailable(exc)

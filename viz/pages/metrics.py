@@ -1,30 +1,104 @@
-"""Head metrics: a sortable table of per-head statistics and a head-similarity matrix."""
+"""Head metrics: a sortable table of per-head statistics (a row opens its head) and a head-similarity matrix
+(a cell opens the two heads side by side)."""
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from model.analysis.metrics import metrics_table
+from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
-from viz.shell.widgets import show_view
-from viz.views import build
+from viz.shell.services import views
+from viz.shell.widgets import clicked, head_label, show_view
 
+
+def open_row() -> None:
+    """Callback: a selected table row becomes the head in focus, shown on the attention map."""
+    rows = ((st.session_state.get("metrics_table") or {}).get("selection") or {}).get("rows") or []
+    if rows:
+        row = st.session_state["_metrics_rows"][rows[0]]
+        st.session_state["layer"], st.session_state["head"] = row
+        st.session_state["_open_page"] = "viz/pages/attention.py"
+
+
+def open_pair(layer_a: int, head_a: int, layer_b: int, head_b: int) -> None:
+    """Show two heads side by side on the Compare page (the page switches on the next run)."""
+    st.session_state.update(
+        cmp_mode="two heads",
+        cmpA_layer=int(layer_a),
+        cmpA_head=int(head_a),
+        cmpB_layer=int(layer_b),
+        cmpB_head=int(head_b),
+    )
+    st.session_state["_open_page"] = "viz/pages/compare.py"
+
+
+def compare_clicked_cell() -> None:
+    """Callback: a clicked similarity cell opens its two heads side by side on the Compare page."""
+    for layer_a, head_a, layer_b, head_b, *_ in clicked("metrics_sim")[:1]:
+        open_pair(layer_a, head_a, layer_b, head_b)
+
+
+def compare_selected_pair() -> None:
+    """Callback: a selected row of the closest pairs opens them side by side on the Compare page."""
+    rows = ((st.session_state.get("metrics_pairs") or {}).get("selection") or {}).get("rows") or []
+    if rows:
+        open_pair(*st.session_state["_metrics_pairs"][rows[0]])
+
+
+target = st.session_state.pop("_open_page", None)
+if target:
+    st.switch_page(target)
 ctx = page_context()
 st.title("Head metrics")
 st.caption(
     "One row per head, averaged over query tokens. Entropy in nats (0 = all weight on one key); mean distance "
     "in tokens; mass = share of attention on the token itself, the previous or next token, or special tokens. "
-    "Click a column header to sort."
+    "Click a column header to sort; click a row to open that head on the attention map."
 )
 table = pd.DataFrame(metrics_table(ctx.obs.metrics))
+st.session_state["_metrics_rows"] = list(zip(table["layer"], table["head"]))
 st.dataframe(
     table,
     hide_index=True,
     key="metrics_table",
+    on_select=open_row,
+    selection_mode="single-row",
+    height=min(38 + 35 * len(table), 560),
     column_config={
         m: st.column_config.NumberColumn(format="%.3f") for m in table.columns if m not in ("layer", "head")
     },
 )
 st.subheader("Which heads attend alike?")
-st.caption("Jensen–Shannon distance between the heads' patterns, ordered by clustering so similar heads sit together.")
-(fig,) = build("similarity", ctx.source, ctx.theme)
-show_view(fig, "metrics_sim")
+dist, pairs, _ = ctx.source.similarity()
+clickable = len(pairs) <= CLICK_MAX_HEADS
+st.caption(
+    "Jensen–Shannon distance between the heads' patterns"
+    + (
+        " — with special tokens hidden, each row is renormalised over the shown tokens so it is a distribution again"
+        if ctx.hide_special
+        else ""
+    )
+    + ", ordered by clustering so similar heads sit together. "
+    + ("Click a cell to compare its two heads side by side." if clickable else "")
+)
+(fig,) = views(ctx, "similarity")
+show_view(fig, "metrics_sim", on_select=compare_clicked_cell if clickable else None, selection_mode="points")
+st.markdown("**The closest pairs of heads** — click a row to compare them side by side:")
+i, j = np.triu_indices(len(pairs), k=1)
+closest = np.argsort(dist[i, j], kind="stable")[:10]
+st.session_state["_metrics_pairs"] = [(*pairs[i[c]], *pairs[j[c]]) for c in closest]
+st.dataframe(
+    pd.DataFrame(
+        {
+            "head A": [head_label(pairs[i[c]]) for c in closest],
+            "head B": [head_label(pairs[j[c]]) for c in closest],
+            "JS distance": [float(dist[i[c], j[c]]) for c in closest],
+        }
+    ),
+    hide_index=True,
+    key="metrics_pairs",
+    on_select=compare_selected_pair,
+    selection_mode="single-row",
+    column_config={"JS distance": st.column_config.NumberColumn(format="%.3f")},
+)

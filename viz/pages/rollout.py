@@ -2,9 +2,11 @@
 
 import streamlit as st
 
+from viz.shell.components import token_strip
 from viz.shell.context import page_context
-from viz.shell.widgets import show_view, unavailable
-from viz.views import ViewUnavailableError, build
+from viz.shell.services import views
+from viz.shell.widgets import show_focusable, show_view, unavailable
+from viz.views import ViewUnavailableError
 
 ctx = page_context()
 st.title("Rollout and flow")
@@ -13,11 +15,13 @@ st.caption(
     "the head-averaged layers, each mixed half-and-half with the identity for the residual stream (Abnar & "
     "Zuidema, 2020). Rows are output tokens, columns input tokens."
 )
-(fig,) = build("rollout", ctx.source, ctx.theme)
-show_view(fig, "rollout_fig")
+token_strip(ctx.obs.tokens, ctx.obs.special)
+focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
+(fig,) = views(ctx, "rollout", **focus)
+show_focusable(fig, "rollout_fig")
 st.subheader("Attention flow")
 try:
-    (fig,) = build("flow", ctx.source, ctx.theme)
+    (fig,) = views(ctx, "flow")
     show_view(fig, "flow_fig")
 except ViewUnavailableError as exc:
     unavailable(exc)

@@ -106,7 +106,7 @@ def export_section(page_title: str, page_path: str) -> None:
         cols[1].download_button(
             "Page as interactive HTML",
             lambda: page_html(
-                [(v.title, v.figure) for v in views],
+                [(v.title, v.exact()) for v in views],
                 title=f"Attention Lab — {page_title}",
                 caption=f"{ctx.model_name}: {ctx.obs.text[:300]}",
             ),

@@ -29,6 +29,7 @@ from viz.settings import Shape
 from viz.shell.context import PageContext
 from viz.shell.sidebar import draw_status
 from viz.shell.state import fit_state
+from viz.views import View, build
 
 
 @st.cache_resource(max_entries=6, show_spinner="Loading model…")
@@ -134,6 +135,19 @@ class CachedSource:
         return get_steps(*self._key(), layer, head, self.obs, self.loaded.model)
 
 
+@st.cache_resource(max_entries=96, show_spinner=False)
+def _cached_views(spec, device, text, options, hide_special, theme, key, selection, _source) -> list[View]:
+    return build(key, _source, theme, **dict(selection))
+
+
+def views(ctx: PageContext, key: str, /, **selection) -> list[View]:
+    """A view of this page's text (viz.views), built once and shared: revisiting a page or switching back to a
+    layer costs nothing. Raises ViewUnavailableError as build does (errors are not cached)."""
+    src = ctx.source
+    items = tuple(sorted(selection.items()))
+    return _cached_views(src.spec, src.device, src.obs.text, src.options, src.hide_special, ctx.theme, key, items, src)
+
+
 def upload_bytes(spec: ModelSpec) -> bytes | None:
     """This session's bytes behind an upload spec (or behind the base of a re-initialised one)."""
     root = spec.root
@@ -189,6 +203,9 @@ def current_options() -> Options:
     return Options(causal=causal, scale=bool(st.session_state["scale_scores"]))
 
 
+SCREEN_CELLS = 160  # token axes longer than this are block-averaged on screen (what a page can show)
+
+
 def current_theme() -> Theme:
     state = st.session_state
     return Theme(
@@ -196,6 +213,8 @@ def current_theme() -> Theme:
         dark=bool(state["dark"]),
         colorscale=state["colorscale"],
         positions=state["label_positions"],
+        max_cells=SCREEN_CELLS,
+        interactive=True,
     )
 
 

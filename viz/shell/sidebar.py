@@ -9,7 +9,7 @@ import streamlit as st
 from model.devices import available_devices, device_label
 from model.io.bert import MINILM_INSTALL
 from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, ModelSpec, available, digest
-from viz.settings import BY_KEY, EXAMPLES
+from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
 
 
 @dataclass
@@ -22,7 +22,16 @@ class SidebarSlots:
 
 
 def _set_example() -> None:
-    st.session_state["text"] = EXAMPLES[st.session_state["example"]]
+    if st.session_state["example"] in EXAMPLES:  # "Your text" keeps the text as it is
+        st.session_state["text"] = EXAMPLES[st.session_state["example"]]
+
+
+def _name_the_example() -> None:
+    """The picker names the example the text is, or "Your text" once it was edited (set before the widget)."""
+    text = st.session_state.get("text")
+    match = next((name for name, example in EXAMPLES.items() if example == text), YOUR_TEXT)
+    if st.session_state.get("example") != match:
+        st.session_state["example"] = match
 
 
 def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
@@ -82,7 +91,8 @@ def draw_sidebar() -> tuple[ModelSpec | None, bytes | None, SidebarSlots]:
         st.selectbox("Run on", available_devices(), format_func=device_label, key="device")
         device_slot = st.container()
         st.subheader("Text")
-        st.selectbox("Example", list(EXAMPLES), key="example", on_change=_set_example)
+        _name_the_example()
+        st.selectbox("Example", [*EXAMPLES, YOUR_TEXT], key="example", on_change=_set_example)
         st.text_area("Text to analyse", key="text", height=110)
         st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hide_special")
         with st.expander("Attention options"):

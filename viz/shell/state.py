@@ -47,3 +47,53 @@ def fit_state(shape: Shape, page: str) -> None:
         fitted = setting.fit(current, shape, st.session_state)
         if fitted != current:
             st.session_state[setting.key] = fitted
+
+
+MAX_URL_TEXT = 1000  # longer texts stay out of the URL (a note says so)
+NOT_IN_LINKS = ("upload", "folder")  # a link must not name a file on the server or one person's upload
+
+
+def load_url_state() -> list[str]:
+    """At the start of a session, take the settings the URL names (a reload or a shared link). Invalid
+    values are ignored; returns notes about them."""
+    if st.session_state.get("_url_loaded"):
+        return []
+    st.session_state["_url_loaded"] = True
+    notes = []
+    for setting in SETTINGS:
+        if setting.url and setting.key in st.query_params:
+            try:
+                value = setting.from_url(st.query_params[setting.key])
+            except ValueError as exc:
+                notes.append(f"The link's setting was {exc}.")
+                continue
+            if setting.key == "model_kind" and value in NOT_IN_LINKS:
+                continue
+            st.session_state[setting.key] = value
+    return notes
+
+
+def save_url_state() -> str | None:
+    """Put the settings that differ from their defaults into the URL; returns a note when the text is too long
+    to travel in a link."""
+    params = {}
+    note = None
+    uploaded = st.session_state.get("model_kind") in NOT_IN_LINKS
+    for setting in SETTINGS:
+        if not setting.url or setting.key not in st.session_state:
+            continue
+        value = st.session_state[setting.key]
+        if value in (setting.initial(), []) or (uploaded and setting.key.startswith(("model_kind", "rand_"))):
+            continue
+        if setting.key.startswith("rand_") and st.session_state.get("model_kind") != "random":
+            continue
+        if setting.key == "text" and len(value) > MAX_URL_TEXT:
+            note = (
+                f"The text has {len(value):,} characters: links keep texts up to {MAX_URL_TEXT:,}, so this one "
+                "is not in the URL."
+            )
+            continue
+        params[setting.key] = setting.to_url(value)
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
+    return note

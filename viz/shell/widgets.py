@@ -11,32 +11,34 @@ from viz.export.render import image_export_available, render_image
 from viz.figures.common import plotly_config
 from viz.views.base import View
 
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|<>~$"})
+
+
+def plain(text: str) -> str:
+    """Text shown through Markdown as typed (tokens come from the user: `*`, `$` or `[` must not format)."""
+    return text.translate(_MARKDOWN)
+
 
 def head_label(pair: tuple[int, int]) -> str:
     """(layer, head) -> "L0H1", the label used wherever a list of heads is shown."""
     return f"L{pair[0]}H{pair[1]}"
 
 
-def show_view(view: View, key: str, *, on_select=None, **kwargs):
-    """Render a view exactly as it will be exported (``theme=None``: no Streamlit restyling), with the modebar's
-    PNG named after the view, SVG/PNG/HTML download buttons under it (rendered only when clicked, at the
-    image size chosen in the sidebar), and register it for the page's export pack. Returns the chart's event."""
+def _downloads(view: View, key: str) -> str:
+    """Register the view for the page's export pack and draw its SVG/PNG/HTML buttons (bytes rendered only
+    when clicked, at the image size chosen in the sidebar). Returns the file stem."""
     size = st.session_state.get("export_size", "screen")
     name = view.name + ("_slide" if size == "slide" else "")
     st.session_state.setdefault("_page_views", []).append(view)
-    kwargs.setdefault("width", "stretch")
-    select = {} if on_select is None else {"on_select": on_select}
-    event = st.plotly_chart(view.figure, key=key, config=plotly_config(name, size=size), theme=None, **select, **kwargs)
     row = st.container(horizontal=True, gap="small")
-    fig = view.figure
-    downloads = [("HTML", lambda: figure_html(fig, view.title), "text/html")]
+    downloads = [("HTML", lambda: figure_html(view.exact(), view.title), "text/html")]  # exact, not block means
     if image_export_available():
         downloads = [
-            ("SVG", lambda: render_image(fig, "svg", size=size), "image/svg+xml"),
-            ("PNG", lambda: render_image(fig, "png", size=size), "image/png"),
+            ("SVG", lambda: render_image(view.exact(), "svg", size=size), "image/svg+xml"),
+            ("PNG", lambda: render_image(view.exact(), "png", size=size), "image/png"),
             *downloads,
         ]
-    for label, make, mime in downloads:  # bytes are rendered only when the button is clicked
+    for label, make, mime in downloads:
         row.download_button(
             label,
             make,
@@ -47,7 +49,43 @@ def show_view(view: View, key: str, *, on_select=None, **kwargs):
             type="tertiary",
             on_click="ignore",  # a download needs no rerun of the page
         )
+    return name
+
+
+def show_view(view: View, key: str, *, on_select=None, **kwargs):
+    """Render a view exactly as it will be exported (``theme=None``: no Streamlit restyling), with the
+    modebar's PNG named after the view and the download buttons under it. Returns the chart's event."""
+    size = st.session_state.get("export_size", "screen")
+    name = view.name + ("_slide" if size == "slide" else "")
+    kwargs.setdefault("width", "stretch")
+    select = {} if on_select is None else {"on_select": on_select}
+    event = st.plotly_chart(view.figure, key=key, config=plotly_config(name, size=size), theme=None, **select, **kwargs)
+    if view.caption:
+        st.caption(plain(view.caption))
+    _downloads(view, key)
     return event
+
+
+def clicked(chart_key: str) -> list:
+    """The customdata of the points a click selected in a chart (empty when none)."""
+    points = ((st.session_state.get(chart_key) or {}).get("selection") or {}).get("points") or []
+    return [p["customdata"] for p in points if "customdata" in p]
+
+
+def focus_cell(chart_key: str) -> None:
+    """Callback: a clicked heatmap cell puts its row's token in focus as the query and its column's as the key."""
+    for query, key, *_ in clicked(chart_key)[:1]:
+        st.session_state["focus_query"], st.session_state["focus_key"] = int(query), int(key)
+
+
+def show_focusable(view: View, key: str):
+    """A heatmap whose cells can be clicked to change the tokens in focus (see focus_cell)."""
+    return show_view(view, key, on_select=lambda: focus_cell(key), selection_mode="points")
+
+
+def export_buttons(view: View, key: str) -> None:
+    """Only the download buttons of a view (for what a component draws on screen, e.g. the head view)."""
+    _downloads(view, key)
 
 
 def show_views(views: list[View], key: str, columns: int = 1) -> None:
@@ -62,6 +100,15 @@ def show_views(views: list[View], key: str, columns: int = 1) -> None:
 def unavailable(exc: Exception) -> None:
     """Say why a view cannot be drawn here (a ViewUnavailableError's message)."""
     st.info(str(exc))
+
+
+def section(key: str, options) -> str:
+    """Which part of a page to show (only that part is computed and drawn, unlike tabs)."""
+    if st.session_state.get(key) is None:  # a second click on the chosen button clears it: keep the last one
+        st.session_state[key] = st.session_state.get(f"_last_{key}", options[0])
+    choice = st.segmented_control("Section", options, key=key, label_visibility="collapsed")
+    st.session_state[f"_last_{key}"] = choice
+    return choice
 
 
 def layer_head_picker(n_layers: int, n_heads: int, prefix: str = "", *, head: bool = True, label: str = ""):

@@ -3,11 +3,13 @@
 base        the registry, View, Source, export names
 source      DirectSource: a Source that runs everything directly (CLI, benchmark, tests)
 attention   attention map, all heads, mean, head view, overview, compare, head similarity
+find        heads ranked by their weight on chosen (query, key) pairs
 inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout and flow
 lessons     masks, positional encodings, the permutation lab, the lessons page
+captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import attention, inside, lessons  # noqa: F401  (registers the views)
+from viz.views import attention, find, inside, lessons  # noqa: F401  (registers the views)
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

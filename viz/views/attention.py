@@ -3,6 +3,8 @@ comparisons and head similarity."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from model.io.catalog import ModelSpec, random_like
 from viz.figures import (
     attention_heatmap,
@@ -26,6 +28,19 @@ def subtitle(src: Source, text: str | None = None, name: str | None = None) -> s
     return f"{name or src.loaded.name} · “{text[:70]}{'…' if len(text) > 70 else ''}”"
 
 
+def shown_focus(src: Source, query: int, key: int, hide: bool | None = None) -> tuple[int, int]:
+    """The focus query and key (token positions, -1: none) as positions among the shown tokens."""
+    keep = src.obs.keep(src.hide_special if hide is None else hide)
+    where = {int(t): i for i, t in enumerate(keep)}
+    return where.get(query, -1), where.get(key, -1)
+
+
+def cell_ids(src: Source, hide: bool | None = None) -> np.ndarray:
+    """(n, n, 2): the (query, key) token positions of each shown cell, what a click on it reports."""
+    keep = src.obs.keep(src.hide_special if hide is None else hide)
+    return np.stack(np.meshgrid(keep, keep, indexing="ij"), axis=-1)
+
+
 def _check(src: Source, layer: int, head: int) -> None:
     obs = src.obs
     if not (0 <= layer < obs.n_layers and 0 <= head < obs.n_heads):
@@ -35,8 +50,13 @@ def _check(src: Source, layer: int, head: int) -> None:
 
 
 @view("attention", page="attention")
-def attention(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode: str = "weights"):
+def attention(
+    src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode: str = "weights", query: int = -1, key: int = -1
+):
+    """One head, always at full resolution; ``query``/``key``: the tokens in focus (outlined; clicking a cell
+    focuses its row and column)."""
     _check(src, layer, head)
+    theme = theme.exact()
     obs, hide = src.obs, src.hide_special
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
@@ -50,6 +70,8 @@ def attention(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode:
             mode="scores",
             title=f"Layer {layer}, head {head} — scores {label}",
             theme=theme,
+            focus=shown_focus(src, query, key),
+            cell_ids=cell_ids(src),
         )
     else:
         fig = attention_heatmap(
@@ -57,6 +79,8 @@ def attention(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode:
             obs.shown_tokens(hide),
             title=f"Layer {layer}, head {head} — attention weights",
             theme=theme,
+            focus=shown_focus(src, query, key),
+            cell_ids=cell_ids(src),
         )
     return with_subtitle(fig, subtitle(src), theme)
 
@@ -76,7 +100,7 @@ def heads(src: Source, theme: Theme, *, layer: int = 0):
 
 
 @view("mean", page="attention")
-def mean(src: Source, theme: Theme, *, layer: int = 0):
+def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int = -1):
     _check(src, layer, 0)
     obs = src.obs
     fig = attention_heatmap(
@@ -84,6 +108,8 @@ def mean(src: Source, theme: Theme, *, layer: int = 0):
         obs.shown_tokens(src.hide_special),
         title=f"Layer {layer}: mean over {obs.n_heads} heads",
         theme=theme,
+        focus=shown_focus(src, query, key),
+        cell_ids=cell_ids(src),
     )
     return with_subtitle(fig, subtitle(src), theme)
 
@@ -225,6 +251,12 @@ def compare_models(
 def similarity(src: Source, theme: Theme):
     dist, pairs, order = src.similarity()
     fig = similarity_matrix(
-        dist, [f"L{i}H{j}" for i, j in pairs], order=order, title="Head similarity (JS distance)", theme=theme
+        dist,
+        [f"L{i}H{j}" for i, j in pairs],
+        order=order,
+        cell_ids=pairs,
+        title="Head similarity (JS distance)",
+        theme=theme,
     )
-    return with_subtitle(fig, subtitle(src), theme)
+    compared = "rows renormalised over the shown tokens (special tokens hidden)" if src.hide_special else "every token"
+    return with_subtitle(fig, f"{compared} · " + subtitle(src), theme)

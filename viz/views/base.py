@@ -53,6 +53,15 @@ class Source(Protocol):
     def steps(self, layer: int, head: int) -> tuple[HeadSteps, dict[str, np.ndarray]]: ...
 
 
+@dataclass(frozen=True)
+class Captioned:
+    """A figure with the sentence that says what it shows, computed from the numbers it draws (a view function
+    may return one, or a dict of them, instead of a bare figure)."""
+
+    figure: go.Figure
+    caption: str
+
+
 class ViewUnavailableError(ValueError):
     """This view cannot be drawn for this model or text (the message says why and what to do)."""
 
@@ -60,16 +69,22 @@ class ViewUnavailableError(ValueError):
 @dataclass(frozen=True)
 class View:
     key: str  # registry key, with a part suffix for views of several figures ("compare.A")
-    figure: go.Figure
+    figure: go.Figure  # as drawn on screen
     title: str
     name: str  # export file stem
+    exact_figure: Callable[[], go.Figure] | None = None  # rebuilds at full resolution when the screen's is lower
+    caption: str = ""  # plain text computed from the figure's numbers (pages show it under the figure)
+
+    def exact(self) -> go.Figure:
+        """The figure for exports: at full resolution (the screen's may be block means for long texts)."""
+        return self.exact_figure() if self.exact_figure is not None else self.figure
 
 
 @dataclass(frozen=True)
 class Spec:
     key: str
     page: str  # url path of the page that shows it
-    build: Callable[..., go.Figure | dict[str, go.Figure]]
+    build: Callable[..., go.Figure | Captioned | dict[str, go.Figure | Captioned]]
 
     @property
     def selection(self) -> dict[str, Any]:
@@ -82,7 +97,7 @@ REGISTRY: dict[str, Spec] = {}
 
 
 def view(key: str, *, page: str):
-    """Register a view function ``fn(src, theme, *, selection...) -> Figure | {part: Figure}``."""
+    """Register a view function ``fn(src, theme, *, selection...) -> Figure | Captioned | {part: either}``."""
 
     def register(fn):
         if key in REGISTRY:
@@ -126,14 +141,15 @@ def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any]) 
         "" if theme.colorscale == "Viridis" else theme.colorscale.lower(),
         "" if theme.positions == "duplicates" else f"positions-{theme.positions}",
     ]
-    parts = [src.loaded.name, key.replace(".", "-"), *(_part(k, v) for k, v in selection.items())]
+    chosen = {k: v for k, v in selection.items() if not (k in ("query", "key") and v == -1)}  # -1: no focus
+    parts = [src.loaded.name, key.replace(".", "-"), *(_part(k, v) for k, v in chosen.items())]
     name = safe_filename(*parts, text_tag(src.obs.text), *flags, limit=10_000)
     if len(name) > MAX_NAME:  # keep names unique when they must be cut: end with a checksum of the whole
         name = f"{name[: MAX_NAME - 9]}-{zlib.crc32(name.encode()):08x}"
     return name
 
 
-def build(key: str, src: Source, theme: Theme, **selection: Any) -> list[View]:
+def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View]:
     """Build a view with the given selection (unknown keywords refused, missing ones take their defaults)."""
     spec = REGISTRY.get(key)
     if spec is None:
@@ -143,14 +159,26 @@ def build(key: str, src: Source, theme: Theme, **selection: Any) -> list[View]:
     if unknown:
         raise ValueError(f"view {key!r} takes no {', '.join(sorted(unknown))}; it takes {', '.join(full) or 'nothing'}")
     full.update(selection)
-    out = spec.build(src, theme, **full)
-    figures = out if isinstance(out, dict) else {"": out}
+    figures = _parts(spec.build(src, theme, **full))
     name = export_name(src, theme, key, full)
     views = []
-    for part, fig in figures.items():
-        title = html.unescape(fig.layout.title.text or key)
-        views.append(View(f"{key}.{part}" if part else key, fig, title, f"{name}_{part}" if part else name))
+    for part, (fig, caption) in figures.items():
+        title = html.unescape(fig.layout.title.text or key).removesuffix(" (block means)")
+        exact = None
+        if theme.for_export() != theme:  # rebuilt for a file (exact, no click targets) only when one is asked for
+
+            def exact(part=part):
+                return _parts(spec.build(src, theme.for_export(), **full))[part][0]
+
+        part_key, part_name = (f"{key}.{part}", f"{name}_{part}") if part else (key, name)
+        views.append(View(part_key, fig, title, part_name, exact, caption))
     return views
+
+
+def _parts(out) -> dict[str, tuple[go.Figure, str]]:
+    """{part: (figure, caption)} from what a view function returned."""
+    items = out.items() if isinstance(out, dict) else [("", out)]
+    return {p: (f.figure, f.caption) if isinstance(f, Captioned) else (f, "") for p, f in items}
 
 
 def page_views(page: str) -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 
 from model.analysis.flow import MAX_FLOW_TOKENS, attention_rollout
 from model.analysis.norms import value_contributions
-from model.analysis.projection import pca_2d
+from model.analysis.projection import align_keys, pca_2d
 from model.analysis.steps import explain_query
 from viz.figures import (
     attention_heatmap,
@@ -18,8 +18,9 @@ from viz.figures import (
     weights_vs_contributions,
 )
 from viz.figures.common import Theme, with_subtitle
-from viz.views.attention import subtitle
-from viz.views.base import Source, ViewUnavailableError, view
+from viz.views.attention import cell_ids, shown_focus, subtitle
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import one_query, qk_plane, value_norms
 
 
 def _steps(src: Source, layer: int, head: int):
@@ -80,10 +81,15 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
 
 
 @view("qkv.softmax", page="qkv")
-def qkv_softmax(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+def qkv_softmax(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = -1, key: int = -1):
     steps, _ = _steps(src, layer, head)
     fig = attention_heatmap(
-        steps.pattern, src.obs.tokens, title=f"softmax (layer {layer}, head {head}): the weights", theme=theme
+        steps.pattern,
+        src.obs.tokens,
+        title=f"softmax (layer {layer}, head {head}): the weights",
+        theme=theme,
+        focus=shown_focus(src, query, key, hide=False),
+        cell_ids=cell_ids(src, hide=False),
     )
     return with_subtitle(fig, subtitle(src), theme)
 
@@ -99,21 +105,18 @@ def qkv_z(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
 
 @view("qkv.output", page="qkv")
 def qkv_output(src: Source, theme: Theme, *, layer: int = 0):
-    """Every head's output side by side, and that times W_o: the attention sublayer's output."""
+    """Every head's output side by side (concat) and that times W_o: the attention sublayer's output."""
     steps, _ = _steps(src, layer, 0)
     tokens, n_heads = src.obs.tokens, src.obs.n_heads
-    return {
-        "concat": with_subtitle(
-            matrix_heatmap(steps.concat, tokens, title=f"concat of {n_heads} heads (layer {layer})", theme=theme),
-            subtitle(src),
-            theme,
-        ),
-        "out": with_subtitle(
-            matrix_heatmap(steps.out, tokens, title=f"· W_o = attention output (layer {layer})", theme=theme),
-            subtitle(src),
-            theme,
-        ),
-    }
+    fig = heatmap_panels(
+        [(steps.concat, tokens, None, f"concat of {n_heads} heads"), (steps.out, tokens, None, "· W_o")],
+        title=f"Heads together: the output of attention in layer {layer}",
+        theme=theme,
+        diverging=True,
+        value_name="value",
+        shared_rows=True,
+    )
+    return with_subtitle(fig, subtitle(src), theme)
 
 
 @view("qkv.query", page="qkv")
@@ -123,28 +126,33 @@ def qkv_query(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query
     query = min(max(query, 0), obs.n_tokens - 1)
     qe = explain_query(steps.q, steps.k, query, obs.scores[layer, head][query], scale=src.options.scale)
     fig = query_explained(qe, obs.tokens, obs.tokens[query], theme=theme)
-    return with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme)
+    caption = one_query(obs.tokens, query, steps.pattern[query])
+    return Captioned(with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme), caption)
 
 
 @view("qkv.plane", page="qkv")
 def qkv_plane(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = 1):
-    """Queries and keys in one PCA plane; the chosen query and the keys it weighs most carry labels."""
+    """Queries and keys, aligned (no weight changes), in one PCA plane; the chosen query and the keys it weighs
+    most carry labels. The caption says how well closeness in the plane matches the weights."""
     steps, _ = _steps(src, layer, head)
     obs = src.obs
     n = obs.n_tokens
     query = min(max(query, 0), n - 1)
-    coords, ratio = pca_2d(np.concatenate([steps.q, steps.k]))
+    q, k, c = align_keys(steps.q, steps.k)
+    coords, ratio = pca_2d(np.concatenate([q, k]))  # (2N, 2): queries, then keys
     top_keys = np.argsort(-steps.pattern[query])[:3]
     fig = qk_scatter(
         coords[:n],
         coords[n:],
         obs.tokens,
         ratio,
-        labelled=[query, *top_keys.tolist()],
-        title=f"Queries and keys of L{layer} H{head} in one PCA plane",
+        labelled=[query],
+        labelled_keys=top_keys.tolist(),
+        title=f"Queries and keys of L{layer} H{head} in one PCA plane (keys aligned)",
         theme=theme,
     )
-    return with_subtitle(fig, subtitle(src), theme)
+    caption = qk_plane(obs.tokens, query, steps.pattern[query], coords[:n], coords[n:], ratio, c)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 @view("qkv.values", page="qkv")
@@ -158,17 +166,20 @@ def qkv_values(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         title=f"L{layer} H{head}: weight vs what each key really contributes",
         theme=theme,
     )
-    return with_subtitle(fig, subtitle(src), theme)
+    caption = value_norms(src.obs.tokens, steps.pattern, contrib)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 @view("rollout", page="rollout")
-def rollout(src: Source, theme: Theme):
+def rollout(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
     obs = src.obs
     fig = attention_heatmap(
         attention_rollout(obs.patterns),
         obs.tokens,
         title=f"Attention rollout through {obs.n_layers} layers",
         theme=theme,
+        focus=shown_focus(src, query, key, hide=False),
+        cell_ids=cell_ids(src, hide=False),
     )
     return with_subtitle(fig, subtitle(src), theme)
 

@@ -8,7 +8,7 @@ from model.analysis.norms import relative_change
 from model.experiments import with_mask
 from model.io.catalog import ModelSpec
 from model.observe import Options, position_table
-from model.positional import sinusoidal_table
+from model.positional import sinusoid_dims, sinusoidal_table
 from viz.figures import (
     change_bars,
     encoding_curves,
@@ -21,7 +21,19 @@ from viz.figures import (
 )
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
-from viz.views.base import Source, ViewUnavailableError, view
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import ablation as ablation_caption
+from viz.views.captions import (
+    clipped_table,
+    heads_off,
+    mask_change,
+    permutation,
+    prediction_check,
+    scaling,
+    spread,
+    wavelengths,
+)
+from viz.views.captions import padding as padding_caption
 
 
 def causal_pair(src: Source):
@@ -58,7 +70,9 @@ def masks_change(src: Source, theme: Theme):
     as_built, toggled, labels = causal_pair(src)
     change = relative_change(as_built.hidden, toggled.hidden)
     fig = change_bars(as_built.tokens, change, title="How much each token's output changes", theme=theme)
-    return with_subtitle(fig, f"{labels[1]} · " + subtitle(src), theme)
+    switched_on = not src.loaded.model.cfg.causal
+    caption = mask_change(as_built.tokens, change, switched_on=switched_on, n_layers=as_built.n_layers)
+    return Captioned(with_subtitle(fig, f"{labels[1]} · " + subtitle(src), theme), caption)
 
 
 @view("masks.padding", page="masks")
@@ -76,7 +90,9 @@ def masks_padding(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, t
     fig = heatmap_panels(
         panels, title=f"A padded batch: layer {layer}, head {head} (padded keys grey)", theme=theme, zmax=1.0
     )
-    return with_subtitle(fig, f"text B: “{text_b[:60]}”", theme)
+    on_pads = float(np.where(~mask[:, None, None, :], res["patterns"], 0.0).max())  # every head, every query
+    caption = padding_caption(on_pads, float(res["padding_effect"]), int((~mask).sum()))
+    return Captioned(with_subtitle(fig, f"text B: “{text_b[:60]}”", theme), caption)
 
 
 def _formula_width(src: Source) -> int:
@@ -88,20 +104,22 @@ def _formula_width(src: Source) -> int:
 def pe_formula(src: Source, theme: Theme, *, n_positions: int = 128):
     d = _formula_width(src)
     return encoding_heatmap(
-        sinusoidal_table(n_positions, d).numpy(), title=f"Sinusoidal encoding, d = {d}", theme=theme
+        sinusoidal_table(n_positions, d).numpy(), title=f"Sinusoidal encoding, d = {d}", theme=theme, split_pairs=True
     )
 
 
 @view("pe.curves", page="positional")
-def pe_curves(src: Source, theme: Theme, *, n_positions: int = 128, dims: tuple[int, ...] = (0, 1, 6, 7)):
+def pe_curves(src: Source, theme: Theme, *, n_positions: int = 128, dims: tuple[int, ...] = ()):
+    """Chosen dimensions of the formula as curves; ``dims`` empty: four whose wavelengths spread out."""
     d = _formula_width(src)
-    dims = tuple(x for x in dims if 0 <= x < d)
+    dims = tuple(x for x in dims if 0 <= x < d) if dims else tuple(sinusoid_dims(d, n_positions))
     if not dims:
         raise ViewUnavailableError("pick at least one dimension to plot")
     table = sinusoidal_table(n_positions, d).numpy()
-    return encoding_curves(
-        table, list(dims), title="Each dimension is a sinusoid; wavelengths grow with i", theme=theme
+    fig = encoding_curves(
+        table, list(dims), title="Each dimension is a sinusoid; its wavelength grows with the dimension", theme=theme
     )
+    return Captioned(fig, wavelengths(sorted(dims), d))
 
 
 @view("pe.similarity", page="positional")
@@ -110,20 +128,44 @@ def pe_similarity(src: Source, theme: Theme, *, n_positions: int = 128):
     return position_similarity(table, title="PE(i)·PE(j): nearby positions look alike", theme=theme)
 
 
+MAX_TABLE_ROWS = 1024  # longer tables (a random model may allow 65,536 positions) show their first rows
+
+
+def kind_is_table(cfg) -> bool:
+    """Whether the model adds a position table (drawn whole) rather than rotating q and k."""
+    return cfg.positional in ("sinusoidal", "learned")
+
+
+def robust_limit(table: np.ndarray, q: float = 0.99) -> float:
+    """The colour limit for a table with outliers: the q-quantile of |value| (never 0)."""
+    return float(np.quantile(np.abs(table), q)) or float(np.abs(table).max()) or 1.0
+
+
 @view("pe.model", page="positional")
 def pe_model(src: Source, theme: Theme):
     """The positional encoding this model really uses (a table, or RoPE's rotation angles)."""
-    kind, real = position_table(src.loaded.model, max(src.obs.n_tokens, 64))
+    cfg = src.loaded.model.cfg
+    rows = min(cfg.max_seq_len, MAX_TABLE_ROWS) if kind_is_table(cfg) else max(src.obs.n_tokens, 64)
+    kind, real = position_table(src.loaded.model, rows)
     name = src.loaded.name
+    cut = ""
+    if real.shape[0] < cfg.max_seq_len:
+        cut = f" Shown: the first {real.shape[0]} of {cfg.max_seq_len} positions."
     if kind == "sinusoidal":
-        return encoding_heatmap(real, title=f"The table {name} adds (the formula)", theme=theme)
+        fig = encoding_heatmap(real, title=f"The table {name} adds (the formula)", theme=theme, split_pairs=True)
+        return Captioned(fig, f"{real.shape[0]} positions × {real.shape[1]} dimensions: what the model adds.{cut}")
     if kind == "learned":
+        clip = robust_limit(real)
         return {
-            "learned": encoding_heatmap(real, title=f"{name}: learned position table", theme=theme),
+            "learned": Captioned(
+                encoding_heatmap(real, title=f"{name}: learned position table", theme=theme, zmax=clip),
+                clipped_table(real, clip, f"{name}'s learned table") + cut,
+            ),
             "sinusoidal": encoding_heatmap(
-                sinusoidal_table(real.shape[0], real.shape[1]).numpy(),
+                sinusoidal_table(real.shape[0], real.shape[1] - real.shape[1] % 2).numpy(),
                 title="Sinusoidal table of the same size",
                 theme=theme,
+                split_pairs=True,
             ),
             "similarity": position_similarity(real, title=f"{name}, learned: PE(i)·PE(j)", theme=theme),
         }
@@ -147,24 +189,58 @@ def pe_model(src: Source, theme: Theme):
 
 @view("perm", page="positional")
 def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_on: bool = False, seed: int = 0):
+    """Shuffle, run, un-shuffle: the three patterns of one head; with positions off, the model's real pattern
+    (positions on, original order) beside them, since the 'original' then is not what the model does."""
     res = src.permutation(seed, positions_on, layer)
     tokens = src.obs.tokens
     shuffled_tokens = [tokens[i] for i in res["perm"]]
+    has_positions = src.loaded.model.cfg.positional != "none"
+    diffs = np.abs(res["unshuffled"] - res["original"]).max(axis=(1, 2))  # (H,): per head of the layer
+    panels = [
+        (res["original"][head], tokens, tokens, "original order" + ("" if positions_on else ", no positions")),
+        (res["shuffled"][head], shuffled_tokens, shuffled_tokens, "shuffled input"),
+        (res["unshuffled"][head], tokens, tokens, "shuffled, then un-shuffled"),
+    ]
+    real_gap = None
+    if has_positions and not positions_on:
+        real = src.obs.patterns[layer, head]
+        real_gap = float(np.abs(real - res["original"][head]).max())
+        panels.append((real, tokens, tokens, "the model's real pattern (positions on)"))
     fig = heatmap_panels(
-        [
-            (res["original"][head], tokens, tokens, "original order"),
-            (res["shuffled"][head], shuffled_tokens, shuffled_tokens, "shuffled input"),
-            (res["unshuffled"][head], tokens, tokens, "shuffled, then un-shuffled"),
-        ],
+        panels,
         title=f"Permutation lab: layer {layer}, head {head}, positions {'on' if positions_on else 'off'}",
         theme=theme,
     )
-    return with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme)
+    caption = permutation(diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap)
+    return Captioned(with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme), caption)
+
+
+@view("lesson.predict", page="lessons")
+def lesson_predict(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = 1, guess: int = 0):
+    """The answer to "which token will the query attend to most?": its row as bars, the guess in blue."""
+    obs = src.obs
+    if not (0 <= layer < obs.n_layers and 0 <= head < obs.n_heads):
+        raise ViewUnavailableError(f"the model has {obs.n_layers} layers × {obs.n_heads} heads")
+    query, guess = (min(max(i, 0), obs.n_tokens - 1) for i in (query, guess))
+    row = obs.patterns[layer, head, query]
+    fig = change_bars(
+        obs.tokens,
+        row,
+        title=f"Where “{obs.tokens[query]}” looks: layer {layer}, head {head}",
+        theme=theme,
+        x_title="attention weight",
+        highlight=guess,
+    )
+    caption = prediction_check(obs.tokens, row, query, guess)
+    return Captioned(with_subtitle(fig, "your guess in blue · " + subtitle(src), theme), caption)
 
 
 @view("lesson.scaling", page="lessons")
 def lesson_scaling(src: Source, theme: Theme):
-    return scaling_figure(src.scaling(), theme=theme)
+    demo = src.scaling()
+    n, samples = int(demo["n"]), int(demo["samples"])
+    setup = f"{n} queries × {n} keys, entries N(0, 1), {samples} draws per d_k"
+    return Captioned(with_subtitle(scaling_figure(demo, theme=theme), setup, theme), scaling(demo, n, samples))
 
 
 @view("lesson.spread", page="lessons")
@@ -172,13 +248,9 @@ def lesson_spread(src: Source, theme: Theme, *, metric: str = "previous"):
     rnd, _ = src.other(spec=ModelSpec("reinit", base=src.spec, seed=0))
     if metric not in src.obs.metrics:
         raise ValueError(f"unknown metric {metric!r}")
-    fig = metric_spread(
-        {src.loaded.name: src.obs.metrics[metric], "random init, same config": rnd.metrics[metric]},
-        metric,
-        title=f"{metric} per head: trained vs random init",
-        theme=theme,
-    )
-    return with_subtitle(fig, subtitle(src), theme)
+    values = {src.loaded.name: src.obs.metrics[metric], "random init, same config": rnd.metrics[metric]}
+    fig = metric_spread(values, metric, title=f"{metric} per head: trained vs random init", theme=theme)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), spread(values, metric))
 
 
 def ablated(src: Source, ablate: tuple):
@@ -189,8 +261,8 @@ def ablated(src: Source, ablate: tuple):
 @view("lesson.ablation", page="lessons")
 def lesson_ablation(src: Source, theme: Theme, *, ablate: tuple = ((0, 0),)):
     change = relative_change(src.obs.hidden, ablated(src, ablate).hidden)
-    fig = change_bars(src.obs.tokens, change, title=f"Output change with {len(ablate)} head(s) off", theme=theme)
-    return with_subtitle(fig, subtitle(src), theme)
+    fig = change_bars(src.obs.tokens, change, title=f"Output change with {heads_off(ablate)}", theme=theme)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), ablation_caption(src.obs.tokens, change, ablate))
 
 
 def mask_positions(src: Source, pick: int | None = None) -> tuple[list[int], bool]:
@@ -223,7 +295,7 @@ def lesson_ablation_predictions(src: Source, theme: Theme, *, ablate: tuple = ((
     if not ablate:
         raise ViewUnavailableError("switch off at least one head")
     figures = {}
-    for part, off, label in (("before", (), "all heads"), ("after", tuple(ablate), f"{len(ablate)} head(s) off")):
+    for part, off, label in (("before", (), "all heads"), ("after", tuple(ablate), heads_off(ablate))):
         (prediction, *_) = _predictions(src, positions, off)
         figures[part] = prediction_bars(
             prediction.tokens, prediction.probs, title=f"position {positions[0]}: {label}", theme=theme

@@ -1,0 +1,68 @@
+"""Find heads: pairs from picked tokens or relations, heads ranked by weight on them, column heads flagged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from model.analysis.find import find_heads, is_punctuation, relation_pairs, token_pairs, word_ids
+from model.io.catalog import ModelSpec, available, load
+from model.observe import observe
+
+TOKENS = ["[CLS]", "un", "##believ", "##able", "cat", "cat", ".", "[SEP]"]
+SPECIAL = [True, False, False, False, False, False, False, True]
+
+
+def test_word_ids_follow_whitespace():
+    text = "unbelievable cat  cat."
+    offsets = [(0, 0), (0, 2), (2, 8), (8, 12), (13, 16), (18, 21), (21, 22), (0, 0)]
+    assert word_ids(text, offsets, SPECIAL).tolist() == [-1, 0, 0, 0, 1, 2, 2, -1]
+
+
+def test_relations_give_the_expected_pairs():
+    words = np.array([-1, 0, 0, 0, 1, 2, 2, -1])
+    prev = relation_pairs("previous", TOKENS, SPECIAL)
+    assert prev[3, 2] and prev[1, 0] and not prev[0].any() and not prev[7].any()  # queries: ordinary tokens
+    assert relation_pairs("next", TOKENS, SPECIAL)[6, 7]
+    same = relation_pairs("same token", TOKENS, SPECIAL)
+    assert same[4, 5] and same[5, 4] and not same[4, 4] and same.sum() == 2
+    word = relation_pairs("same word", TOKENS, SPECIAL, words)
+    assert word[1, 2] and word[3, 1] and word[5, 6] and not word[4].any()
+    special = relation_pairs("special", TOKENS, SPECIAL)
+    assert special[2].tolist() == SPECIAL and not special[0].any()
+    assert relation_pairs("punctuation", TOKENS, SPECIAL)[:, 6].sum() == 6
+    assert is_punctuation("...") and is_punctuation("##,") and not is_punctuation("a.") and not is_punctuation("")
+    with pytest.raises(ValueError, match="unknown relation"):
+        relation_pairs("sideways", TOKENS, SPECIAL)
+
+
+def test_heads_are_ranked_and_column_heads_flagged():
+    n = 6
+    uniform = np.full((n, n), 1 / n)
+    linker = uniform.copy()
+    linker[3] = 0.0
+    linker[3, 1] = 1.0  # query 3 looks at key 1; nobody else does
+    column = np.zeros((n, n))
+    column[:, 1] = 0.9
+    column[:, 0] = 0.1  # every query looks at key 1
+    patterns = np.stack([uniform, linker, column])[None]  # (1, 3, n, n)
+    found = find_heads(patterns, token_pairs(n, [3], [1]), special=[True, *([False] * 4), True])
+    assert found.ranking() == [(0, 1), (0, 2), (0, 0)]
+    np.testing.assert_allclose(found.score[0], [1 / n, 1.0, 0.9])
+    assert found.flagged[0].tolist() == [True, False, True]  # uniform and column: others give key 1 as much
+    assert found.chance == pytest.approx(1 / n) and found.n_queries == 1
+    relation = find_heads(patterns, relation_pairs("previous", list("abcdef"), [False] * n))
+    assert relation.column is None and not relation.flagged.any()
+    with pytest.raises(ValueError, match="pick at least one query"):
+        find_heads(patterns, np.zeros((n, n), dtype=bool))
+
+
+@pytest.mark.skipif(not available("minilm")[0], reason="all-MiniLM-L6-v2 is not installed")
+def test_minilm_it_animal_finds_the_coreference_head_and_flags_the_column_head():
+    loaded = load(ModelSpec("minilm"))
+    obs = observe(loaded.model, loaded.tokenizer, "The animal didn't cross the street because it was too tired.")
+    pairs = token_pairs(obs.n_tokens, [obs.tokens.index("it")], [obs.tokens.index("animal")])
+    found = find_heads(obs.patterns, pairs, obs.special)
+    top = found.ranking()[:3]
+    assert (3, 1) in top and not found.flagged[3, 1]
+    assert found.score[3, 1] > 0.6 and found.flagged[5, 11]  # L5H11: every token looks at "animal"

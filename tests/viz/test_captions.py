@@ -1,0 +1,245 @@
+"""Captions are computed from what is drawn: each caption function follows its data, and each captioned
+lesson's sentence agrees with the numbers in its own figure."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from model.io.catalog import ModelSpec
+from viz.figures import Theme
+from viz.views import build
+from viz.views import captions as say
+from viz.views.source import DirectSource
+
+TEXT = "The cat sat on the mat because it was tired."
+TOKENS = ["[CLS]", "a", "b", "c", "d", "[SEP]"]
+
+
+@pytest.fixture(scope="module")
+def src():
+    return DirectSource.for_text(ModelSpec("bundled"), TEXT)
+
+
+def numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)]
+
+
+# --- each caption follows its data --------------------------------------------------------------------------
+
+
+def test_mask_change_names_the_tokens_and_trend_the_bars_show():
+    falling = say.mask_change(TOKENS, [1.2, 0.9, 0.7, 0.5, 0.3, 0.4], switched_on=True, n_layers=4)
+    assert "token 0 “[CLS]” (1.20)" in falling and "smallest: token 4 “d” (0.30)" in falling
+    assert "Earlier tokens change more" in falling and "changes by 0.40" in falling
+    rising = say.mask_change(TOKENS, [0.1, 0.2, 0.3, 0.5, 0.8, 0.9], switched_on=True, n_layers=4)
+    assert "Later tokens change more" in rising and "token 5 “[SEP]” (0.90)" in rising
+    flat_last = say.mask_change(TOKENS, [0.3, 1.1, 0.2, 0.9, 0.4, 0.0], switched_on=True, n_layers=1)
+    assert "token 1 “a” (1.10)" in flat_last and "barely changes (0.000)" in flat_last
+    lifted = say.mask_change(TOKENS, [0.9, 0.5, 0.4, 0.3, 0.2, 0.0], switched_on=False, n_layers=4)
+    assert "Lifting the mask" in lifted
+
+
+def test_permutation_reports_the_head_shown_not_the_layer_maximum():
+    diffs = np.array([0.9, 0.004, 0.3])
+    on = say.permutation(diffs, 1, positions_on=True, has_positions=True, real_gap=None)
+    assert "head 1's un-shuffled pattern differs from the original by up to 0.004" in on
+    assert "largest difference is 0.900 (head 0)" in on and "barely depends on word order" in on
+    on0 = say.permutation(diffs, 0, positions_on=True, has_positions=True, real_gap=None)
+    assert "by up to 0.900" in on0 and "barely" not in on0
+    off = say.permutation(np.array([1e-8, 2e-8]), 0, positions_on=False, has_positions=True, real_gap=0.42)
+    assert "equals the original (largest difference 1.0e-08)" in off and "differs from it by up to 0.420" in off
+    none = say.permutation(np.array([1e-8]), 0, positions_on=True, has_positions=False, real_gap=None)
+    assert "no positional encoding" in none
+
+
+def test_qk_plane_judges_closeness_against_the_weights():
+    coords_q = np.zeros((4, 2))
+    near_strong = np.array([[1.0, 0], [2.0, 0], [3.0, 0], [4.0, 0]])  # nearer keys weigh more
+    weights = np.array([0.5, 0.3, 0.15, 0.05])
+    good = say.qk_plane(TOKENS[:4], 0, weights, coords_q, near_strong, np.array([0.3, 0.2]), 1.5)
+    assert "ρ = +1.00" in good and "follows the weights well" in good and "keeps 50% of the variance" in good
+    assert "“[CLS]” (50%), “a” (30%), “b” (15%)" in good and "c = 1.50" in good
+    bad = say.qk_plane(TOKENS[:4], 0, weights, coords_q, near_strong[::-1], np.array([0.3, 0.2]), 1.0)
+    assert "ρ = -1.00" in bad and "says little" in bad
+    assert "nearest to it in the plane: “c”, “b”, “a”" in bad
+
+
+def test_wavelengths_follow_the_formula():
+    text = say.wavelengths([0, 64], 128)
+    assert "dim 0: 6.3" in text and f"dim 64: {2 * np.pi * 10000**0.5:,.1f}" in text
+    assert say.wavelength(3, 128) == say.wavelength(2, 128)  # a sine and its cosine share a wavelength
+
+
+def test_clipped_table_reports_the_clip_and_the_outlier():
+    t = np.zeros((10, 10))
+    t[3, 7] = 5.0
+    t[0, :] = 0.1
+    text = say.clipped_table(t, 0.1, "T")
+    assert "10 positions × 10 dimensions" in text and "±0.1" in text
+    assert "1.0% of the values lie beyond" in text and "+5 at position 3, dimension 7" in text
+
+
+def demo(unscaled_gradient):
+    d = np.array([1, 2, 4, 8])
+    return {
+        "d_k": d,
+        "max_weight_unscaled": np.array([0.2, 0.4, 0.6, 0.9]),
+        "max_weight_scaled": np.array([0.2, 0.21, 0.2, 0.22]),
+        "entropy_unscaled": np.array([3.0, 2.0, 1.0, 0.2]),
+        "entropy_scaled": np.array([3.0, 3.0, 2.9, 3.0]),
+        "gradient_unscaled": np.array(unscaled_gradient),
+        "gradient_scaled": np.array([0.2, 0.2, 0.2, 0.2]),
+    }
+
+
+def test_scaling_states_the_setup_and_where_the_gradient_claim_holds():
+    crossing = say.scaling(demo([0.3, 0.25, 0.1, 0.02]), 16, 8)
+    assert "16 queries and 16 keys" in crossing and "8 draws" in crossing
+    assert "not smaller for d_k ≤ 2" in crossing and "from d_k = 4 on" in crossing
+    assert "10× smaller at d_k = 8" in crossing and "from 0.20 (d_k = 1) to 0.90 (d_k = 8)" in crossing
+    everywhere = say.scaling(demo([0.1, 0.1, 0.05, 0.02]), 16, 8)
+    assert "smaller at every d_k shown" in everywhere
+    never = say.scaling(demo([0.3, 0.3, 0.3, 0.3]), 16, 8)
+    assert "not smaller at any d_k shown" in never and "learning slows" not in never
+
+
+def test_value_norms_spread_ablation_padding_and_one_query():
+    weights = np.array([[0.6, 0.4], [0.6, 0.4]])
+    contrib = np.array([[0.06, 0.4], [0.06, 0.4]])  # key 0's value vector is ten times smaller
+    text = say.value_norms(["x", "y"], weights, contrib)
+    assert "“x” receives 60% of the weight but 13% of the contribution" in text
+    assert "agree" in say.value_norms(["x", "y"], weights, weights)
+    assert "specialise" in say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.5, 0.52])}, "previous")
+    assert "does not tell" in say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.0, 1.1])}, "previous")
+    text = say.ablation(TOKENS, [0.1, 0.2, 0.9, 0.1, 0.1, 0.1], [(0, 1), (2, 3)])
+    assert "token 2 “b” (0.900)" in text and text.startswith("With L0H1 and L2H3 off,")
+    assert say.heads_off([(1, 0)]) == "L1H0 off" and say.heads_off([(0, h) for h in range(5)]) == "5 heads off"
+    assert "exactly zero weight" in say.padding(0.0, 1e-7, 3) and "the same as" in say.padding(0.0, 1e-7, 3)
+    assert "at most 1.0e-03" in say.padding(1e-3, 0.5, 3) and "different from" in say.padding(1e-3, 0.5, 3)
+    assert "nothing is padded" in say.padding(0.0, 0.0, 0)
+    assert say.one_query(TOKENS, 2, [0.1, 0.5, 0.0, 0.3, 0.05, 0.05]) == (
+        "Query 2 “b”: strongest keys “a” (50.0%), “c” (30.0%), “[CLS]” (10.0%)."
+    )
+
+
+def test_rank_correlation():
+    assert say.rank_correlation([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert say.rank_correlation([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert say.rank_correlation([1, 2, 3], [5, 5, 5]) == 0.0
+
+
+# --- each lesson's caption agrees with its own figure -----------------------------------------------------
+
+
+def test_masks_caption_agrees_with_its_bars(src):
+    (view,) = build("masks.change", src, Theme())
+    bars = np.array(view.figure.data[0].y)
+    hi, lo = int(bars.argmax()), int(bars.argmin())
+    assert f"Largest change: token {hi} “{src.obs.tokens[hi]}” ({bars[hi]:.2f})" in view.caption
+    assert f"smallest: token {lo} “{src.obs.tokens[lo]}” ({bars[lo]:.2f})" in view.caption
+    assert f"changes by {bars[-1]:.2f}" in view.caption or f"barely changes ({bars[-1]:.3f})" in view.caption
+
+
+@pytest.mark.parametrize("positions_on", [False, True])
+def test_permutation_caption_agrees_with_its_panels(src, positions_on):
+    (view,) = build("perm", src, Theme(), layer=1, head=2, positions_on=positions_on)
+    original, _, unshuffled, *real = [np.array(t.z, dtype=float) for t in view.figure.data]
+    gap = np.abs(unshuffled - original).max()
+    if positions_on:
+        assert not real and f"by up to {gap:.3f}" in view.caption and gap > 1e-3
+    else:
+        assert f"largest difference {gap:.1e}" in view.caption and gap < 1e-5
+        assert f"differs from it by up to {np.abs(real[0] - original).max():.3f}" in view.caption
+
+
+def test_qk_plane_caption_agrees_with_its_points(src):
+    query = src.obs.tokens.index("it")
+    (view,) = build("qkv.plane", src, Theme(), layer=1, head=1, query=query)
+    queries, keys = view.figure.data
+    dist = np.hypot(np.array(keys.x) - queries.x[query], np.array(keys.y) - queries.y[query])
+    nearest = [src.obs.tokens[j] for j in np.argsort(dist, kind="stable")[:3]]
+    assert "nearest to it in the plane: " + ", ".join(f"“{t}”" for t in nearest) in view.caption
+    weights = src.obs.patterns[1, 1, query]
+    rho = say.rank_correlation(-dist, weights)
+    assert f"ρ = {rho:+.2f}" in view.caption
+    labelled = [a.text for a in view.figure.layout.annotations if a.text.startswith("key: ")]
+    strongest = [src.obs.tokens[j] for j in np.argsort(-weights, kind="stable")[:3]]
+    assert sorted(labelled) == sorted(f"key: {t}" for t in strongest)  # the labelled keys are the ones named
+
+
+def test_qk_alignment_keeps_every_attention_weight(src):
+    from model.analysis.projection import align_keys
+
+    steps, _ = src.steps(1, 1)
+    q, k, _ = align_keys(steps.q, steps.k)
+    d_k = steps.q.shape[1]
+    before = steps.q.astype(np.float64) @ steps.k.T.astype(np.float64) / np.sqrt(d_k)
+    after = q @ k.T / np.sqrt(d_k)
+
+    def softmax(s):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    np.testing.assert_allclose(softmax(after), softmax(before), atol=1e-6)
+    np.testing.assert_allclose(q.mean(0), k.mean(0), atol=1e-6)  # one centre
+    spread_q, spread_k = (np.linalg.norm(x - x.mean(0), axis=1).mean() for x in (q, k))
+    assert spread_q == pytest.approx(spread_k, rel=1e-6)  # equally spread
+
+
+def test_curves_caption_names_the_plotted_dimensions(src):
+    (view,) = build("pe.curves", src, Theme())
+    dims = [int(t.name.split()[1]) for t in view.figure.data]
+    lengths = [say.wavelength(x, src.loaded.model.cfg.d_model) for x in dims]
+    assert all(b > 2.5 * a for a, b in itertools.pairwise(lengths))  # the default spreads the wavelengths
+    assert all(f"dim {x}: {w:,.1f}" in view.caption for x, w in zip(dims, lengths))
+    # the curve really has that wavelength: zero crossings of a sine of wavelength λ are λ/2 apart
+    y = np.array(view.figure.data[0].y)
+    crossings = np.flatnonzero(np.diff(np.sign(y[1:]))) + 1
+    assert np.median(np.diff(crossings)) == pytest.approx(lengths[0] / 2, abs=1)
+
+
+def test_learned_table_is_whole_and_its_clip_is_the_colour_bars():
+    learned = DirectSource.for_text(ModelSpec("minilm"), TEXT)
+    try:
+        views = {v.key: v for v in build("pe.model", learned, Theme())}
+    except Exception as exc:  # MiniLM not installed
+        pytest.skip(str(exc))
+    view = views["pe.model.learned"]
+    exact = view.exact()
+    table = np.array(exact.data[0].z)
+    assert table.shape == (512, 384)  # every position, every dimension
+    clip = exact.layout.coloraxis.cmax
+    assert clip == pytest.approx(np.quantile(np.abs(table), 0.99), rel=1e-3) and clip < np.abs(table).max() / 5
+    assert f"±{clip:.3g}" in view.caption and f"{(np.abs(table) > clip).mean():.1%}" in view.caption
+
+
+def test_scaling_caption_agrees_with_its_curves(src):
+    (view,) = build("lesson.scaling", src, Theme())
+    by = {(t.name, t.xaxis): np.array(t.y) for t in view.figure.data}
+    d = np.array(view.figure.data[0].x)
+    g_u, g_s = by[("unscaled", "x3")], by[("scaled", "x3")]
+    first = int(np.argmax(g_u < g_s))
+    assert first > 0 and (g_u[first:] < g_s[first:]).all()  # at these sizes the claim holds from d_k = d[first]
+    assert f"from d_k = {d[first]} on" in view.caption and f"d_k ≤ {d[first - 1]}" in view.caption
+    assert f"{g_s[-1] / g_u[-1]:.0f}× smaller at d_k = {d[-1]}" in view.caption
+
+
+def test_value_norm_spread_ablation_and_padding_captions_agree(src):
+    (values,) = build("qkv.values", src, Theme(), layer=1, head=0)
+    weight, share = (np.array(t.z, dtype=float) for t in values.figure.data)
+    gap = weight.mean(0) - share.mean(0)
+    j = int(gap.argmax())
+    assert f"“{src.obs.tokens[j]}”" in values.caption and f"{weight.mean(0)[j]:.0%}" in values.caption
+    (spread,) = build("lesson.spread", src, Theme(), metric="entropy")
+    trained, rnd = (np.array(t.y, dtype=float) for t in spread.figure.data[:2])
+    assert f"{trained.std():.3f}" in spread.caption and f"{rnd.std():.3f}" in spread.caption
+    (ablation,) = build("lesson.ablation", src, Theme(), ablate=((0, 1), (1, 2)))
+    bars = np.array(ablation.figure.data[0].y)
+    assert ablation.figure.layout.title.text.startswith("Output change with L0H1 and L1H2 off")
+    assert f"move by {bars.mean():.3f}" in ablation.caption and f"({bars.max():.3f})" in ablation.caption
+    (padding,) = build("masks.padding", src, Theme(), layer=0, head=0, text_b="Short.")
+    assert "exactly zero weight" in padding.caption and "the same as" in padding.caption

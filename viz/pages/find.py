@@ -1,0 +1,86 @@
+"""Find heads: every head ranked by the weight it puts on (query, key) pairs you choose; column patterns flagged."""
+
+import pandas as pd
+import streamlit as st
+
+from model.analysis.find import COLUMN_SHARE, RELATIONS
+from viz.shell.context import page_context
+from viz.shell.services import views
+from viz.shell.widgets import clicked, head_label, show_view, unavailable
+from viz.views import ViewUnavailableError
+from viz.views.find import RELATION_LABELS, found_for
+
+ATTENTION_PAGE = "viz/pages/attention.py"
+
+
+def open_head(layer: int, head: int) -> None:
+    """Show this head on the attention map, with the first picked query and key in focus."""
+    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    if st.session_state.get("find_relation") == "tokens":
+        for pick, focus in (("find_queries", "focus_query"), ("find_keys", "focus_key")):
+            if st.session_state.get(pick):
+                st.session_state[focus] = int(st.session_state[pick][0])
+    st.session_state["_open_attention"] = True
+
+
+def open_clicked() -> None:
+    for layer, head in clicked("find_fig")[:1]:
+        open_head(layer, head)
+
+
+def open_row() -> None:
+    rows = ((st.session_state.get("find_table") or {}).get("selection") or {}).get("rows") or []
+    if rows:
+        open_head(*st.session_state["_find_rows"][rows[0]])
+
+
+if st.session_state.pop("_open_attention", False):
+    st.switch_page(ATTENTION_PAGE)
+ctx = page_context()
+obs = ctx.obs
+st.title("Find heads")
+st.caption(
+    "Which head links these tokens? Pick queries (rows: the tokens that look) and keys (columns: the tokens "
+    "looked at), or a relation. Every head of every layer is ranked by the weight its queries put on their keys. "
+    f"A head is flagged **column** when the other tokens give the same keys at least {COLUMN_SHARE:.0%} as much: "
+    "its weight there is not about your query. Click a thumbnail or a row to open that head."
+)
+relation = st.radio("Look for", RELATIONS, format_func=RELATION_LABELS.get, horizontal=True, key="find_relation")
+queries, keys = [], []
+if relation == "tokens":
+    c1, c2 = st.columns(2)
+    options = list(range(obs.n_tokens))
+
+    def token(i: int) -> str:
+        return f"{i}: {obs.tokens[i]}"
+
+    queries = c1.multiselect("Query tokens (rows)", options, format_func=token, key="find_queries")
+    keys = c2.multiselect("Key tokens (columns)", options, format_func=token, key="find_keys")
+try:
+    (fig,) = views(ctx, "find", relation=relation, queries=tuple(queries), keys=tuple(keys))
+except ViewUnavailableError as exc:
+    unavailable(exc)
+    st.stop()
+show_view(fig, "find_fig", on_select=open_clicked, selection_mode="points")
+found, _ = found_for(ctx.source, relation, tuple(queries), tuple(keys))
+ranking = found.ranking()
+st.session_state["_find_rows"] = ranking
+table = {
+    "rank": list(range(1, len(ranking) + 1)),
+    "head": [head_label(h) for h in ranking],
+    "weight on the pairs": [float(found.score[h]) for h in ranking],
+}
+if found.column is not None:
+    table["from the other tokens"] = [float(found.column[h]) for h in ranking]
+    table["column pattern"] = [bool(found.flagged[h]) for h in ranking]
+st.dataframe(
+    pd.DataFrame(table),
+    hide_index=True,
+    key="find_table",
+    on_select=open_row,
+    selection_mode="single-row",
+    height=min(38 + 35 * len(ranking), 460),
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in ("weight on the pairs", "from the other tokens")
+    },
+)

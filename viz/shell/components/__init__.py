@@ -1,0 +1,89 @@
+"""Interactive pieces the charts cannot do, as Streamlit components (st.components.v2): their JavaScript and
+CSS live beside this file and are served from the app itself (no CDN, works offline).
+
+token_strip  the text's tokens; click one to put it in focus as the query (Shift+click: the key)
+head_view    BertViz-style lines drawn in the browser: hover isolates a token's lines, heads toggle, click focuses
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from viz.figures.headview import HEAD_COLOURS
+from viz.figures.theme import Theme
+
+HERE = Path(__file__).resolve().parent
+_registered: dict = {}
+
+
+def _component(name: str):
+    """Register a component once per process (files read on first use, not at import)."""
+    if name not in _registered:
+        _registered[name] = st.components.v2.component(
+            f"attention_lab.{name}",
+            js=(HERE / f"{name}.js").read_text(encoding="utf-8"),
+            css=(HERE / f"{name}.css").read_text(encoding="utf-8"),
+        )
+    return _registered[name]
+
+
+def _mount(name: str, data: dict, key: str) -> None:
+    """Show a component. ``data`` travels wrapped in a list: Streamlit scans a dict's values for dataframes,
+    which imports pandas (0.4 s on a cold server's first page); a list goes straight to JSON."""
+    _component(name)(data=[data], key=key, on_focus_change=lambda: _store_focus(key))
+
+
+def _store_focus(component_key: str) -> None:
+    """Copy a component's focus event into the shared focus settings (every page reads those)."""
+    focus = (st.session_state.get(component_key) or {}).get("focus") or {}
+    for setting, field in (("focus_query", "query"), ("focus_key", "key")):
+        if isinstance(focus.get(field), int):
+            st.session_state[setting] = focus[field]
+
+
+def token_strip(tokens: list[str], special, key: str = "focus_strip") -> None:
+    """The text's tokens as chips; the focus query is blue, the focus key orange. Click to change them."""
+    data = {
+        "tokens": [str(t) for t in tokens],
+        "special": [bool(s) for s in special],
+        "query": int(st.session_state["focus_query"]),
+        "key": int(st.session_state["focus_key"]),
+    }
+    _mount("token_strip", data, key)
+
+
+def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) -> dict[str, list]:
+    """A head's strongest lines for the browser: for each query, up to ``per_row`` keys with weight ≥ floor.
+
+    weights: (N, N). Returns {"q": [...], "k": [...], "w": [...]} (weights rounded to 3 decimals)."""
+    w = np.asarray(weights, dtype=np.float32)
+    per_row = min(per_row, w.shape[1])
+    top = np.argpartition(-w, per_row - 1, axis=1)[:, :per_row]  # (N, per_row)
+    rows = np.repeat(np.arange(w.shape[0]), per_row)
+    cols = top.ravel()
+    vals = w[rows, cols]
+    keep = vals >= floor
+    return {"q": rows[keep].tolist(), "k": cols[keep].tolist(), "w": np.round(vals[keep], 3).tolist()}
+
+
+def head_view(patterns: np.ndarray, tokens: list[str], heads: list[int], threshold: float, theme: Theme, key: str):
+    """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on)."""
+    data = {
+        "tokens": [str(t) for t in tokens],
+        "heads": [
+            {"label": f"head {h}", "colour": HEAD_COLOURS[h % len(HEAD_COLOURS)], **sparse_lines(patterns[h])}
+            for h in heads
+        ],
+        "threshold": float(threshold),
+        "query": int(st.session_state["focus_query"]),
+        "key": int(st.session_state["focus_key"]),
+        "rowHeight": 28 if theme.presentation else 20,
+        "fontSize": theme.sizes.tick + 1,
+        "lineWidth": 2.0 * theme.line_scale,
+        "maxHeight": 680,
+        "dark": theme.dark,
+    }
+    _mount("head_view", data, key)

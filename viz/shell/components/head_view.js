@@ -1,0 +1,147 @@
+// BertViz-style head view, drawn on a canvas in the browser: hover a token to isolate its lines (no server
+// round trip), toggle heads, move the threshold; click a token to put it in focus for every page.
+// Only the rows in view are drawn, so 512 tokens and 12 heads stay smooth.
+export default function (component) {
+  const { setStateValue, parentElement } = component;
+  const data = component.data[0]; // sent as [data] (see _mount in __init__.py)
+  parentElement.querySelector(".al-hv")?.remove(); // our previous drawing (the injected <style> stays)
+  const n = data.tokens.length;
+  const rowH = data.rowHeight;
+  const font = `${data.fontSize}px "DejaVu Sans", Arial, sans-serif`;
+  const colours = { text: data.dark ? "#f8f9fa" : "#111111", muted: data.dark ? "#adb5bd" : "#6c757d",
+                    bg: data.dark ? "#111418" : "#ffffff", focus: "#3b5bdb", key: "#e8590c" };
+  const visible = data.heads.map(() => true);
+  let threshold = data.threshold;
+  let hovered = null; // {side: "query" | "key", index}
+
+  const root = document.createElement("div");
+  root.className = "al-hv";
+  const bar = document.createElement("div");
+  bar.className = "al-hv-bar";
+  data.heads.forEach((head, h) => {
+    const chip = document.createElement("button");
+    chip.type = "button";
+    chip.className = "al-hv-head on";
+    chip.style.setProperty("--c", head.colour);
+    chip.textContent = head.label;
+    chip.onclick = () => { visible[h] = !visible[h]; chip.classList.toggle("on", visible[h]); draw(); };
+    bar.appendChild(chip);
+  });
+  const label = document.createElement("label");
+  label.className = "al-hv-threshold";
+  label.textContent = "hide lines lighter than ";
+  const slider = document.createElement("input");
+  slider.type = "range"; slider.min = "0"; slider.max = "0.5"; slider.step = "0.01"; slider.value = String(threshold);
+  const value = document.createElement("span");
+  value.textContent = threshold.toFixed(2);
+  slider.oninput = () => { threshold = parseFloat(slider.value); value.textContent = threshold.toFixed(2); draw(); };
+  label.append(slider, value);
+  bar.appendChild(label);
+  root.appendChild(bar);
+
+  const scroller = document.createElement("div");
+  scroller.className = "al-hv-scroll";
+  const height = Math.min(n * rowH + 8, data.maxHeight);
+  scroller.style.height = `${height}px`;
+  const spacer = document.createElement("div");
+  spacer.style.height = `${Math.max(0, n * rowH + 8 - height)}px`; // the sticky canvas takes the first screen
+  const canvas = document.createElement("canvas");
+  canvas.className = "al-hv-canvas";
+  scroller.append(canvas, spacer);
+  root.appendChild(scroller);
+  parentElement.appendChild(root);
+
+  const ctx = canvas.getContext("2d");
+  ctx.font = font;
+  const labelW = Math.min(220, Math.max(...data.tokens.map((t) => ctx.measureText(t).width), 20)) + 10;
+  let width = 0;
+  function layout() {
+    width = scroller.clientWidth || 600;
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = width * ratio; canvas.height = height * ratio;
+    canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  }
+  const xLeft = () => labelW + 6, xRight = () => width - labelW - 6;
+  const rowY = (i) => i * rowH + rowH / 2 + 4 - scroller.scrollTop;
+
+  function active() {
+    if (hovered) return hovered;
+    if (data.query >= 0) return { side: "query", index: data.query, fromFocus: true };
+    return null;
+  }
+
+  function draw() {
+    const t0 = performance.now();
+    ctx.clearRect(0, 0, width, height);
+    ctx.fillStyle = colours.bg; ctx.fillRect(0, 0, width, height);
+    const top = Math.floor(scroller.scrollTop / rowH) - 1, bottom = top + Math.ceil(height / rowH) + 2;
+    const act = active();
+    let strong = 0, faint = 0;
+    let maxW = 1e-9;
+    data.heads.forEach((head, h) => { if (visible[h]) head.w.forEach((w) => { if (w > maxW) maxW = w; }); });
+    data.heads.forEach((head, h) => {
+      if (!visible[h]) return;
+      ctx.strokeStyle = head.colour;
+      ctx.lineWidth = data.lineWidth;
+      for (let e = 0; e < head.w.length; e++) {
+        const w = head.w[e], q = head.q[e], k = head.k[e];
+        if (w < threshold) continue;
+        if ((q < top || q > bottom) && (k < top || k > bottom)) continue;
+        const touches = act && ((act.side === "query" && q === act.index) || (act.side === "key" && k === act.index));
+        const alpha = 0.15 + 0.85 * (w / maxW);
+        ctx.globalAlpha = act && !touches ? 0.04 : alpha;
+        if (act && !touches) faint++; else strong++;
+        ctx.beginPath(); ctx.moveTo(xLeft(), rowY(q)); ctx.lineTo(xRight(), rowY(k)); ctx.stroke();
+      }
+    });
+    ctx.globalAlpha = 1;
+    ctx.font = font; ctx.textBaseline = "middle";
+    for (let i = Math.max(0, top); i < Math.min(n, bottom); i++) {
+      for (const side of ["query", "key"]) {
+        const isAct = act && act.side === side && act.index === i;
+        const isFocus = (side === "query" && i === data.query) || (side === "key" && i === data.key);
+        ctx.fillStyle = isFocus ? (side === "query" ? colours.focus : colours.key) : isAct ? colours.focus : colours.text;
+        ctx.textAlign = side === "query" ? "right" : "left";
+        const x = side === "query" ? labelW : width - labelW;
+        ctx.font = (isAct || isFocus ? "bold " : "") + font;
+        ctx.fillText(data.tokens[i], x, rowY(i));
+      }
+    }
+    root.dataset.active = act ? `${act.side}:${act.index}` : "";
+    root.dataset.strong = String(strong);
+    root.dataset.faint = String(faint);
+    root.dataset.drawMs = (performance.now() - t0).toFixed(1);
+  }
+
+  function hit(event) {
+    const rect = canvas.getBoundingClientRect();
+    const x = event.clientX - rect.left, y = event.clientY - rect.top + scroller.scrollTop - 4;
+    const index = Math.floor(y / rowH);
+    if (index < 0 || index >= n) return null;
+    if (x <= labelW + 4) return { side: "query", index };
+    if (x >= width - labelW - 4) return { side: "key", index };
+    return null;
+  }
+  let pending = false;
+  const redraw = () => { if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; draw(); }); } };
+  canvas.addEventListener("mousemove", (event) => {
+    const h = hit(event);
+    const same = (h && hovered && h.side === hovered.side && h.index === hovered.index) || (!h && !hovered);
+    if (!same) { hovered = h; canvas.style.cursor = h ? "pointer" : "default"; redraw(); }
+  });
+  canvas.addEventListener("mouseleave", () => { hovered = null; redraw(); });
+  canvas.addEventListener("click", (event) => {
+    const h = hit(event);
+    if (!h) return;
+    const focus = h.side === "query" ? { query: h.index, key: data.key } : { query: data.query, key: h.index };
+    setStateValue("focus", { ...focus, seq: Date.now() });
+  });
+  scroller.addEventListener("scroll", redraw);
+  layout();
+  if (data.query >= 0) scroller.scrollTop = Math.max(0, data.query * rowH - height / 2);
+  draw();
+  const observer = new ResizeObserver(() => { layout(); draw(); });
+  observer.observe(scroller);
+  return () => observer.disconnect();
+}

@@ -1,0 +1,116 @@
+"""The find-heads view: every head ranked by its weight on chosen (query, key) pairs, the strongest as
+thumbnails to click, column patterns flagged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.analysis.find import RELATIONS, Found, find_heads, relation_pairs, token_pairs, word_ids
+from viz.figures import ranked_heads
+from viz.figures.common import Theme, with_subtitle
+from viz.views.attention import subtitle
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import found_heads, quoted
+
+#: what each relation looks for, as the page offers it
+RELATION_LABELS = {
+    "tokens": "tokens I pick",
+    "previous": "the previous token",
+    "next": "the next token",
+    "same token": "the same token elsewhere",
+    "same word": "the other pieces of the same word",
+    "special": "special tokens ([CLS], [SEP], …)",
+    "punctuation": "punctuation",
+}
+assert tuple(RELATION_LABELS) == RELATIONS
+
+
+def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[int, ...]) -> tuple[Found, str]:
+    """(the ranking, what was looked for in words). Raises ViewUnavailableError when there is nothing to rank."""
+    obs = src.obs
+    n = obs.n_tokens
+    if relation == "tokens":
+        queries = tuple(q for q in queries if 0 <= q < n)
+        keys = tuple(k for k in keys if 0 <= k < n)
+        if not queries or not keys:
+            raise ViewUnavailableError("Pick at least one query token and one key token.")
+        pairs = token_pairs(n, queries, keys)
+        what = " ".join(quoted(obs.tokens[q]) for q in queries) + " → " + " ".join(quoted(obs.tokens[k]) for k in keys)
+    else:
+        if relation not in RELATIONS:
+            raise ValueError(f"unknown relation {relation!r}")
+        pairs = relation_pairs(relation, obs.tokens, obs.special, word_ids(obs.text, obs.offsets, obs.special))
+        what = f"Each token → {RELATION_LABELS[relation]}"
+        if not pairs.any():
+            raise ViewUnavailableError(f"This text has no pair for “{RELATION_LABELS[relation]}”.")
+    return find_heads(obs.patterns, pairs, obs.special), what
+
+
+def head_labels(found: Found, heads: list[tuple[int, int]]) -> list[str]:
+    return [
+        f"L{lay}H{hd}<br>{found.score[lay, hd]:.2f}" + (" · column" if found.flagged[lay, hd] else "")
+        for lay, hd in heads
+    ]
+
+
+@view("find", page="find")
+def find(
+    src: Source,
+    theme: Theme,
+    *,
+    relation: str = "previous",
+    queries: tuple[int, ...] = (),
+    keys: tuple[int, ...] = (),
+    top: int = 8,
+):
+    """The ``top`` heads with the most weight on the chosen pairs, strongest first (click one to open it)."""
+    found, what = found_for(src, relation, tuple(queries), tuple(keys))
+    heads = found.ranking()[: max(1, top)]
+    patterns = np.stack([src.obs.patterns[lay, hd] for lay, hd in heads])  # (K, N, N)
+    fig = ranked_heads(
+        patterns,
+        head_labels(found, heads),
+        heads,
+        rows=queries if relation == "tokens" else (),
+        cols=keys if relation == "tokens" else (),
+        title=f"The {len(heads)} heads with most weight on {what.removeprefix('Each token → ')}",
+        theme=theme,
+    )
+    caption = found_heads(what, found.score, found.column, found.flagged, found.chance, found.n_queries, len(heads))
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+
+
+COREFERENCE = "The animal didn't cross the street because it was too tired."
+
+
+def lesson_map(src: Source, specs: list) -> list[dict]:
+    """Measure, on each model, what the classic lessons need: the head linking “it” to “animal” in the
+    coreference sentence, the strongest previous-token head, a masked-word head, the kind of positions.
+    specs: the ModelSpecs to measure (each is loaded and run once, through ``src``'s caches)."""
+    rows = []
+    for spec in specs:
+        obs, loaded = src.other(spec=spec, text=COREFERENCE)
+        prev = find_heads(obs.patterns, relation_pairs("previous", obs.tokens, obs.special), obs.special)
+        pl, ph = prev.ranking()[0]
+        linked = {"“it” → “animal”: best head": "“animal” is split into pieces", "its weight": float("nan")}
+        linked["a column pattern?"] = None
+        if "it" in obs.tokens and "animal" in obs.tokens:
+            pairs = token_pairs(obs.n_tokens, [obs.tokens.index("it")], [obs.tokens.index("animal")])
+            link = find_heads(obs.patterns, pairs, obs.special)
+            lay, hd = link.ranking()[0]
+            linked = {
+                "“it” → “animal”: best head": f"L{lay}H{hd}",
+                "its weight": float(link.score[lay, hd]),
+                "a column pattern?": bool(link.flagged[lay, hd]),
+            }
+        rows.append(
+            {
+                "model": loaded.name,
+                **linked,
+                "previous token: best head": f"L{pl}H{ph}",
+                "its weight ": float(prev.score[pl, ph]),
+                "fills in [MASK]": loaded.has_mlm,
+                "positions": loaded.model.cfg.positional,
+            }
+        )
+    return rows
