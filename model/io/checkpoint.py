@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle  # only for its exception type: nothing is ever unpickled
 from pathlib import Path
 
 import torch
@@ -28,20 +29,35 @@ FORMAT = "attention-lab/1"
 
 
 def save_checkpoint(
-    path: str | Path, model: TransformerEncoder, tokenizer: Tokenizer | None = None, info: dict | None = None
+    path: str | Path,
+    model: TransformerEncoder,
+    tokenizer: Tokenizer | None = None,
+    info: dict | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Path:
-    """Write weights, config, tokenizer and ``info`` into one safetensors file."""
+    """Write weights (floating ones as ``dtype`` when given), config, tokenizer and ``info`` into one
+    safetensors file. Loading restores the model's own dtype (float32)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(to_bytes(model, tokenizer, info))
+    path.write_bytes(to_bytes(model, tokenizer, info, dtype))
     return path
 
 
-def to_bytes(model: TransformerEncoder, tokenizer: Tokenizer | None = None, info: dict | None = None) -> bytes:
+def to_bytes(
+    model: TransformerEncoder,
+    tokenizer: Tokenizer | None = None,
+    info: dict | None = None,
+    dtype: torch.dtype | None = None,
+) -> bytes:
     meta = {"format": FORMAT, "config": model.cfg.to_json(), "info": json.dumps(info or {})}
     if tokenizer is not None:
         meta["tokenizer"] = tokenizer.to_str()
-    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    tensors = {}
+    for key, value in model.state_dict().items():
+        value = value.detach().cpu()
+        if dtype is not None and value.is_floating_point():
+            value = value.to(dtype)
+        tensors[key] = value.contiguous()
     return st_save(tensors, metadata=meta)
 
 
@@ -65,17 +81,35 @@ def load_bytes(data: bytes, name: str = "upload") -> LoadedModel:
     return build_from_state(cfg, tensors, tokenizer, info if isinstance(info, dict) else {})
 
 
+ACCEPTED = (
+    "Attention Lab reads .safetensors files (its own, or a folder with config.json such as a Hugging Face BERT "
+    "folder) and .pt/.pth files that hold only tensors, numbers, strings, lists and dicts: "
+    "{'config': {...}, 'state_dict': {...}}"
+)
+
+
+def torch_load_problem(data: bytes, exc: Exception) -> str:
+    """What is wrong with bytes that ``torch.load(weights_only=True)`` refused, in our words (PyTorch's message
+    suggests disabling the safety check, which is the wrong advice for an untrusted file)."""
+    if data[:4] == b"PK\x03\x04":
+        if isinstance(exc, pickle.UnpicklingError):
+            return (
+                "this PyTorch file holds Python objects beyond plain tensors and containers (a pickled class or "
+                "function); they are never unpickled here, because unpickling can run code"
+            )
+        return "this PyTorch file is damaged or cut short: its zip archive cannot be read"
+    if data[:1] == b"\x80":
+        return "this is a bare pickle, not a file written by torch.save; it is never unpickled here"
+    return "this is not a PyTorch file: it has neither the zip archive of torch.save nor a pickle header"
+
+
 def _load_torch_bytes(data: bytes) -> LoadedModel:
     if not data:
         raise CheckpointError("the file is empty")
     try:
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(
-            "refused to load this PyTorch file: only plain tensors and containers are accepted "
-            f"(weights_only=True), nothing is unpickled or executed ({type(exc).__name__}: "
-            f"{str(exc).splitlines()[0][:200] if str(exc) else ''})"
-        ) from None
+    except Exception as exc:  # PyTorch's own text would advise weights_only=False: never pass it on
+        raise CheckpointError(f"{torch_load_problem(data, exc)}. {ACCEPTED}") from None
     if not isinstance(obj, dict) or "config" not in obj or "state_dict" not in obj:
         raise CheckpointError(
             "a .pt checkpoint must be a dict {'config': {...}, 'state_dict': {...}}; a bare state dict "

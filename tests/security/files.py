@@ -52,7 +52,11 @@ def broken_files(tmp: Path) -> dict[str, tuple[str, bytes, str | None]]:
 
     buf = io.BytesIO()
     torch.save({"config": model.cfg.to_dict(), "state_dict": state, "payload": Evil(tmp / MARKER_NAME)}, buf)
-    files["pickle that runs code"] = ("evil.pt", buf.getvalue(), "weights_only")
+    files["pickle that runs code"] = (
+        "evil.pt",
+        buf.getvalue(),
+        "never unpickled here, because unpickling can run code",
+    )
     files["truncated safetensors"] = ("trunc.safetensors", good[: len(good) * 2 // 3], "truncated")
     header = json.dumps(
         {
@@ -92,7 +96,10 @@ def broken_files(tmp: Path) -> dict[str, tuple[str, bytes, str | None]]:
         bytes(torch.randint(0, 256, (4096,), dtype=torch.uint8).tolist()),
         "not a safetensors",
     )
-    files["random .pt"] = ("random.pt", b"\x80\x04garbage" * 100, "refused to load")
+    files["bare pickle .pt"] = ("random.pt", b"\x80\x04garbage" * 100, "bare pickle, not a file written by torch.save")
+    files["random bytes .pt"] = ("noise.pt", bytes(range(1, 256)) * 8, "not a PyTorch file")
+    whole = _torch_bytes({"config": model.cfg.to_dict(), "state_dict": state})
+    files["truncated .pt"] = ("cut.pt", whole[: len(whole) // 2], "damaged or cut short")
     files["bare state dict .pt"] = ("bare.pt", _torch_bytes(state), "must be a dict")
     files["plain safetensors, no config"] = ("plain.safetensors", st_save(state), "no Attention Lab config")
     return files

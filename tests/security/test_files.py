@@ -35,6 +35,21 @@ def _check(load_call, message):
         load_call()
 
 
+def test_load_errors_are_our_own_and_never_advise_turning_safety_off(files):
+    """PyTorch's message for a refused file suggests weights_only=False; ours says what is wrong and what works."""
+    _, cases = files
+    for fname, data, message in cases.values():
+        if message is None:
+            continue
+        spec = ModelSpec("upload", digest=digest(data), name=fname)
+        with pytest.raises(CheckpointError) as err:
+            load(spec, data)
+        text = str(err.value)
+        assert "weights_only" not in text and "False" not in text, (fname, text)
+        if fname.endswith(".pt"):
+            assert "'state_dict'" in text, (fname, text)  # says what a .pt must hold
+
+
 def test_upload_path(files):
     tmp, cases = files
     for fname, data, message in cases.values():

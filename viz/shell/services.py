@@ -1,13 +1,17 @@
 """Every cache of the app, and the one place that loads models, decides the device and builds the context.
 
-Models and observations are cached as resources shared by all sessions: they hold up to hundreds of MB of
-arrays at 512 tokens and st.cache_data would copy (pickle) them on every rerun. Their arrays are read-only,
-so sharing is safe. Cache keys name what the result depends on; arguments starting with ``_`` are not
-hashed (a model object, an observation) and are always determined by the hashed ones.
+Models, observations, analyses and built views live in one cache shared by all sessions and bounded in bytes
+(``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 1536): they hold up to hundreds of MB of arrays
+at 512 tokens, so counting entries would not bound memory, and st.cache_data would copy (pickle) them on every
+rerun. Their arrays are read-only, so sharing is safe. Cache keys name what the result depends on; arguments
+starting with ``_`` are not part of the key (a model object, an observation) and are always determined by the
+ones that are.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,13 +30,55 @@ from model.io.state import LoadedModel
 from model.observe import Observation, Options, head_weights, observe
 from viz.figures.common import Theme
 from viz.settings import Shape
+from viz.shell.budget import ByteBudgetCache, budget_from_env
 from viz.shell.context import PageContext
 from viz.shell.sidebar import draw_status
 from viz.shell.state import fit_state
 from viz.views import View, build
 
+CACHE = ByteBudgetCache(budget_from_env())  # an empty dict until the first page asks for something
 
-@st.cache_resource(max_entries=6, show_spinner="Loading model…")
+
+def frozen(value):
+    """A hashable stand-in for a cache-key argument (lists and dicts from widgets, arrays)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
+    if isinstance(value, set):
+        return frozenset(value)
+    if isinstance(value, np.ndarray):
+        return value.shape, str(value.dtype), value.tobytes()
+    return value
+
+
+def shared(spinner: str | None = None):
+    """Cache a function's results in the shared byte-bounded cache, keyed by its name and its arguments whose
+    names do not start with ``_``; shows ``spinner`` while a result is computed."""
+
+    def wrap(func):
+        names = list(inspect.signature(func).parameters)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            bound = {**dict(zip(names, args, strict=False)), **kwargs}
+            key = (func.__qualname__, tuple((k, frozen(v)) for k, v in bound.items() if not k.startswith("_")))
+
+            def make():
+                if spinner is None:
+                    return func(*args, **kwargs)
+                with st.spinner(spinner):
+                    return func(*args, **kwargs)
+
+            return CACHE.get(key, make)
+
+        call.clear = CACHE.clear
+        return call
+
+    return wrap
+
+
+@shared("Loading model…")
 def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
     """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest)."""
     loaded = load(spec, _data)
@@ -41,46 +87,46 @@ def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> Loade
     return loaded
 
 
-@st.cache_resource(max_entries=24, show_spinner="Running the model…")
+@shared("Running the model…")
 def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _loaded: LoadedModel) -> Observation:
     return observe(_loaded.model, _loaded.tokenizer, text, options, device)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Comparing heads…")
+@shared("Comparing heads…")
 def get_similarity(spec, device, text, options, hide_special, _obs: Observation):
     """(JS distances (K, K), [(layer, head)], clustering order) between the heads' shown patterns."""
     dist, pairs = head_similarity(_obs.shown(_obs.patterns, hide_special))
     return dist, pairs, cluster_order(dist)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Computing attention flow…")
+@shared("Computing attention flow…")
 def get_flow(spec, device, text, options, _patterns: np.ndarray) -> np.ndarray:
     return attention_flow(_patterns)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Running both orders…")
+@shared("Running both orders…")
 def get_permutation(spec, device, ids, special, seed, positions, layer, _model):
     return permutation_check(_model, list(ids), list(special), seed, positions, layer)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Running a padded batch…")
+@shared("Running a padded batch…")
 def get_padded_batch(spec, device, ids_a, ids_b, layer, pad_id, _model):
     return padded_batch(_model, list(ids_a), list(ids_b), pad_id, layer)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Predicting…")
+@shared("Predicting…")
 def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
     return masked_predictions(
         _loaded.model, torch.tensor([list(ids)]), list(positions), _loaded.tokenizer.id_to_token, k=8, ablate=ablate
     )
 
 
-@st.cache_data(show_spinner=False)
+@shared()
 def get_scaling_demo() -> dict[str, np.ndarray]:
     return scaling_demo()
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared()
 def get_steps(spec, device, text, options, layer, head, _obs: Observation, _model):
     weights = head_weights(_model, layer, head)
     return observed_head_steps(_obs, weights, layer, head), weights
@@ -135,7 +181,7 @@ class CachedSource:
         return get_steps(*self._key(), layer, head, self.obs, self.loaded.model)
 
 
-@st.cache_resource(max_entries=96, show_spinner=False)
+@shared()
 def _cached_views(spec, device, text, options, hide_special, theme, key, selection, _source) -> list[View]:
     return build(key, _source, theme, **dict(selection))
 
@@ -255,5 +301,5 @@ def prepare_context(
     except Exception as exc:
         slots.status.error(f"The model could not process this text: {type(exc).__name__}: {exc}")
         return None
-    draw_status(slots.status, context.loaded, context.obs)
+    draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget))
     return context

@@ -132,8 +132,9 @@ def draw_sidebar() -> tuple[ModelSpec | None, bytes | None, SidebarSlots]:
     return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
 
 
-def draw_status(slot, loaded, obs) -> None:
-    """The loaded model's description, its warnings, and what this text cost."""
+def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None) -> None:
+    """The loaded model's description, its warnings, what this text cost, and how full the shared cache is
+    (``cache``: bytes held, budget)."""
     desc = loaded.description
     with slot:
         with st.expander(f"About: {desc['name']}", expanded=False):
@@ -148,4 +149,5 @@ def draw_status(slot, loaded, obs) -> None:
         st.caption(
             f"{len(obs.tokens)} tokens · forward + capture {obs.forward_ms:.0f} ms on {obs.device} · "
             f"captured {obs.capture_bytes / 2**20:.1f} MiB"
+            + (f" · shared cache {cache[0] / 2**20:.0f} of {cache[1] / 2**20:.0f} MiB" if cache else "")
         )

@@ -1,0 +1,159 @@
+"""A classroom against one server: N real chromium sessions, each with its own text, visiting pages.
+
+``python bench/load.py --sessions 1 10 30 --tokens 64 256 --models bundled minilm`` starts one Streamlit server
+per (model, tokens, N), opens N browser sessions at once (one chromium, one context each), and in every session:
+after one warm-up session (the teacher, not counted), opens the app with its own text, then with 1–3 s of
+think time visits Model overview, Q / K / V, Tokens and the
+Attention map. It times each action from the click to the page's charts drawn, checks that the Tokens page
+shows this session's own text and no other's, and reads the server's peak RSS (VmHWM). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model.train.english import PROBE_SENTENCES
+from scripts.browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+
+WORDS = tuple(" ".join(PROBE_SENTENCES).replace(".", "").replace(",", "").replace("?", "").split())
+VISITS = [
+    ("overview", "Model overview", True),
+    ("qkv", "Q / K / V", True),
+    ("tokens", "Tokens", False),
+    ("", "Attention map", True),
+]
+STATUS = '[data-testid="stStatusWidget"]'
+
+
+def session_text(i: int, tokens: int) -> str:
+    """About ``tokens`` word-pieces of everyday words, marked with this session's number."""
+    rng = random.Random(i)
+    words = [rng.choice(WORDS) for _ in range(max(tokens - 6, 4))]
+    return f"session {i + 100} says " + " ".join(words) + "."
+
+
+async def settled(page, charts: bool, timeout: float = 120.0) -> None:
+    """Wait until the script run an action started is over and the page's charts are drawn."""
+    deadline = time.perf_counter() + timeout
+    with contextlib.suppress(Exception):  # the run may have finished before the widget showed
+        await page.wait_for_selector(STATUS, state="attached", timeout=1500)
+    while time.perf_counter() < deadline:
+        await page.wait_for_selector(STATUS, state="detached", timeout=timeout * 1000)
+        if charts:
+            await page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout * 1000)
+        await page.wait_for_timeout(150)
+        if await page.locator(STATUS).count() == 0:
+            return
+    raise TimeoutError("the page kept running")
+
+
+async def student(browser, url: str, i: int, tokens: int, model: str, results: dict) -> None:
+    context = await browser.new_context(viewport={"width": 1300, "height": 900})
+    page = await context.new_page()
+    text = session_text(i, tokens)
+    try:
+        t0 = time.perf_counter()
+        await page.goto(f"{url}/?model_kind={model}&text={quote(text)}")
+        await settled(page, charts=True)
+        results["times"].append(time.perf_counter() - t0)
+        for path, title, charts in VISITS:
+            await asyncio.sleep(random.uniform(1.0, 3.0))
+            t0 = time.perf_counter()
+            await page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+            await page.wait_for_url(re.compile(re.escape(f"{url}/{path}") + r"(\?.*)?$"))
+            await settled(page, charts=charts)
+            results["times"].append(time.perf_counter() - t0)
+            if path == "tokens":
+                shown = await page.locator(".al-chip b").all_inner_texts()  # the token strings only
+                others = {t for t in shown if re.fullmatch(r"1\d\d", t)} - {str(i + 100)}
+                if str(i + 100) not in shown or others:
+                    results["mixed"].append(i)
+    except Exception as exc:  # counted, not raised: one failure must not hide the others' numbers
+        results["errors"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+    finally:
+        await context.close()
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def server_pid(port: str) -> int:
+    """The Streamlit process listening on ``port`` (found through /proc, no extra packages)."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"streamlit" in b" ".join(cmd) and port.encode() in cmd:
+                return int(proc.name)
+    return 0
+
+
+async def one_class(url: str, n: int, tokens: int, model: str) -> dict:
+    from playwright.async_api import async_playwright
+
+    results: dict = {"times": [], "errors": [], "mixed": []}
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:  # the teacher opens every page once before the class arrives (not counted)
+            await student(browser, url, 99, tokens, model, {"times": [], "errors": [], "mixed": []})
+            await asyncio.gather(*(student(browser, url, i, tokens, model, results) for i in range(n)))
+        finally:
+            await browser.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, nargs="+", default=[1, 10, 30])
+    p.add_argument("--tokens", type=int, nargs="+", default=[64, 256])
+    p.add_argument("--models", nargs="+", default=["bundled", "minilm"])
+    args = p.parse_args(argv)
+    lines = [
+        "## A class on one server (`python bench/load.py`: real chromium sessions, 1–3 s think time)",
+        "Each session opens the app with its own text, then visits Model overview, Q / K / V, Tokens and the "
+        "Attention map; times run from the action to its charts drawn.",
+        "",
+        "| model | tokens | sessions | actions | p50 s | p95 s | max s | errors | saw another's text | server peak RSS MB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for model in args.models:
+        for tokens in args.tokens:
+            for n in args.sessions:
+                with streamlit_server() as url:
+                    pid = server_pid(url.rsplit(":", 1)[1])
+                    r = asyncio.run(one_class(url, n, tokens, model))
+                    rss = peak_rss_mb(pid) if pid else float("nan")
+                times = sorted(r["times"]) or [float("nan")]
+                p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+                row = (
+                    f"| {model} | {tokens} | {n} | {len(r['times'])} | {statistics.median(times):.2f} | {p95:.2f} | "
+                    f"{times[-1]:.2f} | {len(r['errors'])} | {len(r['mixed'])} | {rss:.0f} |"
+                )
+                lines.append(row)
+                print(row, flush=True)
+                for err in r["errors"][:3]:
+                    print(f"  {err}", flush=True)
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The shared cache is bounded in bytes: sizes, least-recently-used eviction, one computation per key."""
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from viz.shell.budget import ByteBudgetCache, budget_from_env, size_of
+
+
+def test_size_of_counts_each_buffer_once():
+    a = np.zeros((100, 100), dtype=np.float32)  # 40,000 bytes
+    assert 40_000 <= size_of(a) < 41_000
+    assert size_of([a, a, a[:10]]) < 41_000  # the same buffer three times, one of them a view
+    t = torch.zeros(1000)
+    assert 4000 <= size_of({"x": t, "y": t[:10]}) < 5000
+
+    @dataclass(frozen=True)
+    class Held:
+        patterns: np.ndarray
+        other: tuple
+
+    held = Held(np.ones(5000), (np.ones(1000), "text"))
+    assert 48_000 <= size_of(held) < 50_000
+
+
+def test_evicts_the_least_recently_used_once_the_bytes_pass_the_budget():
+    cache = ByteBudgetCache(1000, sizer=len)
+    cache.get("a", lambda: b"a" * 400)
+    cache.get("b", lambda: b"b" * 400)
+    cache.get("a", lambda: pytest.fail("a is cached"))  # a is now the most recently used
+    cache.get("c", lambda: b"c" * 400)
+    assert "a" in cache and "c" in cache and "b" not in cache and cache.nbytes == 800
+    assert cache.evictions == 1
+    cache.get("d", lambda: b"d" * 900)  # needs everything else gone
+    assert list(cache._entries) == ["d"] and cache.nbytes == 900
+
+
+def test_a_value_larger_than_the_budget_is_returned_but_not_kept():
+    cache = ByteBudgetCache(100, sizer=len)
+    cache.get("small", lambda: b"x" * 50)
+    assert cache.get("huge", lambda: b"y" * 500) == b"y" * 500
+    assert "huge" not in cache and "small" in cache
+
+
+def test_many_threads_asking_at_once_compute_once_and_errors_are_not_kept():
+    cache = ByteBudgetCache(10_000, sizer=len)
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return b"result"
+
+    threads = [threading.Thread(target=cache.get, args=("k", slow)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+
+    def broken():
+        calls.append(2)
+        raise RuntimeError("boom")
+
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            cache.get("bad", broken)
+    assert calls.count(2) == 2 and "bad" not in cache
+
+
+def test_budget_comes_from_the_environment():
+    assert budget_from_env({}) == 1536 * 2**20
+    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "256"}) == 256 * 2**20
+    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "lots"}) == 1536 * 2**20
+    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "-5"}) == 1536 * 2**20

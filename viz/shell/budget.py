@@ -1,0 +1,141 @@
+"""One cache for everything the server shares between sessions, bounded in bytes, not in entries.
+
+A classroom server holds models, analyses (up to hundreds of MB each at 512 tokens) and built figures for every
+student's text. Counting entries does not bound memory; this cache sizes each value (numpy arrays, torch
+tensors and modules, plotly figures, dataclasses and containers, each buffer counted once) and evicts the least
+recently used entries once the total passes the budget: ``ATTENTION_LAB_CACHE_MB`` (default 1536).
+
+Values are computed once per key even when many sessions ask at the same moment (the others wait for it),
+and errors are not cached. No streamlit here: ``viz/shell/services.py`` wraps its functions with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+DEFAULT_MB = 1536
+
+
+def budget_from_env(environ=os.environ) -> int:
+    """The cache budget in bytes: ``ATTENTION_LAB_CACHE_MB`` (a positive number), else the default."""
+    text = environ.get("ATTENTION_LAB_CACHE_MB", "")
+    try:
+        mb = float(text) if text else DEFAULT_MB
+    except ValueError:
+        mb = DEFAULT_MB
+    return int((mb if mb > 0 else DEFAULT_MB) * 2**20)
+
+
+def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
+    """Bytes held by ``obj``: array and tensor buffers (shared ones counted once) plus a small amount per
+    Python object. Walks containers, dataclasses, objects' ``__dict__`` and torch modules."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or depth > 12 or obj is None:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        base = obj
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if base is not obj:
+            return size_of(base, seen, depth + 1)
+        return int(obj.nbytes) + 112
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if isinstance(obj, torch.Tensor):
+            storage = obj.untyped_storage()
+            key = ("storage", storage.data_ptr(), storage.nbytes())
+            if hash(key) in seen:
+                return 64
+            seen.add(hash(key))
+            return int(storage.nbytes()) + 64
+        if isinstance(obj, torch.nn.Module):
+            return 256 + sum(size_of(t, seen, depth + 1) for t in obj.state_dict(keep_vars=True).values())
+    if isinstance(obj, (str, bytes, bytearray)):
+        return sys.getsizeof(obj)
+    if isinstance(obj, (int, float, bool, complex)):
+        return 32
+    if isinstance(obj, dict):
+        return 64 + sum(size_of(k, seen, depth + 1) + size_of(v, seen, depth + 1) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return 56 + sum(size_of(v, seen, depth + 1) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return 64 + sum(size_of(getattr(obj, f.name, None), seen, depth + 1) for f in dataclasses.fields(obj))
+    plotly_json = getattr(obj, "to_plotly_json", None)
+    if callable(plotly_json):  # a plotly figure: its data and layout as plain containers
+        return size_of(plotly_json(), seen, depth + 1)
+    attrs = getattr(obj, "__dict__", None)
+    if isinstance(attrs, dict):
+        return 64 + size_of(attrs, seen, depth + 1)
+    return sys.getsizeof(obj)
+
+
+class ByteBudgetCache:
+    """Least-recently-used cache bounded by the bytes of its values (see the module docstring)."""
+
+    def __init__(self, budget: int, sizer: Callable[[Any], int] = size_of) -> None:
+        self.budget = budget
+        self.sizer = sizer
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._making: dict[Hashable, threading.Lock] = {}
+        self.evictions = 0
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(size for _, size in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The value for ``key``, made by ``make()`` if absent (once, however many threads ask)."""
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+            gate = self._making.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:  # another thread may have made it while this one waited at the gate
+                if key in self._entries:
+                    self._entries.move_to_end(key)
+                    return self._entries[key][0]
+            try:
+                value = make()
+            finally:
+                with self._lock:
+                    self._making.pop(key, None)
+            self.put(key, value)
+            return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value``, then evict the least recently used entries until the total fits the budget. A value
+        larger than the whole budget is still returned to its caller, just not kept."""
+        size = self.sizer(value)
+        with self._lock:
+            self._entries.pop(key, None)
+            if size > self.budget:
+                self.evictions += 1
+                return
+            self._entries[key] = (value, size)
+            total = sum(s for _, s in self._entries.values())
+            while total > self.budget and len(self._entries) > 1:
+                _, (_, freed) = self._entries.popitem(last=False)
+                total -= freed
+                self.evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
