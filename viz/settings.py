@@ -24,10 +24,10 @@ from viz.figures.headview import WINDOW
 
 EXAMPLES = {
     "The cat sat on the mat.": "The cat sat on the mat.",
-    "Bible (in the training data's style)": "In the beginning God created the heaven and the earth. And the earth "
-    "was without form, and void.",
-    "Python docs": "The return statement leaves the current function call with the expression list as return value.",
     "Coreference": "The animal didn't cross the street because it was too tired.",
+    "Fill the gap": "The cat sat on the [MASK].",
+    "Fill the verb": "She [MASK] to the store yesterday.",
+    "Two sentences": "The quick brown fox jumps over the lazy dog. The dog was not amused.",
     "Repetition": "one two three four one two three four one two three four",
     "Masked word": "The capital of France is [MASK].",
 }

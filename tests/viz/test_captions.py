@@ -166,7 +166,7 @@ def test_qk_plane_caption_agrees_with_its_points(src):
     weights = src.obs.patterns[1, 1, query]
     rho = say.rank_correlation(-dist, weights)
     assert f"ρ = {rho:+.2f}" in view.caption
-    labelled = [a.text for a in view.figure.layout.annotations if a.text.startswith("key: ")]
+    labelled = [re.sub("·[0-9]+$", "", a.text) for a in view.figure.layout.annotations if a.text.startswith("key: ")]
     strongest = [src.obs.tokens[j] for j in np.argsort(-weights, kind="stable")[:3]]
     assert sorted(labelled) == sorted(f"key: {t}" for t in strongest)  # the labelled keys are the ones named
 
@@ -243,3 +243,14 @@ def test_value_norm_spread_ablation_and_padding_captions_agree(src):
     assert f"move by {bars.mean():.3f}" in ablation.caption and f"({bars.max():.3f})" in ablation.caption
     (padding,) = build("masks.padding", src, Theme(), layer=0, head=0, text_b="Short.")
     assert "exactly zero weight" in padding.caption and "the same as" in padding.caption
+
+
+def test_split_note_names_the_words_cut_into_pieces():
+    from viz.views.wordpieces import split_note, split_words
+
+    tokens = ["[CLS]", "the", "un", "##believ", "##able", "cat", "lo", "##ved", "[SEP]"]
+    special = [True, False, False, False, False, False, False, False, True]
+    assert split_words(tokens, special) == [("unbelievable", ["un", "##believ", "##able"]), ("loved", ["lo", "##ved"])]
+    note = split_note(tokens, special)
+    assert note.startswith("The tokenizer cuts 2 words into pieces: “unbelievable” → un ##believ ##able; “loved”")
+    assert split_note(["[CLS]", "the", "cat", "[SEP]"], [True, False, False, True]).startswith("Every word")

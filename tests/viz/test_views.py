@@ -87,7 +87,7 @@ def test_a_figure_that_changes_with_a_selection_changes_its_name(src, key):
 
 def test_names_carry_the_text_options_and_style(src):
     (view,) = build("mean", src, Theme(), layer=1)
-    assert view.name.startswith("Attention-Lab-bundled-MLM_mean_L1_the-cat-")
+    assert view.name.startswith("Attention-Lab-bundled-MLM-v2_mean_L1_the-cat-")
     other = DirectSource.for_text(ModelSpec("bundled"), "A different text.")
     assert build("mean", other, Theme(), layer=1)[0].name != view.name
     assert build("mean", src, Theme(dark=True), layer=1)[0].name.endswith("_dark")

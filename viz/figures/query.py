@@ -152,7 +152,8 @@ _CANDIDATES = [  # label centre offsets in px from its point: close ones first, 
 
 def label_offsets(points, texts, obstacles, theme: Theme) -> list[tuple[float, float]]:
     """Where each label goes, as the (ax, ay) pixel offset of its centre from its point (plotly's annotation
-    arrow tail): the first candidate, nearest first, whose box overlaps no label placed before and no point.
+    arrow tail): of the candidates around the point, the one whose box overlaps no label placed before, stays
+    inside the plot and covers the fewest points, the nearest first.
 
     points: (L, 2) data coordinates of the labelled points; texts: L labels; obstacles: (P, 2) every drawn point."""
     font = theme.sizes.tick
@@ -179,6 +180,12 @@ def label_offsets(points, texts, obstacles, theme: Theme) -> list[tuple[float, f
                 * max(0.0, min(by + hh, py + ph) - max(by - hh, py - ph))
                 for px, py, pw, ph in placed
             )
+            edge = 12.0  # keep clear of the plot's border: a label past it would leave the image
+            outside = sum(
+                max(0.0, v)
+                for v in (bx + hw + edge - PLOT_PX[0], hw + edge - bx, by + hh + edge - PLOT_PX[1], hh + edge - by)
+            )
+            cost += 1000.0 * outside
             inside = (np.abs(dots[:, 0] - bx) < hw + marker) & (np.abs(dots[:, 1] - by) < hh + marker)
             cost += 50.0 * int(inside.sum()) + 0.01 * (ox * ox + oy * oy) ** 0.5
             if cost < best_cost:

@@ -9,9 +9,10 @@ from model.observe import Options
 from viz.settings import LESSON_SECTIONS
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import head_label, layer_head_picker, section, show_view, show_views, unavailable
+from viz.shell.widgets import head_label, layer_head_picker, plain, section, show_view, show_views, unavailable
 from viz.views import ViewUnavailableError
 from viz.views.lessons import mask_positions
+from viz.views.wordpieces import split_note
 
 ctx = page_context()
 obs, src = ctx.obs, ctx.source
@@ -91,6 +92,7 @@ elif part == "Ablation":
             show_views(views(ctx, "lesson.ablation_predictions", ablate=ablate), "ablate", columns=2)
 
 else:
+    st.caption(plain(split_note(obs.tokens, obs.special)))
     ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
     positions, typed = mask_positions(src)
     try:
