@@ -12,7 +12,11 @@ from viz.shell.widgets import layer_head_picker, show_focusable, show_view
 ctx = page_context()
 obs = ctx.obs
 st.title("Attention map")
-st.page_link("viz/pages/start.py", label="New here? Start here: what rows, columns and colours mean", icon=":material/waving_hand:")
+st.page_link(
+    "viz/pages/start.py",
+    label="New here? Start here: what rows, columns and colours mean",
+    icon=":material/waving_hand:",
+)
 st.caption(
     "Rows are queries (the token that looks), columns are keys (the tokens it looks at); each row sums to 1. "
     + (
