@@ -33,3 +33,18 @@ def keep_freed_memory(mmap_threshold: int = 32 * 2**20, trim_threshold: int = 10
             ok = False
     _done["ok"] = ok
     return ok
+
+
+def release_freed_memory() -> bool:
+    """Hand the heap's free memory back to the OS now (glibc ``malloc_trim``); returns whether it ran.
+
+    keep_freed_memory() lets the heap keep up to its trim threshold of freed memory so the next forward pass
+    does not page-fault; a server that evicts large cached analyses calls this now and then, so what it keeps
+    stays close to what it holds."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True

@@ -77,3 +77,14 @@ def test_budget_comes_from_the_environment():
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "256"}) == 256 * 2**20
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "lots"}) == 1536 * 2**20
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "-5"}) == 1536 * 2**20
+
+
+def test_freed_memory_is_handed_back_after_a_quarter_of_the_budget_was_evicted():
+    calls = []
+    cache = ByteBudgetCache(1000, sizer=len, release=lambda: calls.append(cache.nbytes))
+    for i in range(4):
+        cache.get(i, lambda: b"x" * 300)  # the fourth evicts the first: 300 bytes >= a quarter
+    assert calls == [900]
+    cache.get(4, lambda: b"x" * 100)  # fits without evicting: no call
+    cache.get(5, lambda: b"x" * 200)  # evicts 300 more
+    assert len(calls) == 2

@@ -81,9 +81,15 @@ def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
 class ByteBudgetCache:
     """Least-recently-used cache bounded by the bytes of its values (see the module docstring)."""
 
-    def __init__(self, budget: int, sizer: Callable[[Any], int] = size_of) -> None:
+    def __init__(
+        self, budget: int, sizer: Callable[[Any], int] = size_of, release: Callable[[], object] | None = None
+    ) -> None:
+        """``release``: called (outside the lock) each time entries worth a quarter of the budget have been
+        evicted since the last call — the server hands freed memory back to the OS there."""
         self.budget = budget
         self.sizer = sizer
+        self.release = release
+        self._evicted_bytes = 0
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._making: dict[Hashable, threading.Lock] = {}
@@ -124,6 +130,7 @@ class ByteBudgetCache:
         """Keep ``value``, then evict the least recently used entries until the total fits the budget. A value
         larger than the whole budget is still returned to its caller, just not kept."""
         size = self.sizer(value)
+        evicted = []  # dropped outside the lock: freeing big arrays takes time
         with self._lock:
             self._entries.pop(key, None)
             if size > self.budget:
@@ -132,9 +139,17 @@ class ByteBudgetCache:
             self._entries[key] = (value, size)
             total = sum(s for _, s in self._entries.values())
             while total > self.budget and len(self._entries) > 1:
-                _, (_, freed) = self._entries.popitem(last=False)
+                _, (old, freed) = self._entries.popitem(last=False)
+                evicted.append(old)
                 total -= freed
                 self.evictions += 1
+                self._evicted_bytes += freed
+            due = self.release is not None and self._evicted_bytes >= self.budget // 4
+            if due:
+                self._evicted_bytes = 0
+        del evicted
+        if due:
+            self.release()
 
     def clear(self) -> None:
         with self._lock:

@@ -27,6 +27,7 @@ from model.errors import CheckpointError
 from model.experiments import masked_predictions, padded_batch, permutation_check
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
+from model.memory import release_freed_memory
 from model.observe import Observation, Options, head_weights, observe
 from viz.figures.common import Theme
 from viz.settings import Shape
@@ -36,7 +37,8 @@ from viz.shell.sidebar import draw_status
 from viz.shell.state import fit_state
 from viz.views import View, build
 
-CACHE = ByteBudgetCache(budget_from_env())  # an empty dict until the first page asks for something
+# empty until the first page asks for something; evicting hands freed memory back to the OS now and then
+CACHE = ByteBudgetCache(budget_from_env(), release=release_freed_memory)
 
 
 def frozen(value):
