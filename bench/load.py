@@ -34,6 +34,7 @@ VISITS = [
     ("", "Attention map", True),
 ]
 STATUS = '[data-testid="stStatusWidget"]'
+THINK = [1.0, 3.0]  # seconds between a session's actions (--think)
 
 
 def session_text(i: int, tokens: int) -> str:
@@ -68,7 +69,7 @@ async def student(browser, url: str, i: int, tokens: int, model: str, results: d
         await settled(page, charts=True)
         results["times"].append(time.perf_counter() - t0)
         for path, title, charts in VISITS:
-            await asyncio.sleep(random.uniform(1.0, 3.0))
+            await asyncio.sleep(random.uniform(*THINK))
             t0 = time.perf_counter()
             await page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
             await page.wait_for_url(re.compile(re.escape(f"{url}/{path}") + r"(\?.*)?$"))
@@ -83,6 +84,49 @@ async def student(browser, url: str, i: int, tokens: int, model: str, results: d
         results["errors"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
     finally:
         await context.close()
+
+
+async def ws_student(url: str, i: int, tokens: int, model: str, results: dict) -> None:
+    """The same visits over Streamlit's own websocket protocol (BackMsg/ForwardMsg protobufs), no browser: the
+    time of an action is the server's, from the request to its ``script_finished`` message."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    async def act(ws, query: str = "", page: str = "") -> str:
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_script_hash = page
+        t0 = time.perf_counter()
+        await ws.send(msg.SerializeToString())
+        shown = []
+        while True:
+            fm = ForwardMsg()
+            fm.ParseFromString(await ws.recv())
+            kind = fm.WhichOneof("type")
+            if kind == "navigation":
+                act.pages = {p.url_pathname: p.page_script_hash for p in fm.navigation.app_pages}
+            elif kind == "delta" and "al-chip" in str(fm.delta):
+                shown.append(str(fm.delta))
+            elif kind == "script_finished":
+                results["times"].append(time.perf_counter() - t0)
+                return "".join(shown)
+
+    text = session_text(i, tokens)
+    try:
+        async with websockets.connect(url.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit"],
+                                      max_size=None, open_timeout=120) as ws:  # fmt: skip
+            await act(ws, query=f"model_kind={model}&text={quote(text)}")
+            for path, _title, _charts in VISITS:
+                await asyncio.sleep(random.uniform(*THINK))
+                chips = await act(ws, page=act.pages[path])
+                if path == "tokens":
+                    shown = set(re.findall(r"<b>([^<]*)</b>", chips))
+                    others = {t for t in shown if re.fullmatch(r"1\d\d", t)} - {str(i + 100)}
+                    if str(i + 100) not in shown or others:
+                        results["mixed"].append(i)
+    except Exception as exc:
+        results["errors"].append(f"session {i}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -105,10 +149,14 @@ def server_pid(port: str) -> int:
     return 0
 
 
-async def one_class(url: str, n: int, tokens: int, model: str) -> dict:
+async def one_class(url: str, n: int, tokens: int, model: str, client: str = "browser") -> dict:
+    results: dict = {"times": [], "errors": [], "mixed": []}
+    if client == "ws":
+        await ws_student(url, 99, tokens, model, {"times": [], "errors": [], "mixed": []})  # the teacher's warm-up
+        await asyncio.gather(*(ws_student(url, i, tokens, model, results) for i in range(n)))
+        return results
     from playwright.async_api import async_playwright
 
-    results: dict = {"times": [], "errors": [], "mixed": []}
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:  # the teacher opens every page once before the class arrives (not counted)
@@ -124,11 +172,25 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--sessions", type=int, nargs="+", default=[1, 10, 30])
     p.add_argument("--tokens", type=int, nargs="+", default=[64, 256])
     p.add_argument("--models", nargs="+", default=["bundled", "minilm"])
+    p.add_argument(
+        "--client",
+        default="ws",
+        choices=("ws", "browser"),
+        help="ws: Streamlit's websocket protocol, no browser (the server's time); browser: chromium per session",
+    )
+    p.add_argument("--think", type=float, nargs=2, default=THINK, metavar=("MIN", "MAX"), help="think time, s")
     args = p.parse_args(argv)
+    THINK[:] = args.think
     lines = [
-        "## A class on one server (`python bench/load.py`: real chromium sessions, 1–3 s think time)",
+        f"## A class on one server (`python bench/load.py --client {args.client}`, "
+        f"{args.think[0]:g}–{args.think[1]:g} s think time)",
         "Each session opens the app with its own text, then visits Model overview, Q / K / V, Tokens and the "
-        "Attention map; times run from the action to its charts drawn.",
+        "Attention map; "
+        + (
+            "times run from the request to the server's last message (Streamlit's websocket protocol, no browser)."
+            if args.client == "ws"
+            else "times run from the action to its charts drawn (one chromium context per session)."
+        ),
         "",
         "| model | tokens | sessions | actions | p50 s | p95 s | max s | errors | saw another's text | server peak RSS MB |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -138,7 +200,7 @@ def main(argv: list[str] | None = None) -> str:
             for n in args.sessions:
                 with streamlit_server() as url:
                     pid = server_pid(url.rsplit(":", 1)[1])
-                    r = asyncio.run(one_class(url, n, tokens, model))
+                    r = asyncio.run(one_class(url, n, tokens, model, args.client))
                     rss = peak_rss_mb(pid) if pid else float("nan")
                 times = sorted(r["times"]) or [float("nan")]
                 p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
