@@ -6,36 +6,32 @@ import streamlit as st
 from model.analysis.find import COLUMN_SHARE, RELATIONS
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, head_label, show_view, unavailable
+from viz.shell.widgets import clicked, follow_open_page, head_label, open_head, selected_row, show_view, unavailable
 from viz.views import ViewUnavailableError
 from viz.views.find import RELATION_LABELS, found_for
 
-ATTENTION_PAGE = "viz/pages/attention.py"
 
-
-def open_head(layer: int, head: int) -> None:
+def open_found(layer: int, head: int) -> None:
     """Show this head on the attention map, with the first picked query and key in focus."""
-    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
     if st.session_state.get("find_relation") == "tokens":
         for pick, focus in (("find_queries", "focus_query"), ("find_keys", "focus_key")):
             if st.session_state.get(pick):
                 st.session_state[focus] = int(st.session_state[pick][0])
-    st.session_state["_open_attention"] = True
+    open_head(layer, head)
 
 
 def open_clicked() -> None:
     for layer, head in clicked("find_fig")[:1]:
-        open_head(layer, head)
+        open_found(layer, head)
 
 
 def open_row() -> None:
-    rows = ((st.session_state.get("find_table") or {}).get("selection") or {}).get("rows") or []
-    if rows:
-        open_head(*st.session_state["_find_rows"][rows[0]])
+    row = selected_row("find_table")
+    if row is not None:
+        open_found(*st.session_state["_find_rows"][row])
 
 
-if st.session_state.pop("_open_attention", False):
-    st.switch_page(ATTENTION_PAGE)
+follow_open_page()
 ctx = page_context()
 obs = ctx.obs
 st.title("Find heads")

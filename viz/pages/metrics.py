@@ -9,16 +9,14 @@ from model.analysis.metrics import metrics_table
 from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, head_label, show_view
+from viz.shell.widgets import clicked, follow_open_page, head_label, open_head, open_page, selected_row, show_view
 
 
 def open_row() -> None:
     """Callback: a selected table row becomes the head in focus, shown on the attention map."""
-    rows = ((st.session_state.get("metrics_table") or {}).get("selection") or {}).get("rows") or []
-    if rows:
-        row = st.session_state["_metrics_rows"][rows[0]]
-        st.session_state["layer"], st.session_state["head"] = row
-        st.session_state["_open_page"] = "viz/pages/attention.py"
+    row = selected_row("metrics_table")
+    if row is not None:
+        open_head(*st.session_state["_metrics_rows"][row])
 
 
 def open_pair(layer_a: int, head_a: int, layer_b: int, head_b: int) -> None:
@@ -30,7 +28,7 @@ def open_pair(layer_a: int, head_a: int, layer_b: int, head_b: int) -> None:
         cmpB_layer=int(layer_b),
         cmpB_head=int(head_b),
     )
-    st.session_state["_open_page"] = "viz/pages/compare.py"
+    open_page("viz/pages/compare.py")
 
 
 def compare_clicked_cell() -> None:
@@ -41,14 +39,12 @@ def compare_clicked_cell() -> None:
 
 def compare_selected_pair() -> None:
     """Callback: a selected row of the closest pairs opens them side by side on the Compare page."""
-    rows = ((st.session_state.get("metrics_pairs") or {}).get("selection") or {}).get("rows") or []
-    if rows:
-        open_pair(*st.session_state["_metrics_pairs"][rows[0]])
+    row = selected_row("metrics_pairs")
+    if row is not None:
+        open_pair(*st.session_state["_metrics_pairs"][row])
 
 
-target = st.session_state.pop("_open_page", None)
-if target:
-    st.switch_page(target)
+follow_open_page()
 ctx = page_context()
 st.title("Head metrics")
 st.caption(

@@ -4,22 +4,18 @@ import streamlit as st
 
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, layer_head_picker, show_view
-
-ATTENTION_PAGE = "viz/pages/attention.py"
+from viz.shell.widgets import ATTENTION_PAGE, clicked, follow_open_page, layer_head_picker, open_head, show_view
 
 
 def open_clicked_head() -> None:
     """Callback: a clicked thumbnail becomes the head in focus; the page then opens the attention map."""
     for layer, head in clicked("overview_fig")[:1]:
-        st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
-        st.session_state["_open_attention"] = True
+        open_head(layer, head)
 
 
 ctx = page_context()
 obs = ctx.obs
-if st.session_state.pop("_open_attention", False):
-    st.switch_page(ATTENTION_PAGE)
+follow_open_page()
 st.title("Model overview")
 st.caption(
     f"All {obs.n_layers} × {obs.n_heads} heads. Thumbnails are block-averaged to at most 32 × 32 cells and each is "

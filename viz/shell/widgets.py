@@ -72,6 +72,33 @@ def clicked(chart_key: str) -> list:
     return [p["customdata"] for p in points if "customdata" in p]
 
 
+def selected_row(table_key: str) -> int | None:
+    """The row picked in a single-row-select ``st.dataframe`` (None when none)."""
+    rows = ((st.session_state.get(table_key) or {}).get("selection") or {}).get("rows") or []
+    return rows[0] if rows else None
+
+
+ATTENTION_PAGE = "viz/pages/attention.py"
+
+
+def open_page(path: str) -> None:
+    """From a callback: switch to this page on the next run (callbacks cannot switch pages themselves)."""
+    st.session_state["_open_page"] = path
+
+
+def open_head(layer: int, head: int) -> None:
+    """From a callback: put this head in focus and open it on the attention map."""
+    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    open_page(ATTENTION_PAGE)
+
+
+def follow_open_page() -> None:
+    """At the top of a page: go where a callback of the last run asked to go."""
+    target = st.session_state.pop("_open_page", None)
+    if target:
+        st.switch_page(target)
+
+
 def focus_cell(chart_key: str) -> None:
     """Callback: a clicked heatmap cell puts its row's token in focus as the query and its column's as the key."""
     for query, key, *_ in clicked(chart_key)[:1]:
