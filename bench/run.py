@@ -217,13 +217,13 @@ def end_to_end(device: str, repeat: int) -> list[dict]:
 LONG_SCRIPT = r"""
 import resource, sys, time, torch, json
 sys.path.insert(0, {root!r})
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
+from model.transformer import Transformer
 from model.capture import run_with_cache
 n, device = {n}, {device!r}
-cfg = EncoderConfig(vocab_size=32000, d_model=256, n_heads=4, n_layers=4, max_seq_len=n, dropout=0.0)
+cfg = TransformerConfig(vocab_size=32000, d_model=256, n_heads=4, n_layers=4, max_seq_len=n, dropout=0.0)
 torch.manual_seed(0)
-model = TransformerEncoder(cfg).eval().to(device)
+model = Transformer(cfg).eval().to(device)
 ids = torch.randint(0, 32000, (1, n), device=device)
 t0 = time.perf_counter()
 hidden, trace = run_with_cache(model, ids, kinds=["pattern"], layers=[cfg.n_layers - 1], dtype=torch.float16)

@@ -5,16 +5,16 @@ Imports torch only (never streamlit or plotly).
 
 from model.attention import MultiHeadAttention, attention_scores, masked_softmax, scaled_dot_product_attention
 from model.capture import KINDS, Trace, capture, hook_name, run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder, TransformerEncoderBlock
+from model.config import TransformerConfig
+from model.transformer import Transformer, TransformerBlock
 
 __all__ = [
     "KINDS",
-    "EncoderConfig",
     "MultiHeadAttention",
     "Trace",
-    "TransformerEncoder",
-    "TransformerEncoderBlock",
+    "Transformer",
+    "TransformerBlock",
+    "TransformerConfig",
     "attention_scores",
     "capture",
     "hook_name",

@@ -60,12 +60,47 @@ def scaled_dot_product_attention(
     return weights @ v, weights  # (B, H, N, d_k)
 
 
+class KVCache:
+    """Keys and values of the tokens seen so far, one (k, v) pair per layer, for step-by-step generation.
+
+    k, v: (B, H_kv, P, d_k) after RoPE, so a new token only computes its own projections (Pope et al.'s
+    "KV cache"; nothing is recomputed for the P earlier positions).
+    """
+
+    def __init__(self, n_layers: int) -> None:
+        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
+
+    @property
+    def length(self) -> int:
+        """Positions already cached (0 before the first forward pass); read before a forward pass starts."""
+        return self.cached(0)
+
+    def cached(self, layer: int) -> int:
+        """Positions cached for ``layer`` (during a forward pass, earlier layers have already grown)."""
+        entry = self.layers[layer]
+        return 0 if entry is None else entry[0].size(-2)
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append this step's k, v (B, H_kv, N, d_k); returns every position's (B, H_kv, P + N, d_k)."""
+        past = self.layers[layer]
+        if past is not None:
+            k = torch.cat((past[0], k), dim=-2)  # (B, H_kv, P + N, d_k)
+            v = torch.cat((past[1], v), dim=-2)
+        self.layers[layer] = (k, v)
+        return k, v
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with W_q, W_k, W_v, W_o and hook points at every step.
 
+    With ``n_kv_heads`` < ``n_heads`` it is grouped-query attention (Ainslie et al., 2023): query head h
+    reads key/value head h // (n_heads / n_kv_heads), so W_k and W_v are narrower than W_q. MHA is
+    n_kv_heads = n_heads; the same code serves both.
+
     Hook points (module paths relative to this module):
-    ``hook_q``/``hook_k``/``hook_v`` (B, H, N|M, d_k), ``hook_scores`` and ``hook_pattern`` (B, H, N, M),
-    ``hook_z`` the per-head output before W_o (B, H, N, d_k), ``hook_out`` the result (B, N, d_model).
+    ``hook_q`` (B, H, N, d_k); ``hook_k``/``hook_v`` (B, H_kv, M, d_k) — one per key/value head, not repeated;
+    ``hook_scores`` and ``hook_pattern`` (B, H, N, M), ``hook_z`` the per-head output before W_o (B, H, N, d_k),
+    ``hook_out`` the result (B, N, d_model).
     """
 
     def __init__(
@@ -75,34 +110,43 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = False,
         rope: nn.Module | None = None,
+        n_kv_heads: int = 0,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        n_kv_heads = n_kv_heads or n_heads
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads ({n_kv_heads}) must divide n_heads ({n_heads})")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads, self.group = n_kv_heads, n_heads // n_kv_heads
         self.dropout = dropout
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rope = rope
         self.hook_q = HookPoint()  # (B, H, N, d_k), after RoPE when used
-        self.hook_k = HookPoint()  # (B, H, M, d_k)
-        self.hook_v = HookPoint()  # (B, H, M, d_k)
+        self.hook_k = HookPoint()  # (B, H_kv, M, d_k), after RoPE; every cached position when generating
+        self.hook_v = HookPoint()  # (B, H_kv, M, d_k)
         self.hook_scores = HookPoint()  # (B, H, N, M), scaled and masked (-inf = blocked)
         self.hook_pattern = HookPoint()  # (B, H, N, M), rows sum to 1
         self.hook_z = HookPoint()  # (B, H, N, d_k), each head's output before W_o
         self.hook_out = HookPoint()  # (B, N, d_model)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, N, d_model) -> (B, H, N, d_k)."""
+    def split_heads(self, x: torch.Tensor, heads: int | None = None) -> torch.Tensor:
+        """(B, N, heads * d_k) -> (B, heads, N, d_k); heads defaults to n_heads."""
         B, N, _ = x.shape
-        return x.view(B, N, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, N, d_k)
+        return x.view(B, N, heads or self.n_heads, self.d_k).transpose(1, 2)  # (B, H, N, d_k)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, d_k) -> (B, N, d_model)."""
         B, H, N, d_k = x.shape
         return x.transpose(1, 2).reshape(B, N, H * d_k)  # (B, N, d_model)
+
+    def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H_kv, M, d_k) -> (B, H, M, d_k): each key/value head repeated for the query heads of its group."""
+        return x if self.group == 1 else x.repeat_interleave(self.group, dim=1)  # (B, H, M, d_k)
 
     def forward(
         self,
@@ -111,21 +155,27 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         scale: bool = True,
         positions: bool = True,
+        cache: KVCache | None = None,
+        layer: int = 0,
     ) -> torch.Tensor:
         """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x).
 
-        mask broadcastable to (B, H, N, M), 0 = blocked. Returns (B, N, d_model).
+        mask broadcastable to (B, H, N, M), 0 = blocked. ``cache`` (self-attention only) holds the earlier
+        positions' keys and values of ``layer``; x is then the newest N tokens. Returns (B, N, d_model).
         """
         kv = x if context is None else context
+        offset = cache.cached(layer) if cache is not None else 0
         q = self.split_heads(self.w_q(x))  # (B, H, N, d_k)
-        k = self.split_heads(self.w_k(kv))  # (B, H, M, d_k)
-        v = self.split_heads(self.w_v(kv))  # (B, H, M, d_k)
+        k = self.split_heads(self.w_k(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
+        v = self.split_heads(self.w_v(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
         if self.rope is not None and positions:
-            q, k = self.rope(q), self.rope(k)
+            q, k = self.rope(q, offset), self.rope(k, offset)
+        if cache is not None:
+            k, v = cache.extend(layer, k, v)  # (B, H_kv, P + N, d_k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
-        scores = self.hook_scores(attention_scores(q, k, mask, scale))  # (B, H, N, M)
+        scores = self.hook_scores(attention_scores(q, self.expand_kv(k), mask, scale))  # (B, H, N, M)
         pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)
-        z = self.hook_z(pattern @ v)  # (B, H, N, d_k)
+        z = self.hook_z(pattern @ self.expand_kv(v))  # (B, H, N, d_k)
         return self.hook_out(self.w_o(self.merge_heads(z)))  # (B, N, d_model)

@@ -1,4 +1,4 @@
-"""The one configuration object for the from-scratch encoder."""
+"""The one configuration object for the from-scratch transformer: classic encoders and LLaMA-style decoders."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 NormPlacement = Literal["pre", "post"]
 PositionalKind = Literal["sinusoidal", "learned", "rope", "none"]
-Activation = Literal["gelu", "gelu_tanh", "relu"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu"]
+NormKind = Literal["layernorm", "rmsnorm"]
+RopeStyle = Literal["interleaved", "half"]
 
 #: Largest model the project agrees to build; checked before any memory is allocated,
 #: so a hostile config cannot make the server allocate gigabytes.
@@ -18,8 +20,13 @@ MAX_SEQ_LEN_LIMIT = 65_536
 
 
 @dataclass(frozen=True)
-class EncoderConfig:
-    """Every architectural choice of :class:`model.encoder.TransformerEncoder`."""
+class TransformerConfig:
+    """Every architectural choice of :class:`model.transformer.Transformer`.
+
+    The defaults are the classic encoder (Vaswani et al. with pre-norm). A LLaMA-style decoder such as
+    SmolLM2 is the same class with ``norm_kind="rmsnorm"``, ``activation="swiglu"``, ``n_kv_heads`` < ``n_heads``
+    (grouped-query attention), ``positional="rope"``, ``causal=True`` and ``lm_head=True``.
+    """
 
     vocab_size: int = 32000  # rows of the token-embedding table
     d_model: int = 256  # width of the residual stream
@@ -30,7 +37,9 @@ class EncoderConfig:
     dropout: float = 0.1  # used only in train() mode; the dashboard runs eval()
     norm: NormPlacement = "pre"  # "pre": x + f(LN(x)) (stable); "post": LN(x + f(x)) (BERT)
     positional: PositionalKind = "sinusoidal"  # how order enters the model
-    activation: Activation = "gelu"  # feed-forward non-linearity; "gelu" is the exact erf form
+    activation: Activation = "gelu"  # feed-forward kind; "gelu" is the exact erf form; "swiglu" is gated (LLaMA)
+    norm_kind: NormKind = "layernorm"  # "rmsnorm": scale by the root mean square only (LLaMA)
+    n_kv_heads: int = 0  # key/value heads, each shared by n_heads / n_kv_heads query heads (GQA); 0: = n_heads
     bias: bool = False  # biases on the Q/K/V/O projections
     ff_bias: bool = True  # biases in the feed-forward layers
     layer_norm_eps: float = 1e-5
@@ -40,11 +49,13 @@ class EncoderConfig:
     final_layer_norm: bool | None = None  # None: on for pre-norm, off for post-norm
     causal: bool = False  # each token attends only to itself and earlier tokens
     mlm_head: bool = False  # add a masked-language-model head (tied to the embeddings)
+    lm_head: bool = False  # next-token logits = final hidden state @ token embeddings (tied, no bias)
     pad_token_id: int = 0
-    rope_base: float = 10000.0
+    rope_base: float = 10000.0  # θ of RoPE
+    rope_style: RopeStyle = "interleaved"  # pairs RoPE rotates: (2i, 2i+1), or (i, i + d_k/2) as in HF LLaMA
 
     def __post_init__(self) -> None:
-        ints = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len", "n_token_types")
+        ints = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len", "n_token_types", "n_kv_heads")
         for name in ints:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -59,12 +70,23 @@ class EncoderConfig:
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}); "
                 f"try n_heads in {[h for h in range(1, 17) if self.d_model % h == 0]}"
             )
+        if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
+            raise ValueError(
+                f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}) so every key/value head "
+                f"serves the same number of query heads; use 0 for one per query head"
+            )
+        if self.norm_kind not in ("layernorm", "rmsnorm"):
+            raise ValueError(f"norm_kind must be 'layernorm' or 'rmsnorm', got {self.norm_kind!r}")
+        if self.rope_style not in ("interleaved", "half"):
+            raise ValueError(f"rope_style must be 'interleaved' or 'half', got {self.rope_style!r}")
+        if self.mlm_head and self.lm_head:
+            raise ValueError("a model has either a masked-language-model head or a next-token head, not both")
         if self.norm not in ("pre", "post"):
             raise ValueError(f"norm must be 'pre' or 'post', got {self.norm!r}")
         if self.positional not in ("sinusoidal", "learned", "rope", "none"):
             raise ValueError(f"positional must be one of sinusoidal, learned, rope, none; got {self.positional!r}")
-        if self.activation not in ("gelu", "gelu_tanh", "relu"):
-            raise ValueError(f"activation must be gelu, gelu_tanh or relu; got {self.activation!r}")
+        if self.activation not in ("gelu", "gelu_tanh", "relu", "swiglu"):
+            raise ValueError(f"activation must be gelu, gelu_tanh, relu or swiglu; got {self.activation!r}")
         if self.positional == "rope" and self.d_k % 2:
             raise ValueError(
                 f"RoPE rotates pairs of dimensions, so d_k = d_model / n_heads must be even "
@@ -92,22 +114,40 @@ class EncoderConfig:
         return self.d_model // self.n_heads
 
     @property
+    def kv_heads(self) -> int:
+        """Key/value heads per layer (= n_heads without grouped-query attention)."""
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def group_size(self) -> int:
+        """Query heads that share one key/value head."""
+        return self.n_heads // self.kv_heads
+
+    @property
+    def is_decoder(self) -> bool:
+        """A causal language model: predicts the next token."""
+        return self.causal and self.lm_head
+
+    @property
     def use_final_layer_norm(self) -> bool:
         return self.norm == "pre" if self.final_layer_norm is None else self.final_layer_norm
 
     def parameter_count(self) -> int:
         """Exact number of parameters, computed without building the model."""
         d, f = self.d_model, self.d_ff
-        attn = 4 * d * d + (4 * d if self.bias else 0)
-        ff = 2 * d * f + ((f + d) if self.ff_bias else 0)
-        block = attn + ff + 2 * 2 * d
+        kv = self.kv_heads * self.d_k
+        attn = 2 * d * d + 2 * d * kv + ((2 * d + 2 * kv) if self.bias else 0)
+        gated = self.activation == "swiglu"
+        ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
+        norm = d if self.norm_kind == "rmsnorm" else 2 * d
+        block = attn + ff + 2 * norm
         emb = self.vocab_size * d + self.n_token_types * d
         if self.positional == "learned":
             emb += self.max_seq_len * d
         if self.embedding_layer_norm:
-            emb += 2 * d
-        final = 2 * d if self.use_final_layer_norm else 0
-        head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0
+            emb += norm
+        final = norm if self.use_final_layer_norm else 0
+        head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0  # the LM head is tied: no parameters
         return emb + self.n_layers * block + final + head
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,7 +157,7 @@ class EncoderConfig:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EncoderConfig:
+    def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
         """Build a config from untrusted data: unknown keys and wrong types raise ValueError."""
         if not isinstance(data, dict):
             raise ValueError(f"config must be a JSON object, got {type(data).__name__}")
@@ -140,5 +180,5 @@ class EncoderConfig:
             clean[key] = value
         return cls(**clean)
 
-    def replace(self, **changes: Any) -> EncoderConfig:
+    def replace(self, **changes: Any) -> TransformerConfig:
         return dataclasses.replace(self, **changes)

@@ -12,15 +12,15 @@ import numpy as np
 import torch
 
 from model.capture import run_with_cache
-from model.encoder import TransformerEncoder
+from model.transformer import Transformer
 
 
-def _device(model: TransformerEncoder) -> torch.device:
+def _device(model: Transformer) -> torch.device:
     return next(model.parameters()).device
 
 
 def permutation_check(
-    model: TransformerEncoder,
+    model: Transformer,
     ids: list[int],
     special: list[bool],
     perm_seed: int = 0,
@@ -59,7 +59,7 @@ def permutation_check(
 
 
 def padded_batch(
-    model: TransformerEncoder, ids_a: list[int], ids_b: list[int], pad_id: int, layer: int
+    model: Transformer, ids_a: list[int], ids_b: list[int], pad_id: int, layer: int
 ) -> dict[str, np.ndarray]:
     """Run two texts as one padded batch. Returns patterns (2, H, N, N), attention_mask (2, N) and, for
     the shorter text, the max difference between its padded and unpadded hidden states."""
@@ -98,7 +98,7 @@ class Prediction:
 
 
 def masked_predictions(
-    model: TransformerEncoder,
+    model: Transformer,
     ids: torch.Tensor,
     positions: list[int],
     id_to_token: Callable[[int], str],

@@ -14,9 +14,9 @@ import torch
 
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
-from model.encoder import TransformerEncoder
 from model.io.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
 from model.positional import rope_angles
+from model.transformer import Transformer
 
 ATTENTION_KINDS = ("attn_in", "q", "k", "v", "scores", "pattern", "z", "attn_out")
 
@@ -125,7 +125,7 @@ def encode_text(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded,
 
 
 def observe(
-    model: TransformerEncoder, tokenizer: Tokenizer, text: str, options: Options = Options(), device: str = "cpu"
+    model: Transformer, tokenizer: Tokenizer, text: str, options: Options = Options(), device: str = "cpu"
 ) -> Observation:
     """Run one captured forward pass on ``device``; an out-of-memory or device error retries on the CPU.
 
@@ -183,7 +183,7 @@ def observe(
     )
 
 
-def _forward(model: TransformerEncoder, ids: torch.Tensor, kinds, options: Options, device: str):
+def _forward(model: Transformer, ids: torch.Tensor, kinds, options: Options, device: str):
     return run_with_cache(
         model,
         ids.to(torch.device(device)),
@@ -195,22 +195,22 @@ def _forward(model: TransformerEncoder, ids: torch.Tensor, kinds, options: Optio
     )
 
 
-_cpu_copies: dict[int, TransformerEncoder] = {}
+_cpu_copies: dict[int, Transformer] = {}
 
 
-def model_on_cpu(model: TransformerEncoder) -> TransformerEncoder:
+def model_on_cpu(model: Transformer) -> Transformer:
     """A CPU copy of a model that lives on an accelerator (the original is never moved)."""
     if next(model.parameters()).device.type == "cpu":
         return model
     key = id(model)
     if key not in _cpu_copies:
-        copy = TransformerEncoder(model.cfg)
+        copy = Transformer(model.cfg)
         copy.load_state_dict({k: v.to("cpu") for k, v in model.state_dict().items()})
         _cpu_copies[key] = copy.eval()
     return _cpu_copies[key]
 
 
-def head_weights(model: TransformerEncoder, layer: int, head: int) -> dict[str, np.ndarray | None]:
+def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndarray | None]:
     """One head's slices of W_q, W_k, W_v (d_model, d_k) and of W_o (d_k, d_model), all of W_o
     (d_model, d_model) and W_o's bias (d_model,) or None."""
     attn = model.blocks[layer].attn
@@ -230,7 +230,7 @@ def head_weights(model: TransformerEncoder, layer: int, head: int) -> dict[str, 
     }
 
 
-def position_table(model: TransformerEncoder, n: int) -> tuple[str, np.ndarray]:
+def position_table(model: Transformer, n: int) -> tuple[str, np.ndarray]:
     """(kind, table) of what the model adds for position: sinusoidal/learned (n, d_model) or RoPE angles
     (n, d_k/2); ("none", empty) when it has none. ``n`` is capped at the model's maximum length."""
     cfg = model.cfg

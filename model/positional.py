@@ -60,29 +60,46 @@ class LearnedPositionalEmbedding(nn.Module):
 
 
 def rope_angles(n_positions: int, d_k: int, base: float = 10000.0) -> torch.Tensor:
-    """Rotation angle of each dimension pair at each position: (n_positions, d_k // 2)."""
+    """Rotation angle of each dimension pair at each position: (n_positions, d_k // 2).
+
+    Computed in float32 exactly as LLaMA's reference code does (1 / base^(2i/d_k), times the position), not
+    in float64: pretrained models learned with these rounded angles, and at position 20 the two already
+    differ by ~1e-6 rad, enough to move a 30-layer model's logits by 1e-4."""
     if d_k % 2:
         raise ValueError(f"RoPE needs an even head width, got {d_k}")
-    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k/2,)
-    return (torch.arange(n_positions, dtype=torch.float64).unsqueeze(1) * inv_freq).float()
+    inv_freq = 1.0 / (base ** (torch.arange(0, d_k, 2, dtype=torch.int64).float() / d_k))  # (d_k/2,)
+    return torch.arange(n_positions).float()[:, None] * inv_freq[None, :]  # (P, d_k/2)
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotates each (2i, 2i+1) pair of q and k by position-dependent angles (Su et al., 2021).
+    """Rotates pairs of q and k dimensions by position-dependent angles (Su et al., 2021).
 
-    Relative position then appears in q·k as the difference of the two rotations.
+    Relative position then appears in q·k as the difference of the two rotations. ``style`` says which
+    dimensions form pair i: "interleaved" (2i, 2i+1), as in the paper and llama.cpp's GGUF layout, or "half"
+    (i, i + d_k/2), as in Hugging Face's LLaMA ("rotate_half"). The two are the same rotation of a
+    permuted head: q·k does not change, only which coordinates of q and k pair up.
     """
 
-    def __init__(self, d_k: int, max_len: int, base: float = 10000.0) -> None:
+    def __init__(self, d_k: int, max_len: int, base: float = 10000.0, style: str = "interleaved") -> None:
         super().__init__()
+        if style not in ("interleaved", "half"):
+            raise ValueError(f"RoPE style must be 'interleaved' or 'half', got {style!r}")
+        self.style = style
         angles = rope_angles(max_len, d_k, base)
         self.register_buffer("cos", angles.cos(), persistent=False)  # (P, d_k/2)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: (B, H, N, d_k) -> same shape, rotated."""
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x: (B, H, N, d_k) at positions offset … offset + N − 1 -> same shape, rotated."""
         n = x.size(-2)
-        cos, sin = self.cos[:n].to(x.dtype), self.sin[:n].to(x.dtype)  # (N, d_k/2)
+        if offset + n > self.cos.size(0):
+            raise ValueError(f"RoPE table holds {self.cos.size(0)} positions; asked for {offset + n}")
+        cos = self.cos[offset : offset + n].to(x.dtype)  # (N, d_k/2)
+        sin = self.sin[offset : offset + n].to(x.dtype)
+        if self.style == "half":
+            half = x.size(-1) // 2
+            x1, x2 = x[..., :half], x[..., half:]  # (B, H, N, d_k/2) each
+            return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, N, d_k)
         x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, H, N, d_k/2) each
         out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, N, d_k/2, 2)
         return out.flatten(-2)  # (B, H, N, d_k)

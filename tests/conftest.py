@@ -15,19 +15,19 @@ os.environ.setdefault("ATTENTION_LAB_WARM_RENDERER", "0")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from model.config import EncoderConfig  # noqa: E402
-from model.encoder import TransformerEncoder  # noqa: E402
+from model.config import TransformerConfig  # noqa: E402
+from model.transformer import Transformer  # noqa: E402
 
 
 @pytest.fixture
-def tiny_cfg() -> EncoderConfig:
-    return EncoderConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=32, dropout=0.0)
+def tiny_cfg() -> TransformerConfig:
+    return TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=32, dropout=0.0)
 
 
 @pytest.fixture
-def tiny_model(tiny_cfg: EncoderConfig) -> TransformerEncoder:
+def tiny_model(tiny_cfg: TransformerConfig) -> Transformer:
     torch.manual_seed(0)
-    return TransformerEncoder(tiny_cfg).eval()
+    return Transformer(tiny_cfg).eval()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from model.config import EncoderConfig
+from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.state import LoadedModel, build_from_state, read_safetensors
 from model.io.tokenizer import Tokenizer
@@ -43,15 +43,15 @@ _EMBED_MAP = {
 }
 
 
-def bert_config(raw: dict) -> EncoderConfig:
-    """Translate a Hugging Face BERT config.json into an :class:`EncoderConfig`."""
+def bert_config(raw: dict) -> TransformerConfig:
+    """Translate a Hugging Face BERT config.json into an :class:`TransformerConfig`."""
     try:
         act = raw.get("hidden_act", "gelu")
         if act not in _ACTIVATIONS:
             raise CheckpointError(f"unsupported activation {act!r} (supported: {', '.join(_ACTIVATIONS)})")
         if raw.get("position_embedding_type", "absolute") != "absolute":
             raise CheckpointError("only absolute position embeddings are supported")
-        return EncoderConfig(
+        return TransformerConfig(
             vocab_size=raw["vocab_size"],
             d_model=raw["hidden_size"],
             n_heads=raw["num_attention_heads"],

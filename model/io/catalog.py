@@ -13,13 +13,13 @@ from pathlib import Path
 
 import torch
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
 from model.io.checkpoint import load_bytes, load_checkpoint
 from model.io.state import LoadedModel
 from model.io.tokenizer import Tokenizer
+from model.transformer import Transformer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
@@ -57,7 +57,7 @@ class ModelSpec:
         return self.base.root if self.kind == "reinit" and self.base is not None else self
 
 
-def random_like(cfg: EncoderConfig, seed: int) -> ModelSpec:
+def random_like(cfg: TransformerConfig, seed: int) -> ModelSpec:
     """A random init of the classic encoder with ``cfg``'s size. The random entry offers no learned table,
     so a model with learned positions is compared against sinusoidal ones."""
     positional = "sinusoidal" if cfg.positional == "learned" else cfg.positional
@@ -84,7 +84,7 @@ def digest(data: bytes) -> str:
 def _random_model(spec: ModelSpec) -> LoadedModel:
     tok = Tokenizer.from_file(BUNDLED_TOKENIZER)
     try:
-        cfg = EncoderConfig(
+        cfg = TransformerConfig(
             vocab_size=tok.vocab_size,
             d_model=spec.d_model,
             n_heads=spec.n_heads,
@@ -98,7 +98,7 @@ def _random_model(spec: ModelSpec) -> LoadedModel:
     except ValueError as exc:
         raise CheckpointError(str(exc)) from None
     torch.manual_seed(spec.seed)
-    model = TransformerEncoder(cfg).eval()
+    model = Transformer(cfg).eval()
     info = {"name": f"Random init (seed {spec.seed})", "source": "random initialisation, classic recipe"}
     return LoadedModel(model, tok, info)
 
@@ -131,7 +131,7 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
             raise CheckpointError("a re-initialised model needs a base model")
         base = load(spec.base, data)
         torch.manual_seed(spec.seed)
-        model = TransformerEncoder(base.model.cfg.replace(dropout=0.0)).eval()
+        model = Transformer(base.model.cfg.replace(dropout=0.0)).eval()
         info = {"name": f"Random init of {base.name} (seed {spec.seed})", "source": "same config, random weights"}
         return LoadedModel(model, base.tokenizer, info)
     if spec.kind == "minilm":

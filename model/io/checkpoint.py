@@ -14,23 +14,25 @@ from __future__ import annotations
 import io
 import json
 import pickle  # only for its exception type: nothing is ever unpickled
+import tempfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import save as st_save
 
-from model.encoder import TransformerEncoder
 from model.errors import CheckpointError
 from model.io.bert import load_bert_folder
+from model.io.gguf import load_gguf
 from model.io.state import LoadedModel, build_from_state, config_from_dict, config_from_json, read_safetensors
 from model.io.tokenizer import Tokenizer
+from model.transformer import Transformer
 
 FORMAT = "attention-lab/1"
 
 
 def save_checkpoint(
     path: str | Path,
-    model: TransformerEncoder,
+    model: Transformer,
     tokenizer: Tokenizer | None = None,
     info: dict | None = None,
     dtype: torch.dtype | None = None,
@@ -44,7 +46,7 @@ def save_checkpoint(
 
 
 def to_bytes(
-    model: TransformerEncoder,
+    model: Transformer,
     tokenizer: Tokenizer | None = None,
     info: dict | None = None,
     dtype: torch.dtype | None = None,
@@ -66,6 +68,11 @@ def load_bytes(data: bytes, name: str = "upload") -> LoadedModel:
     suffix = Path(name).suffix.lower()
     if suffix in (".pt", ".pth", ".bin"):
         return _load_torch_bytes(data)
+    if suffix == ".gguf":
+        with tempfile.TemporaryDirectory() as folder:  # the gguf reader maps a file; it never runs its contents
+            path = Path(folder) / "upload.gguf"
+            path.write_bytes(data)
+            return load_gguf(path)
     tensors, meta = read_safetensors(data)
     if meta.get("format") != FORMAT or "config" not in meta:
         raise CheckpointError(
@@ -83,7 +90,8 @@ def load_bytes(data: bytes, name: str = "upload") -> LoadedModel:
 
 ACCEPTED = (
     "Attention Lab reads .safetensors files (its own, or a folder with config.json such as a Hugging Face BERT "
-    "folder) and .pt/.pth files that hold only tensors, numbers, strings, lists and dicts: "
+    "folder), LLaMA-architecture .gguf files and .pt/.pth files that hold only tensors, numbers, strings, lists "
+    "and dicts: "
     "{'config': {...}, 'state_dict': {...}}"
 )
 
@@ -129,6 +137,8 @@ def load_checkpoint(path: str | Path) -> LoadedModel:
         return _load_folder(path)
     if not path.is_file():
         raise CheckpointError(f"no such file or folder: {path}")
+    if path.suffix.lower() == ".gguf":
+        return load_gguf(path)
     return load_bytes(path.read_bytes(), path.name)
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import torch
 from safetensors.torch import load as st_load
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.tokenizer import Tokenizer
+from model.transformer import Transformer
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 _ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
@@ -33,7 +33,7 @@ class LoadedModel:
     that did not stop loading (NaN/Inf weights).
     """
 
-    model: TransformerEncoder
+    model: Transformer
     tokenizer: Tokenizer | None
     info: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -116,15 +116,15 @@ def read_safetensors(data: bytes) -> tuple[dict[str, torch.Tensor], dict[str, st
     return tensors, {str(k): str(v) for k, v in meta.items()}
 
 
-def config_from_dict(data: Any) -> EncoderConfig:
-    """An :class:`EncoderConfig` from untrusted data, every problem as a CheckpointError."""
+def config_from_dict(data: Any) -> TransformerConfig:
+    """An :class:`TransformerConfig` from untrusted data, every problem as a CheckpointError."""
     try:
-        return EncoderConfig.from_dict(data)
+        return TransformerConfig.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid model config: {exc}") from None
 
 
-def config_from_json(text: str) -> EncoderConfig:
+def config_from_json(text: str) -> TransformerConfig:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -133,10 +133,10 @@ def config_from_json(text: str) -> EncoderConfig:
 
 
 def build_from_state(
-    cfg: EncoderConfig, state: dict[str, torch.Tensor], tokenizer: Tokenizer | None, info: dict | None = None
+    cfg: TransformerConfig, state: dict[str, torch.Tensor], tokenizer: Tokenizer | None, info: dict | None = None
 ) -> LoadedModel:
     """Instantiate ``cfg`` and load ``state`` strictly, with readable errors and NaN/Inf warnings."""
-    model = TransformerEncoder(cfg)
+    model = Transformer(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokenizers import AddedToken, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as _HFTokenizer
 
 from model.errors import CheckpointError
@@ -40,6 +41,19 @@ class Tokenizer:
         inner.no_padding()
         inner.no_truncation()
         self.inner = inner
+        # byte-level BPE (GPT-2, LLaMA-3, SmolLM) stores bytes as printable stand-ins ("Ġ" for a space);
+        # labels show the text instead
+        self.byte_level = isinstance(inner.decoder, decoders.ByteLevel)
+        self._special = {t.content for t in inner.get_added_tokens_decoder().values() if t.special}
+
+    def label(self, token: str) -> str:
+        """What a token looks like to a reader: byte-level stand-ins decoded (" cat", "↵"), others unchanged."""
+        if not self.byte_level or token in self._special:
+            return token
+        raw = bytes(_BYTE_OF.get(ch, 63) for ch in token)  # 63 = "?" for a character outside the byte map
+        # a piece of a multi-byte character (an emoji split in three) shows its bytes: "\xf0\x9f"
+        text = raw.decode("utf-8", errors="backslashreplace").replace("\n", "↵").replace("\t", "⇥")
+        return text if text.strip() else text.replace(" ", "␣")
 
     @classmethod
     def from_str(cls, data: str) -> Tokenizer:
@@ -92,7 +106,9 @@ class Tokenizer:
         return 0
 
     def id_to_token(self, i: int) -> str:
-        return self.inner.id_to_token(i) or f"<{i}>"
+        """The readable label of token id ``i``."""
+        token = self.inner.id_to_token(i)
+        return f"<{i}>" if token is None else self.label(token)
 
     def special_ids(self) -> set[int]:
         data = json.loads(self.inner.to_str())
@@ -117,9 +133,13 @@ class Tokenizer:
         enc = self.inner.post_process(enc)
         return Encoded(
             ids=tuple(enc.ids),
-            tokens=tuple(enc.tokens),
+            tokens=tuple(self.label(t) for t in enc.tokens),
             offsets=tuple(tuple(o) for o in enc.offsets),
-            special=tuple(bool(s) for s in enc.special_tokens_mask),
+            # added special tokens typed in the text ("<|im_start|>") are special too, not only those the
+            # post-processor adds ([CLS], [SEP])
+            special=tuple(
+                bool(s) or t in self._special for s, t in zip(enc.special_tokens_mask, enc.tokens, strict=True)
+            ),
             truncated=truncated,
             n_tokens_full=n_full,
             text=text,
@@ -132,3 +152,40 @@ class Tokenizer:
                 f"the tokenizer has {self.vocab_size} tokens but the model's embedding table has only "
                 f"{vocab_size} rows; use the tokenizer the model was trained with"
             )
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable stand-in for each byte (printable Latin-1 maps to itself, the rest above U+0100)."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return chars
+
+
+_BYTE_OF = {ch: b for b, ch in _bytes_to_unicode().items()}
+
+
+def byte_level_bpe(vocab: list[str], merges: list[str], special: list[str], *, split_digits: bool) -> Tokenizer:
+    """A byte-level BPE tokenizer (GPT-2 style) from its vocabulary (id order), merges ("a b") and special
+    tokens; ``split_digits`` puts every digit in its own piece first (SmolLM's pre-tokenizer)."""
+    try:
+        pairs = [tuple(m.split(" ", 1)) for m in merges]
+        bpe = models.BPE(vocab={tok: i for i, tok in enumerate(vocab)}, merges=pairs, fuse_unk=False)
+        inner = _HFTokenizer(bpe)
+        byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        inner.pre_tokenizer = (
+            pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+            if split_digits
+            else byte_level
+        )
+        inner.decoder = decoders.ByteLevel()
+        # no post-processor: a token's offsets then include its leading space, which it does encode
+        inner.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+    except Exception as exc:  # the Rust side raises plain Exception subclasses
+        raise CheckpointError(f"could not build the tokenizer: {exc}") from None
+    return Tokenizer(inner)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.encoder import TransformerEncoder
+from model.transformer import Transformer
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def parse_pairs(text: str) -> list[HeadPair]:
     return pairs
 
 
-def check_pairs(pairs: Sequence[HeadPair], student: TransformerEncoder, teacher: TransformerEncoder) -> None:
+def check_pairs(pairs: Sequence[HeadPair], student: Transformer, teacher: Transformer) -> None:
     """Raise ValueError when a pair names a head that one of the two models does not have."""
     for pair in pairs:
         for (layer, head), cfg, who in ((pair.student, student.cfg, "student"), (pair.teacher, teacher.cfg, "teacher")):
@@ -80,7 +80,7 @@ def attention_taps(model: nn.Module, layers: Sequence[int]) -> Iterator[dict[int
 
 
 @torch.no_grad()
-def teacher_patterns(teacher: TransformerEncoder, ids: torch.Tensor, layers: Sequence[int]) -> dict[int, torch.Tensor]:
+def teacher_patterns(teacher: Transformer, ids: torch.Tensor, layers: Sequence[int]) -> dict[int, torch.Tensor]:
     """The teacher's attention patterns of ``layers`` for ids (B, N): layer -> (B, H, N, N).
 
     Runs only the blocks up to the deepest layer asked for (the rest cannot change them)."""

@@ -12,14 +12,14 @@ import torch.nn.functional as F
 
 from model.analysis.metrics import METRICS, head_metrics
 from model.capture import run_with_cache
-from model.encoder import TransformerEncoder
 from model.io.tokenizer import Tokenizer
 from model.train.english import EVERYDAY_WORDS, PROBE_SENTENCES
 from model.train.masking import mask_tokens, windows
+from model.transformer import Transformer
 
 
 def evaluate_mlm(
-    model: TransformerEncoder, tok: Tokenizer, stream: torch.Tensor, length: int, seed: int = 1, n_windows: int = 256
+    model: Transformer, tok: Tokenizer, stream: torch.Tensor, length: int, seed: int = 1, n_windows: int = 256
 ) -> dict[str, float]:
     """Held-out masked-token loss, top-1 and top-5 accuracy over fixed, seeded windows of ``stream``."""
     gen = torch.Generator().manual_seed(seed)
@@ -56,7 +56,7 @@ def unigram_baseline(train_stream: torch.Tensor, held_stream: torch.Tensor, spec
     }
 
 
-def probe_sentences(model: TransformerEncoder, tok: Tokenizer, sentences=PROBE_SENTENCES) -> dict:
+def probe_sentences(model: Transformer, tok: Tokenizer, sentences=PROBE_SENTENCES) -> dict:
     """Mask each ordinary word-piece of each sentence in turn: top-1/top-5 hit rates, and examples."""
     mask_id = tok.token_id(tok.mask_token or "[MASK]")
     hits1 = hits5 = total = 0
@@ -91,7 +91,7 @@ def whole_words(tok: Tokenizer, words=EVERYDAY_WORDS) -> dict:
     return {"share": 1 - len(split) / len(words), "n": len(words), "split": split}
 
 
-def head_report(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_docs: int = 200) -> list[dict]:
+def head_report(model: Transformer, tok: Tokenizer, docs: list[str], n_docs: int = 200) -> list[dict]:
     """Per-head metrics averaged over held-out documents (up to 128 tokens each)."""
     totals: dict[str, np.ndarray] = {}
     docs = docs[:n_docs]
@@ -109,7 +109,7 @@ def head_report(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_do
     ]
 
 
-def positional_peak(model: TransformerEncoder, tok: Tokenizer, docs: list[str]) -> float:
+def positional_peak(model: Transformer, tok: Tokenizer, docs: list[str]) -> float:
     """Largest mean mass any head puts on the previous or the next token over ``docs``."""
     rows = head_report(model, tok, docs, n_docs=len(docs))
     return max(max(r["previous"], r["next"]) for r in rows)

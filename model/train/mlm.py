@@ -19,8 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from model.capture import run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.io.bert import load_bert_folder, minilm_folder
 from model.io.checkpoint import load_checkpoint, save_checkpoint
 from model.io.tokenizer import Tokenizer
@@ -36,14 +35,15 @@ from model.train.evaluate import (
     whole_words,
 )
 from model.train.masking import mask_tokens, token_stream, windows
+from model.transformer import Transformer
 
 
 def save_dtype(args: argparse.Namespace) -> torch.dtype | None:
     return torch.float16 if args.half else None
 
 
-def build_model(args: argparse.Namespace, tok: Tokenizer) -> tuple[TransformerEncoder, dict]:
-    cfg = EncoderConfig(
+def build_model(args: argparse.Namespace, tok: Tokenizer) -> tuple[Transformer, dict]:
+    cfg = TransformerConfig(
         vocab_size=tok.vocab_size,
         d_model=args.d_model,
         n_heads=args.heads,
@@ -57,7 +57,7 @@ def build_model(args: argparse.Namespace, tok: Tokenizer) -> tuple[TransformerEn
         mlm_head=True,
         pad_token_id=tok.pad_id,
     )
-    model = TransformerEncoder(cfg)
+    model = Transformer(cfg)
     previous: dict = {}
     if args.init_from:  # warm start: continue training a checkpoint of the same config
         start = load_checkpoint(args.init_from)
@@ -178,7 +178,7 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
     special = tok.special_ids()
     result = evaluate(model, tok, held_stream, held_docs, args)
     torch.manual_seed(args.seed)
-    random_model = TransformerEncoder(model.cfg).eval()
+    random_model = Transformer(model.cfg).eval()
     info = {
         "name": "Attention Lab bundled MLM v2",
         "command": "python -m model.train " + " ".join(sys.argv[1:]),
@@ -205,11 +205,11 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
     print(json.dumps({k: v for k, v in info.items() if k not in ("heads", "random_init_heads", "history")}, indent=1))
 
 
-def float16_error(model: TransformerEncoder, tok: Tokenizer, docs: list[str], n_docs: int = 20) -> dict:
+def float16_error(model: Transformer, tok: Tokenizer, docs: list[str], n_docs: int = 20) -> dict:
     """How far the float16-stored weights move the outputs: the largest absolute difference of the final hidden
     states and of any attention weight, float32 weights vs the same weights rounded to float16 (what loading a
     ``--half`` checkpoint gives), over ``n_docs`` held-out documents of up to 128 tokens."""
-    rounded = TransformerEncoder(model.cfg).eval()
+    rounded = Transformer(model.cfg).eval()
     rounded.load_state_dict(
         {k: v.half().float() if v.is_floating_point() else v for k, v in model.state_dict().items()}
     )

@@ -69,11 +69,11 @@ def test_beats_a_unigram_guess_on_held_out_text(bundled, held_docs):
 
 
 def test_a_previous_and_a_next_token_head_unlike_random_init(bundled, held_docs):
-    from model.encoder import TransformerEncoder
+    from model.transformer import Transformer
 
     tok = bundled.tokenizer
     torch.manual_seed(0)
-    random_model = TransformerEncoder(bundled.model.cfg).eval()
+    random_model = Transformer(bundled.model.cfg).eval()
     totals = {"trained": 0.0, "random": 0.0}
     docs = [d for d in held_docs if len(d.split()) > 20][:40]
     for doc in docs:

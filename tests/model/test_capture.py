@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from model.capture import KINDS, capture, hook_name, leftover_hooks, run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
+from model.transformer import Transformer
 
 
 def test_expected_names_and_shapes(tiny_model, ids):
@@ -95,8 +95,8 @@ def test_uniform_pattern_replacement_respects_padding(tiny_model):
 
 def test_concurrent_threads_get_their_own_activations():
     torch.manual_seed(0)
-    cfg = EncoderConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=64, dropout=0.0)
-    model = TransformerEncoder(cfg).eval()
+    cfg = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=64, dropout=0.0)
+    model = Transformer(cfg).eval()
     inputs = [torch.randint(0, 64, (1, 8 + i)) for i in range(8)]
     expected = [run_with_cache(model, x, kinds=["pattern"])[1].get("pattern", 1) for x in inputs]
     results: dict[int, torch.Tensor] = {}

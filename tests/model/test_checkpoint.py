@@ -7,12 +7,12 @@ import pytest
 import torch
 from safetensors.torch import save as st_save
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.catalog import BUNDLED_TOKENIZER
 from model.io.checkpoint import load_bytes, load_checkpoint, save_checkpoint, to_bytes
 from model.io.tokenizer import Tokenizer
+from model.transformer import Transformer
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def tok():
 @pytest.fixture
 def small(tok):
     torch.manual_seed(0)
-    cfg = EncoderConfig(
+    cfg = TransformerConfig(
         vocab_size=tok.vocab_size,
         d_model=32,
         n_heads=4,
@@ -33,7 +33,7 @@ def small(tok):
         mlm_head=True,
         dropout=0.0,
     )
-    return TransformerEncoder(cfg).eval()
+    return Transformer(cfg).eval()
 
 
 def test_round_trip_file_and_folder(tmp_path, small, tok):
@@ -131,8 +131,8 @@ def test_nan_weights_load_with_a_warning(small):
 
 
 def test_tokenizer_that_does_not_fit_is_refused(tok):
-    cfg = EncoderConfig(vocab_size=100, d_model=32, n_heads=4, n_layers=1, d_ff=64)
-    data = to_bytes(TransformerEncoder(cfg), tok)
+    cfg = TransformerConfig(vocab_size=100, d_model=32, n_heads=4, n_layers=1, d_ff=64)
+    data = to_bytes(Transformer(cfg), tok)
     with pytest.raises(CheckpointError, match="embedding table has only 100 rows"):
         load_bytes(data, "m.safetensors")
 

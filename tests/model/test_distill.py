@@ -4,15 +4,15 @@ import pytest
 import torch
 
 from model import run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.train.distill import HeadPair, attention_taps, check_pairs, distill_loss, parse_pairs, teacher_patterns
+from model.transformer import Transformer
 
 
-def tiny(layers: int = 2, heads: int = 2, seed: int = 0) -> TransformerEncoder:
+def tiny(layers: int = 2, heads: int = 2, seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
-    cfg = EncoderConfig(vocab_size=50, d_model=16, n_heads=heads, n_layers=layers, d_ff=32, max_seq_len=32)
-    return TransformerEncoder(cfg).eval()
+    cfg = TransformerConfig(vocab_size=50, d_model=16, n_heads=heads, n_layers=layers, d_ff=32, max_seq_len=32)
+    return Transformer(cfg).eval()
 
 
 def test_parse_pairs_reads_student_equals_teacher():

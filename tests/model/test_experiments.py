@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.experiments import masked_predictions, padded_batch, permutation_check, with_mask
 from model.io.catalog import ModelSpec, load
 from model.io.tokenizer import Tokenizer
 from model.observe import position_table
+from model.transformer import Transformer
 
 
 def test_permutation_lab(tiny_cfg):
     torch.manual_seed(1)
-    model = TransformerEncoder(tiny_cfg).eval()
+    model = Transformer(tiny_cfg).eval()
     ids, special = [2, 10, 11, 12, 13, 14, 3], [True] + [False] * 5 + [True]
     off = permutation_check(model, ids, special, positions=False, layer=1)
     assert sorted(off["perm"]) == list(range(7)) and off["perm"][0] == 0 and off["perm"][-1] == 6
@@ -36,7 +36,7 @@ def test_padded_batch_zero_weight_on_padding(tiny_model):
 
 def test_positional_tables(tiny_cfg):
     for kind, width in (("sinusoidal", 32), ("learned", 32), ("rope", 4), ("none", 0)):
-        model = TransformerEncoder(dataclasses.replace(tiny_cfg, positional=kind))
+        model = Transformer(dataclasses.replace(tiny_cfg, positional=kind))
         got, table = position_table(model, 10)
         assert got == kind and table.shape == (10, width)
 
@@ -51,7 +51,7 @@ def test_masked_predictions_on_bundled_model():
     assert 0 < sum(pred.probs) <= 1.0 + 1e-6
     with pytest.raises(ValueError, match="no masked-language-model head"):
         masked_predictions(
-            TransformerEncoder(EncoderConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8)),
+            Transformer(TransformerConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=8)),
             torch.tensor([[1]]),
             [0],
             str,

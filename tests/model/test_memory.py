@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from model.capture import run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.memory import keep_freed_memory
+from model.transformer import Transformer
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc allocator tuning")
@@ -15,7 +15,7 @@ def test_repeated_captures_reuse_memory_instead_of_page_faulting():
     assert keep_freed_memory() is True
     assert keep_freed_memory() is True  # idempotent
     torch.manual_seed(0)
-    model = TransformerEncoder(EncoderConfig(vocab_size=100, d_model=64, n_heads=8, n_layers=3, d_ff=128)).eval()
+    model = Transformer(TransformerConfig(vocab_size=100, d_model=64, n_heads=8, n_layers=3, d_ff=128)).eval()
     ids = torch.randint(0, 100, (1, 384))
     _, trace = run_with_cache(model, ids)
     retained_pages = trace.nbytes / 4096

@@ -11,9 +11,9 @@ from model.analysis.norms import relative_change, value_contributions
 from model.analysis.projection import pca_2d
 from model.analysis.scaling import scaling_demo
 from model.analysis.steps import explain_query, observed_head_steps, softmax_rows
-from model.encoder import TransformerEncoder
 from model.io.tokenizer import Encoded
 from model.observe import Options, head_weights, observe
+from model.transformer import Transformer
 
 
 class FakeTokenizer:
@@ -35,7 +35,7 @@ class FakeTokenizer:
 def setup(request, tiny_cfg):
     torch.manual_seed(0)
     cfg = dataclasses.replace(tiny_cfg, norm=request.param, bias=True)
-    model = TransformerEncoder(cfg).eval()
+    model = Transformer(cfg).eval()
     return model, observe(model, FakeTokenizer(), "the cat sat on the mat", Options())
 
 

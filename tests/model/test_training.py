@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import torch
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.train.mlm import float16_error
+from model.transformer import Transformer
 
 
 class WordTokenizer:
@@ -18,7 +18,7 @@ class WordTokenizer:
 
 def test_float16_error_measures_the_rounding_of_the_weights():
     torch.manual_seed(0)
-    model = TransformerEncoder(EncoderConfig(vocab_size=48, d_model=32, n_heads=4, n_layers=2, d_ff=64)).eval()
+    model = Transformer(TransformerConfig(vocab_size=48, d_model=32, n_heads=4, n_layers=2, d_ff=64)).eval()
     err = float16_error(model, WordTokenizer(), ["the cat sat on the mat", "a dog ran"])
     assert 0 < err["hidden"] < 1e-2 and 0 < err["pattern"] < 1e-3 and err["hidden_scale"] > 0.5
     with torch.no_grad():  # weights that float16 cannot hold: the check sees it

@@ -10,23 +10,24 @@ from pathlib import Path
 import torch
 from safetensors.torch import save as st_save
 
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.io.catalog import BUNDLED_TOKENIZER
 from model.io.checkpoint import FORMAT, to_bytes
 from model.io.tokenizer import Tokenizer
+from model.transformer import Transformer
+from tests.security.gguf_files import broken_gguf_files
 
 MARKER_NAME = "attention_lab_pwned"
 
 
-def _model() -> tuple[TransformerEncoder, Tokenizer]:
+def _model() -> tuple[Transformer, Tokenizer]:
     tok = Tokenizer.from_file(BUNDLED_TOKENIZER)
     torch.manual_seed(0)
-    cfg = EncoderConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_layers=1, d_ff=64, max_seq_len=64)
-    return TransformerEncoder(cfg).eval(), tok
+    cfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_layers=1, d_ff=64, max_seq_len=64)
+    return Transformer(cfg).eval(), tok
 
 
-def _meta(cfg: EncoderConfig | dict, tok: Tokenizer | None = None) -> dict[str, str]:
+def _meta(cfg: TransformerConfig | dict, tok: Tokenizer | None = None) -> dict[str, str]:
     meta = {"format": FORMAT, "config": json.dumps(cfg if isinstance(cfg, dict) else cfg.to_dict())}
     if tok is not None:
         meta["tokenizer"] = tok.to_str()
@@ -80,7 +81,7 @@ def broken_files(tmp: Path) -> dict[str, tuple[str, bytes, str | None]]:
     nan["blocks.0.ff.fc2.weight"][0, 0] = float("inf")
     files["NaN and Inf weights"] = ("nan.safetensors", st_save(nan, metadata=_meta(model.cfg, tok)), None)
     small_cfg = model.cfg.replace(vocab_size=100)
-    small = TransformerEncoder(small_cfg)
+    small = Transformer(small_cfg)
     files["tokenizer does not fit"] = ("vocab.safetensors", to_bytes(small, tok), "embedding table has only 100")
     bad_types = dict(model.cfg.to_dict(), n_layers="one")
     files["config with wrong types"] = (
@@ -102,6 +103,7 @@ def broken_files(tmp: Path) -> dict[str, tuple[str, bytes, str | None]]:
     files["truncated .pt"] = ("cut.pt", whole[: len(whole) // 2], "damaged or cut short")
     files["bare state dict .pt"] = ("bare.pt", _torch_bytes(state), "must be a dict")
     files["plain safetensors, no config"] = ("plain.safetensors", st_save(state), "no Attention Lab config")
+    files.update(broken_gguf_files(tmp))
     return files
 
 

@@ -57,8 +57,8 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         return spec, None
     if kind == "upload":
         up = st.file_uploader(
-            "Checkpoint (.safetensors from Attention Lab, or .pt/.pth)",
-            type=["safetensors", "pt", "pth"],
+            "Checkpoint (.safetensors from Attention Lab, .pt/.pth, or a LLaMA .gguf)",
+            type=["safetensors", "pt", "pth", "gguf"],
             key="upload_file",
             max_upload_size=MAX_UPLOAD_BYTES // 2**20,
         )

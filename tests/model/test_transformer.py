@@ -5,14 +5,14 @@ import pytest
 import torch
 
 from model.capture import run_with_cache
-from model.config import EncoderConfig
-from model.encoder import TransformerEncoder
+from model.config import TransformerConfig
 from model.positional import rope_angles, sinusoidal_table
+from model.transformer import Transformer
 
 
 def test_classic_sanity_check_shape():
-    cfg = EncoderConfig(vocab_size=32000, d_model=256, n_heads=4, n_layers=4)
-    model = TransformerEncoder(cfg).eval()
+    cfg = TransformerConfig(vocab_size=32000, d_model=256, n_heads=4, n_layers=4)
+    model = Transformer(cfg).eval()
     out = model(torch.randint(0, 32000, (2, 64)))
     assert out.shape == (2, 64, 256)
     assert sum(p.numel() for p in model.parameters()) == cfg.parameter_count()
@@ -21,7 +21,7 @@ def test_classic_sanity_check_shape():
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope", "none"])
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_every_positional_kind_and_norm(positional, norm, ids):
-    cfg = EncoderConfig(
+    cfg = TransformerConfig(
         vocab_size=64,
         d_model=32,
         n_heads=4,
@@ -32,7 +32,7 @@ def test_every_positional_kind_and_norm(positional, norm, ids):
         norm=norm,
         dropout=0.0,
     )
-    model = TransformerEncoder(cfg).eval()
+    model = Transformer(cfg).eval()
     out, trace = run_with_cache(model, ids, kinds=["pattern", "q"])
     assert out.shape == (2, 10, 32)
     assert trace.get("pattern", 1).shape == (2, 4, 10, 10)
@@ -62,7 +62,7 @@ def test_rope_preserves_norm_and_encodes_relative_position():
 
 
 def test_causal_option_blocks_future(tiny_cfg, ids):
-    model = TransformerEncoder(dataclasses.replace(tiny_cfg, causal=True)).eval()
+    model = Transformer(dataclasses.replace(tiny_cfg, causal=True)).eval()
     _, trace = run_with_cache(model, ids, kinds=["pattern"])
     assert torch.all(trace.get("pattern", 0).triu(1) == 0)
     # per-call override switches it off again
@@ -82,11 +82,11 @@ def test_padding_mask_zero_weight_and_does_not_change_real_tokens(tiny_model):
 
 
 def test_permutation_equivariance_without_positions():
-    cfg = EncoderConfig(
+    cfg = TransformerConfig(
         vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=16, positional="none", dropout=0.0
     )
     torch.manual_seed(3)
-    model = TransformerEncoder(cfg).eval()
+    model = Transformer(cfg).eval()
     ids = torch.tensor([[3, 9, 14, 27, 40, 51, 60]])
     perm = torch.tensor([4, 0, 6, 2, 1, 5, 3])
     _, a = run_with_cache(model, ids, kinds=["pattern"])
@@ -95,15 +95,15 @@ def test_permutation_equivariance_without_positions():
         pa = a.get("pattern", layer)[0]
         torch.testing.assert_close(b.get("pattern", layer)[0], pa[:, perm][:, :, perm], atol=1e-6, rtol=0)
     # with sinusoidal positions the same shuffle is no longer equivariant
-    model = TransformerEncoder(dataclasses.replace(cfg, positional="sinusoidal")).eval()
+    model = Transformer(dataclasses.replace(cfg, positional="sinusoidal")).eval()
     _, a = run_with_cache(model, ids, kinds=["pattern"])
     _, b = run_with_cache(model, ids[:, perm], kinds=["pattern"])
     assert (b.get("pattern", 1)[0] - a.get("pattern", 1)[0][:, perm][:, :, perm]).abs().max() > 1e-3
 
 
 def test_weight_init_recipe():
-    cfg = EncoderConfig(vocab_size=2000, d_model=64, n_heads=4, n_layers=1, d_ff=128, bias=True)
-    model = TransformerEncoder(cfg)
+    cfg = TransformerConfig(vocab_size=2000, d_model=64, n_heads=4, n_layers=1, d_ff=128, bias=True)
+    model = Transformer(cfg)
     assert model.tok_emb.weight.std().item() == pytest.approx(64**-0.5, rel=0.05)
     bound = math.sqrt(6 / (64 + 64))
     assert model.blocks[0].attn.w_q.weight.abs().max().item() <= bound
@@ -112,8 +112,8 @@ def test_weight_init_recipe():
 
 def test_embedding_scaling_is_configurable(tiny_cfg):
     ids = torch.tensor([[1, 2, 3]])
-    a = TransformerEncoder(dataclasses.replace(tiny_cfg, positional="none"))
-    b = TransformerEncoder(dataclasses.replace(tiny_cfg, positional="none", scale_embeddings=False))
+    a = Transformer(dataclasses.replace(tiny_cfg, positional="none"))
+    b = Transformer(dataclasses.replace(tiny_cfg, positional="none", scale_embeddings=False))
     b.load_state_dict(a.state_dict())
     torch.testing.assert_close(a.embed(ids), b.embed(ids) * math.sqrt(32))
 
@@ -139,13 +139,13 @@ def test_too_long_input_is_refused(tiny_model):
 )
 def test_invalid_configs_say_how_to_fix(changes, message):
     with pytest.raises(ValueError, match=message):
-        EncoderConfig(**changes)
+        TransformerConfig(**changes)
 
 
 def test_config_from_dict_rejects_unknown_and_wrong_types():
     with pytest.raises(ValueError, match="unknown config keys: colour"):
-        EncoderConfig.from_dict({"colour": "red"})
+        TransformerConfig.from_dict({"colour": "red"})
     with pytest.raises(ValueError, match="true or false"):
-        EncoderConfig.from_dict({"causal": "yes"})
-    cfg = EncoderConfig(d_model=64, n_heads=8)
-    assert EncoderConfig.from_dict(cfg.to_dict()) == cfg
+        TransformerConfig.from_dict({"causal": "yes"})
+    cfg = TransformerConfig(d_model=64, n_heads=8)
+    assert TransformerConfig.from_dict(cfg.to_dict()) == cfg

@@ -1,4 +1,7 @@
-"""The transformer encoder: embeddings, positional encoding, pre-/post-norm blocks, MLM head."""
+"""The transformer: embeddings, positional encoding, pre-/post-norm blocks, an MLM or a next-token head.
+
+The classic encoder and a LLaMA-style decoder (RMSNorm, SwiGLU, grouped-query attention, RoPE, causal mask,
+tied LM head) are one class; :class:`model.config.TransformerConfig` says which pieces a model uses."""
 
 from __future__ import annotations
 
@@ -8,45 +11,75 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.attention import MultiHeadAttention
-from model.config import EncoderConfig
+from model.attention import KVCache, MultiHeadAttention
+from model.config import TransformerConfig
 from model.hooks import HookPoint
 from model.positional import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
 
 
-class FeedForward(nn.Module):
-    """Position-wise Linear -> activation -> Linear."""
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x²) + eps) · weight (Zhang & Sennrich, 2019): LayerNorm without centring or bias.
 
-    def __init__(self, cfg: EncoderConfig) -> None:
+    Computed in float32 whatever the input dtype, as LLaMA does: the residual stream of a decoder reaches
+    ~1e4, and squaring that in float16 overflows."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
         super().__init__()
-        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias)
-        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # (B, N, d_model)
+        return self.weight * h.to(x.dtype)
+
+
+def make_norm(cfg: TransformerConfig) -> nn.Module:
+    """The config's normalisation layer over d_model."""
+    if cfg.norm_kind == "rmsnorm":
+        return RMSNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+
+class FeedForward(nn.Module):
+    """Position-wise Linear -> activation -> Linear; SwiGLU (Shazeer, 2020) gates the hidden layer:
+    fc2(silu(gate(x)) · fc1(x))."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias)  # "up" in LLaMA
+        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)  # "down"
+        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.activation == "swiglu" else None
         self.activation = cfg.activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)  # (B, N, d_ff)
-        if self.activation == "relu":
+        if self.gate is not None:
+            h = F.silu(self.gate(x)) * h
+        elif self.activation == "relu":
             h = F.relu(h)
         else:
             h = F.gelu(h, approximate="tanh" if self.activation == "gelu_tanh" else "none")
         return self.fc2(h)  # (B, N, d_model)
 
 
-class TransformerEncoderBlock(nn.Module):
-    """One encoder layer.
+class TransformerBlock(nn.Module):
+    """One layer.
 
     Pre-norm (default): x + drop(attn(LN(x))), then x + drop(FF(LN(x))). The residual path stays an
     identity, so gradients reach early layers unchanged and training needs no warm-up tricks.
     Post-norm (BERT): LN(x + attn(x)), then LN(x + FF(x)).
     """
 
-    def __init__(self, cfg: EncoderConfig, rope: nn.Module | None = None) -> None:
+    def __init__(self, cfg: TransformerConfig, rope: nn.Module | None = None) -> None:
         super().__init__()
         self.norm = cfg.norm
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, rope=rope)
-        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, rope=rope, n_kv_heads=cfg.kv_heads
+        )
+        self.ln1 = make_norm(cfg)
         self.ff = FeedForward(cfg)
-        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ln2 = make_norm(cfg)
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_resid_pre = HookPoint()  # (B, N, d_model)
         self.hook_attn_in = HookPoint()  # (B, N, d_model), what attention reads: LN(x) pre-norm, x post-norm
@@ -54,25 +87,35 @@ class TransformerEncoderBlock(nn.Module):
         self.hook_resid_post = HookPoint()  # (B, N, d_model)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True, positions: bool = True
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        scale: bool = True,
+        positions: bool = True,
+        cache: KVCache | None = None,
+        layer: int = 0,
     ) -> torch.Tensor:
-        """x: (B, N, d_model); mask broadcastable to (B, H, N, N), 0 = blocked.
+        """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked.
 
-        ``positions=False`` skips RoPE (the permutation lab's switch)."""
+        ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions."""
         x = self.hook_resid_pre(x)
+
+        def attend(h: torch.Tensor) -> torch.Tensor:
+            return self.attn(h, mask=mask, scale=scale, positions=positions, cache=cache, layer=layer)
+
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
-            x = self.hook_resid_mid(x + self.drop(self.attn(h, mask=mask, scale=scale, positions=positions)))
+            x = self.hook_resid_mid(x + self.drop(attend(h)))
             return self.hook_resid_post(x + self.drop(self.ff(self.ln2(x))))
         h = self.hook_attn_in(x)
-        x = self.hook_resid_mid(self.ln1(x + self.drop(self.attn(h, mask=mask, scale=scale, positions=positions))))
+        x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
         return self.hook_resid_post(self.ln2(x + self.drop(self.ff(x))))
 
 
 class MLMHead(nn.Module):
     """BERT's prediction head: dense -> GELU -> LayerNorm -> decoder tied to the token embeddings."""
 
-    def __init__(self, cfg: EncoderConfig) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
         self.ln = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -83,10 +126,10 @@ class MLMHead(nn.Module):
         return self.ln(F.gelu(self.dense(h))) @ embedding.t() + self.bias
 
 
-class TransformerEncoder(nn.Module):
-    """Token ids (B, N) -> hidden states (B, N, d_model)."""
+class Transformer(nn.Module):
+    """Token ids (B, N) -> hidden states (B, N, d_model): the classic encoder or a decoder, by config."""
 
-    def __init__(self, cfg: EncoderConfig) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
@@ -98,13 +141,13 @@ class TransformerEncoder(nn.Module):
         elif cfg.positional == "learned":
             self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len)
         elif cfg.positional == "rope":
-            rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base)
+            rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style)
         self.rope = rope  # one shared module; blocks hold a reference, not a copy
-        self.emb_ln = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.embedding_layer_norm else None
+        self.emb_ln = make_norm(cfg) if cfg.embedding_layer_norm else None
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_embed = HookPoint()  # (B, N, d_model), input to the first block
-        self.blocks = nn.ModuleList(TransformerEncoderBlock(cfg, rope) for _ in range(cfg.n_layers))
-        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.use_final_layer_norm else None
+        self.blocks = nn.ModuleList(TransformerBlock(cfg, rope) for _ in range(cfg.n_layers))
+        self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
         self.reset_parameters()
 
@@ -121,16 +164,20 @@ class TransformerEncoder(nn.Module):
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
+            elif isinstance(module, RMSNorm):
+                nn.init.ones_(module.weight)
 
     def build_mask(
-        self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device
+        self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
     ) -> torch.Tensor | None:
-        """Combine padding (B, N) and causal masks into (B or 1, 1, N, N) with 0 = blocked."""
+        """Combine padding (B, M) and causal masks into (B or 1, 1, N, M) with 0 = blocked, where the N
+        queries sit at positions offset … offset + N − 1 and M = offset + N (``offset`` > 0 with a KV cache)."""
         mask = None
         if attention_mask is not None:
-            mask = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, N)
+            mask = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, M)
         if causal:
-            tri = torch.ones(n, n, dtype=torch.bool, device=device).tril()[None, None]  # (1, 1, N, N)
+            m = offset + n
+            tri = torch.ones(n, m, dtype=torch.bool, device=device).tril(diagonal=offset)[None, None]  # (1, 1, N, M)
             mask = tri if mask is None else mask & tri
         return mask
 
@@ -161,24 +208,36 @@ class TransformerEncoder(nn.Module):
         causal: bool | None = None,
         scale: bool = True,
         positions: bool = True,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """ids: (B, N) int64; attention_mask: (B, N), 1 = real token, 0 = padding.
+        """ids: (B, N) int64; attention_mask: (B, M), 1 = real token, 0 = padding.
 
         Teaching switches for one call: ``causal`` overrides the config; ``scale=False`` drops
         1/sqrt(d_k) everywhere; ``positions=False`` removes every positional signal (table or RoPE).
-        Returns hidden states (B, N, d_model).
+        ``cache``: a :class:`KVCache` holding the earlier positions (generation); ids are then the newest
+        tokens only, and the cache grows by N. Returns hidden states (B, N, d_model).
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
         n = ids.size(1)
-        if n > self.cfg.max_seq_len:
-            raise ValueError(f"sequence of {n} tokens is longer than max_seq_len {self.cfg.max_seq_len}")
+        offset = cache.length if cache is not None else 0
+        if offset + n > self.cfg.max_seq_len:
+            raise ValueError(f"sequence of {offset + n} tokens is longer than max_seq_len {self.cfg.max_seq_len}")
         causal = self.cfg.causal if causal is None else causal
-        mask = self.build_mask(n, attention_mask, causal, ids.device)
+        if cache is not None and (self.pos_enc is not None or not causal):
+            raise ValueError("a KV cache needs a causal model with RoPE or no positions (earlier keys never change)")
+        mask = self.build_mask(n, attention_mask, causal, ids.device, offset)
         x = self.hook_embed(self.embed(ids, token_type_ids, positions))
-        for block in self.blocks:
-            x = block(x, mask=mask, scale=scale, positions=positions)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask=mask, scale=scale, positions=positions, cache=cache, layer=i)
         return self.ln_f(x) if self.ln_f is not None else x
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (B, N, d_model) -> next-token logits (B, N, V) through the tied embeddings; needs
+        ``cfg.lm_head``."""
+        if not self.cfg.lm_head:
+            raise ValueError("this model has no next-token head")
+        return hidden @ self.tok_emb.weight.t()
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, N, d_model) -> vocabulary logits (B, N, V); needs ``cfg.mlm_head``."""

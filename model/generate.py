@@ -1,0 +1,112 @@
+"""Next-token predictions and step-by-step generation with a KV cache, for decoders (``cfg.lm_head``).
+
+Generation feeds the prompt once, then one token per step: each step computes q, k, v for the newest token
+only and reads every earlier key and value from :class:`model.attention.KVCache`. Every step records the
+attention row of the query that made the prediction, per layer and head: what the model looked at to
+choose the token it produced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.attention import KVCache
+from model.capture import capture
+from model.transformer import Transformer
+
+
+@dataclass(frozen=True)
+class Step:
+    """One generated token. ``rows``: (L, H, M) attention of the predicting query over the M positions before
+    the new token; ``top``: the most likely (token id, probability) after temperature."""
+
+    token: int
+    prob: float
+    rows: np.ndarray
+    top: tuple[tuple[int, float], ...]
+
+
+def next_token_distribution(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Probabilities (V,) from logits (V,); temperature 0 means greedy (all mass on the arg-max)."""
+    if temperature < 0:
+        raise ValueError("temperature must be 0 (greedy) or positive")
+    logits = logits.float()
+    if temperature == 0:
+        out = torch.zeros_like(logits)
+        out[logits.argmax()] = 1.0
+        return out
+    return torch.softmax(logits / temperature, dim=-1)
+
+
+def next_token_predictions(
+    model: Transformer, ids: torch.Tensor, temperature: float = 1.0, k: int = 10
+) -> list[list[tuple[int, float]]]:
+    """For every position of ids (1, N): the top-k (token id, probability) of the token that follows.
+
+    temperature rescales the logits before the softmax (1 = the model's own distribution)."""
+    if not model.cfg.lm_head:
+        raise ValueError("this model has no next-token head")
+    dev = next(model.parameters()).device
+    with torch.inference_mode():
+        logits = model.lm_logits(model(ids.to(dev)))[0].float().cpu()  # (N, V)
+    probs = torch.softmax(logits / max(temperature, 1e-6), dim=-1)
+    top = probs.topk(k, dim=-1)
+    return [
+        [(int(i), float(p)) for i, p in zip(idx, val, strict=True)]
+        for idx, val in zip(top.indices.tolist(), top.values.tolist(), strict=True)
+    ]
+
+
+def generate(
+    model: Transformer,
+    ids: list[int],
+    n_new: int,
+    *,
+    temperature: float = 0.0,
+    seed: int = 0,
+    stop: set[int] | frozenset[int] = frozenset(),
+    use_cache: bool = True,
+    k: int = 5,
+) -> list[Step]:
+    """Produce up to ``n_new`` tokens after ``ids``; stops early at a token in ``stop`` or at max_seq_len.
+
+    ``use_cache=False`` reruns the whole sequence every step (the slow way, kept to prove the cache exact).
+    """
+    cfg = model.cfg
+    if not cfg.lm_head or not cfg.causal:
+        raise ValueError("generation needs a causal model with a next-token head")
+    if not ids:
+        raise ValueError("generation needs at least one prompt token")
+    n_new = max(0, min(n_new, cfg.max_seq_len - len(ids)))
+    dev = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    cache = KVCache(cfg.n_layers) if use_cache else None
+    seq = list(ids)
+    steps: list[Step] = []
+    feed = seq
+    with torch.inference_mode():
+        for _ in range(n_new):
+            x = torch.tensor([feed], device=dev)
+            with capture(model, kinds=["pattern"]) as trace:
+                hidden = model(x, cache=cache)
+            rows = trace.stack("pattern")[:, 0, :, -1, :].float().numpy()  # (L, H, M): the newest query's row
+            probs = next_token_distribution(model.lm_logits(hidden[:, -1:])[0, 0].cpu(), temperature)
+            token = int(torch.multinomial(probs, 1, generator=gen)) if temperature > 0 else int(probs.argmax())
+            shown = probs if temperature > 0 else torch.softmax(model.lm_logits(hidden[:, -1:])[0, 0].float().cpu(), -1)
+            top = shown.topk(k)
+            steps.append(
+                Step(
+                    token=token,
+                    prob=float(shown[token]),
+                    rows=rows,
+                    top=tuple((int(i), float(p)) for i, p in zip(top.indices, top.values, strict=True)),
+                )
+            )
+            seq.append(token)
+            if token in stop:
+                break
+            feed = [token] if use_cache else seq
+    return steps

