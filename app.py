@@ -31,6 +31,7 @@ PAGES = {
         st.Page("viz/pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
         st.Page("viz/pages/metrics.py", title="Head metrics", icon=":material/table_chart:", url_path="metrics"),
         st.Page("viz/pages/find.py", title="Find heads", icon=":material/manage_search:", url_path="find"),
+        st.Page("viz/pages/next_token.py", title="Next token", icon=":material/keyboard_tab:", url_path="next-token"),
     ],
     "Why it goes there": [
         st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.analysis.decoder import induction_scores, previous_token_scores
 from model.capture import run_with_cache
+from model.io.tokenizer import Tokenizer
 from model.transformer import Transformer
 
 
@@ -120,3 +122,59 @@ def masked_predictions(
         Prediction(pos, tuple(id_to_token(int(i)) for i in idx), tuple(float(p) for p in val))
         for pos, idx, val in zip(positions, top.indices, top.values)
     ]
+
+
+def repeated_random_tokens(tokenizer: Tokenizer, period: int, seed: int = 0) -> tuple[str, list[int], int]:
+    """``period`` random whole-word tokens, then the same again: the text an induction head completes.
+
+    Returns (text, ids with the tokenizer's special tokens, position of the first token of the first copy).
+    Only words that encode to exactly themselves are drawn (" galaxies" in byte-level BPE, "galaxies" in
+    WordPiece), so the text typed back into the box gives the same tokens."""
+    if period < 2:
+        raise ValueError("the repeated block needs at least 2 tokens")
+    rng = np.random.default_rng(seed)
+    vocab = tokenizer.vocab_size
+    chosen: list[int] = []
+    pieces: list[str] = []
+    for _ in range(400 * period):
+        if len(chosen) == period:
+            break
+        i = int(rng.integers(min(1000, vocab // 4), vocab))
+        label = tokenizer.id_to_token(i)
+        word = label.strip()
+        if i in chosen or label.startswith("##") or not (word.isascii() and word.isalpha() and len(word) > 2):
+            continue
+        piece = label if label.startswith(" ") else " " + label
+        enc = tokenizer.encode(piece)
+        if [t for t, sp in zip(enc.ids, enc.special, strict=True) if not sp] == [i]:
+            chosen.append(i)
+            pieces.append(piece)
+    if len(chosen) < period:
+        raise ValueError("this tokenizer has too few whole-word tokens to draw a random sequence from")
+    text = "".join(pieces * 2)
+    enc = tokenizer.encode(text)
+    start = enc.special.index(False)
+    if list(enc.ids[start : start + 2 * period]) != chosen * 2:
+        raise ValueError("the repeated sequence did not tokenise back to itself")
+    return text, list(enc.ids), start
+
+
+def induction_run(model: Transformer, tokenizer: Tokenizer, period: int = 24, seed: int = 0) -> dict:
+    """Run a repeated random sequence and score every head as an induction head.
+
+    Returns {"text", "ids", "tokens", "start", "period", "patterns" (L, H, N, N), "induction" (L, H),
+    "previous" (L, H)}; N = 2·period plus the tokenizer's special tokens."""
+    text, ids, start = repeated_random_tokens(tokenizer, period, seed)
+    dev = _device(model)
+    _, trace = run_with_cache(model, torch.tensor([ids], device=dev), kinds=["pattern"])
+    patterns = trace.stack("pattern")[:, 0].float().numpy()  # (L, H, N, N)
+    return {
+        "text": text,
+        "ids": ids,
+        "tokens": [tokenizer.id_to_token(i) for i in ids],
+        "start": start,
+        "period": period,
+        "patterns": patterns,
+        "induction": induction_scores(patterns, period, start),
+        "previous": previous_token_scores(patterns),
+    }

@@ -60,6 +60,12 @@ def next_token_predictions(
     ]
 
 
+def stop_tokens(tokenizer) -> frozenset[int]:
+    """End-of-turn and end-of-text ids of a chat model's tokenizer (generation stops at them)."""
+    names = ("<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>")
+    return frozenset(i for i in (tokenizer.token_id(n) for n in names) if i is not None)
+
+
 def generate(
     model: Transformer,
     ids: list[int],

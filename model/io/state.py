@@ -48,6 +48,11 @@ class LoadedModel:
         return self.model.mlm is not None
 
     @property
+    def has_lm(self) -> bool:
+        """A decoder with a next-token head (predictions and generation)."""
+        return self.model.cfg.is_decoder
+
+    @property
     def description(self) -> dict[str, Any]:
         """Architecture facts for the sidebar and the CLI, derived from the config."""
         cfg = self.model.cfg
@@ -56,6 +61,7 @@ class LoadedModel:
             "source": str(self.info.get("source", "")),
             "architecture": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, d_k {cfg.d_k}, "
             f"d_ff {cfg.d_ff}",
+            "norm_kind": cfg.norm_kind,
             "parameters": cfg.parameter_count(),
             "positional": cfg.positional,
             "norm": f"{cfg.norm}-norm",
@@ -64,6 +70,9 @@ class LoadedModel:
             "vocab_size": cfg.vocab_size,
             "mlm_head": cfg.mlm_head,
             "causal": cfg.causal,
+            "heads": cfg.n_heads,
+            "kv_heads": cfg.kv_heads,
+            "decoder": cfg.is_decoder,
         }
 
 

@@ -16,6 +16,7 @@ PAGES = [
     "viz/pages/compare.py",
     "viz/pages/metrics.py",
     "viz/pages/find.py",
+    "viz/pages/next_token.py",
     "viz/pages/qkv.py",
     "viz/pages/rollout.py",
     "viz/pages/masks.py",

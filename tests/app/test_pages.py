@@ -19,6 +19,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/compare.py": 2,  # A and B side by side in one figure, then A − B
     "viz/pages/metrics.py": 1,
     "viz/pages/find.py": 1,
+    "viz/pages/next_token.py": 0,  # an encoder: the page says which model predicts the next token
     "viz/pages/qkv.py": 2,
     "viz/pages/rollout.py": 2,
     "viz/pages/masks.py": 3,
@@ -29,11 +30,14 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
 SECTIONED = {
     "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
-    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1)),
+    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1, 2, 2, 0)),
 }
+#: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
+DECODER_CHARTS = {"viz/pages/next_token.py": 2}
+DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 1, 1, 0, 2, 2, 2)}
 
 
-@pytest.mark.parametrize("source", ["bundled", "random"])
+@pytest.mark.parametrize("source", ["bundled", "random", pytest.param("smollm2", marks=pytest.mark.slow)])
 def test_every_page_renders(source):
     at = new_app()
     if source == "random":
@@ -41,12 +45,15 @@ def test_every_page_renders(source):
         at.sidebar.number_input(key="rand_layers").set_value(2)
         at.run()
         assert not at.exception
+    if source == "smollm2":
+        at.sidebar.selectbox(key="model_kind").set_value("smollm2").run()
+        assert not at.exception and not at.sidebar.error
     for page in PAGES:
         at.switch_page(page)
         at.run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, [e.value for e in at.error])
-        expected = EXPECTED_CHARTS[page]
+        expected = (DECODER_CHARTS if source == "smollm2" else {}).get(page, EXPECTED_CHARTS[page])
         assert len(at.get("plotly_chart")) == expected, page
         if expected or page.endswith("head_view.py"):  # every figure has download buttons, the page an export
             buttons = at.get("download_button")
@@ -60,9 +67,18 @@ def test_every_page_renders(source):
     assert about and ("Random init" in about[0]) == (source == "random")
 
 
-@pytest.mark.parametrize("page", list(SECTIONED))
+@pytest.mark.parametrize(
+    "page", [*SECTIONED, pytest.param("decoder lessons", marks=pytest.mark.slow)], ids=[*SECTIONED, "decoder"]
+)
 def test_every_section_renders(app, page):
-    key, sections, charts = SECTIONED[page]
+    if page == "decoder lessons":  # SmolLM2: sinks, induction and GQA lessons, no masked-token head
+        app.sidebar.selectbox(key="model_kind").set_value("smollm2").run()
+        page = "viz/pages/lessons.py"
+        key, sections, _ = SECTIONED[page]
+        charts = DECODER_SECTIONS[page]
+    else:
+        key, sections, charts = SECTIONED[page]
+    assert len(charts) == len(sections), page
     app.switch_page(page).run()
     for name, count in zip(sections, charts):
         app.session_state[key] = name

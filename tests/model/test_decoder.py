@@ -1,5 +1,6 @@
 """The LLaMA-style pieces on tiny configs: GQA, RMSNorm, SwiGLU, RoPE pairings, the KV cache, generation."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -124,3 +125,29 @@ def test_tiny_gguf_round_trip(tmp_path):
     assert enc.tokens == ("t", "he", " the", "n")
     steps = generate(loaded.model, list(enc.ids), 3)
     assert len(steps) == 3 and all(0 <= s.token < cfg.vocab_size for s in steps)
+
+
+@pytest.mark.parametrize("causal", [None, False])
+@pytest.mark.parametrize("scale", [True, False])
+def test_recomputed_scores_equal_the_captured_ones(decoder, causal, scale):
+    """Observation.score_matrix rebuilds one head's scores from q and k (GQA included) instead of capturing
+    every head's: the same numbers, −inf where the mask blocks."""
+    from model.io.tokenizer import Tokenizer
+    from model.observe import ATTENTION_KINDS, Options, observe
+    from tests.security.gguf_files import _vocab
+
+    tokens, merges, _ = _vocab()
+    from model.io.tokenizer import byte_level_bpe
+
+    tok: Tokenizer = byte_level_bpe(tokens, merges, ["<|endoftext|>"], split_digits=True)
+    model = Transformer(decoder_cfg(vocab_size=len(tokens))).eval()
+    text = "the then there 42"
+    lean = observe(model, tok, text, Options(causal=causal, scale=scale))
+    full = observe(model, tok, text, Options(causal=causal, scale=scale, kinds=(*ATTENTION_KINDS, "scores")))
+    assert lean.scores is None and full.scores is not None
+    for layer in range(2):
+        for head in range(4):
+            a, b = lean.score_matrix(layer, head), full.score_matrix(layer, head)
+            assert np.array_equal(np.isinf(a), np.isinf(b))
+            np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], rtol=1e-5, atol=1e-5)
+    assert np.isinf(lean.score_matrix(0, 0)).any() == (causal is None)

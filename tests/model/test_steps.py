@@ -57,7 +57,7 @@ def test_head_steps_recompute_what_the_model_did(setup):
 
 def test_explain_query_reproduces_the_row(setup):
     _, a = setup
-    qe = explain_query(a.q[1, 2], a.k[1, 2], 3, a.scores[1, 2][3])
+    qe = explain_query(a.q[1, 2], a.k[1, 2], 3, a.score_matrix(1, 2)[3])
     np.testing.assert_allclose(qe.products.sum(-1), qe.scores, rtol=1e-5)
     np.testing.assert_allclose(qe.weights, a.patterns[1, 2][3], atol=1e-6)
     np.testing.assert_allclose(qe.scaled, qe.scores / np.sqrt(8), rtol=1e-5)

@@ -94,7 +94,7 @@ def run_everything(loaded, text: str):
     toks = a.tokens
     figs = [
         attention_heatmap(a.patterns[0, 0], toks),
-        attention_heatmap(a.scores[1, 2], toks, mode="scores"),
+        attention_heatmap(a.score_matrix(1, 2), toks, mode="scores"),
         heads_grid(a.patterns[1], toks),
         difference_heatmap(a.patterns[0, 0], a.patterns[1, 0], toks),
         head_view(a.patterns[0, :2], toks, threshold=0.1),
@@ -106,7 +106,7 @@ def run_everything(loaded, text: str):
     w = head_weights(loaded.model, 0, 0)
     steps = observed_head_steps(a, w, 0, 0)
     figs.append(matrix_heatmap(steps.masked, toks, col_labels=toks, title="masked"))
-    qe = explain_query(steps.q, steps.k, 0, a.scores[0, 0][0])
+    qe = explain_query(steps.q, steps.k, 0, a.score_matrix(0, 0)[0])
     figs.append(query_explained(qe, toks, toks[0]))
     coords, ratio = pca_2d(np.concatenate([steps.q, steps.k]))
     figs.append(qk_scatter(coords[: len(toks)], coords[len(toks) :], toks, ratio))

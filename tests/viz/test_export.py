@@ -76,17 +76,16 @@ def test_pack_contents(src, obs):
     n = obs.n_tokens
     assert len(rows) == obs.n_layers * obs.n_heads * n * n
     weights = np.zeros(obs.patterns.shape)
-    scores = np.zeros(obs.scores.shape)
+    expected_scores = np.stack([[obs.score_matrix(lay, h) for h in range(obs.n_heads)] for lay in range(obs.n_layers)])
+    scores = np.zeros(expected_scores.shape)
     for r in rows:
         weights[r["layer"], r["head"], r["query_index"], r["key_index"]] = r["weight"]
         scores[r["layer"], r["head"], r["query_index"], r["key_index"]] = r["score"]
         assert r["query_token"] == obs.tokens[r["query_index"]] and r["key_token"] == obs.tokens[r["key_index"]]
     np.testing.assert_array_equal(weights, obs.patterns.astype(np.float64))
-    np.testing.assert_array_equal(scores, obs.scores.astype(np.float64))
+    np.testing.assert_array_equal(scores, expected_scores.astype(np.float64))
     npz = np.load(io.BytesIO(zf.read("data/captured.npz")))
-    assert {"patterns", "scores", "q", "k", "v", "z", "attn_in", "attn_out", "hidden", "ids", "metric_entropy"} <= set(
-        npz.files
-    )
+    assert {"patterns", "q", "k", "v", "z", "attn_in", "attn_out", "hidden", "ids", "metric_entropy"} <= set(npz.files)
     np.testing.assert_array_equal(npz["patterns"], obs.patterns)
     readme = zf.read("README.md").decode()
     assert "bundled" in readme and "The cat sat on the mat." in readme and "every head" in readme

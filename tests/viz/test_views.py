@@ -7,6 +7,7 @@ import json
 import pytest
 
 from model.io.catalog import ModelSpec
+from tests.security.gguf_files import write_tiny_gguf
 from viz.export.offline import TRACE_TYPES
 from viz.figures import Theme
 from viz.views import REGISTRY, ViewUnavailableError, build
@@ -42,12 +43,24 @@ ALTERNATIVES = {
     "keys": (1,),
     "top": 4,
     "guess": 2,
+    "position": 1,
+    "temperature": 0.5,
+    "n_new": 5,
+    "period": 12,
+    "kv": 1,
 }
 
 
 @pytest.fixture(scope="module")
 def src():
     return DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat because it was tired.")
+
+
+@pytest.fixture(scope="module")
+def decoder_src(tmp_path_factory):
+    """A tiny LLaMA-style decoder (GQA, RoPE, next-token head) from a GGUF file: the decoder-only views."""
+    path = write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+    return DirectSource.for_text(ModelSpec("folder", path=str(path)), "the then the then there")
 
 
 def built(view_key, src, **selection):
@@ -61,10 +74,11 @@ def spec_of(view) -> str:
     return json.dumps(view.figure.to_plotly_json(), sort_keys=True, default=str)
 
 
-def test_every_view_builds_with_its_defaults_and_names_are_unique(src):
+def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src):
+    """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder."""
     names = []
     for key in REGISTRY:
-        views = build(key, src, Theme())
+        views = built(key, src) or built(key, decoder_src)
         assert views, key
         for v in views:
             assert v.title and v.name and len(v.name) <= MAX_NAME, key
@@ -74,8 +88,9 @@ def test_every_view_builds_with_its_defaults_and_names_are_unique(src):
 
 
 @pytest.mark.parametrize("key", list(REGISTRY))
-def test_a_figure_that_changes_with_a_selection_changes_its_name(src, key):
+def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, key):
     defaults = REGISTRY[key].selection
+    src = src if built(key, src) else decoder_src  # decoder-only views on the tiny decoder
     base = {v.key: v for v in built(key, src)}
     for param in defaults:
         assert param in ALTERNATIVES, f"no alternative value for {param!r}: add one"

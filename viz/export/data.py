@@ -68,7 +68,8 @@ def long_csv(obs, heads: Sequence[tuple[int, int]]) -> str:
     q_tok, k_tok = [tokens[i] for i in q_idx], [tokens[j] for j in k_idx]
     for layer, head in heads:
         weights = obs.patterns[layer, head].ravel().tolist()
-        scores = obs.scores[layer, head].ravel().tolist() if obs.scores is not None else [""] * (n * n)
+        has_scores = obs.scores is not None or obs.q is not None
+        scores = obs.score_matrix(layer, head).ravel().tolist() if has_scores else [""] * (n * n)
         writer.writerows(
             zip([layer] * n * n, [head] * n * n, q_idx.tolist(), q_tok, k_idx.tolist(), k_tok, weights, scores)
         )

@@ -76,8 +76,9 @@ def build_pack(
             tokens = list(obs.tokens)
             for lay, h in heads:
                 zf.writestr(f"data/matrices/weights_L{lay}_H{h}.csv", matrix_csv(obs.patterns[lay, h], tokens, tokens))
-                if obs.scores is not None:
-                    zf.writestr(f"data/matrices/scores_L{lay}_H{h}.csv", matrix_csv(obs.scores[lay, h], tokens, tokens))
+                if obs.scores is not None or obs.q is not None:
+                    scores = obs.score_matrix(lay, h)
+                    zf.writestr(f"data/matrices/scores_L{lay}_H{h}.csv", matrix_csv(scores, tokens, tokens))
         done += 1
         progress(done / steps, "compressing arrays")
         npz = io.BytesIO()

@@ -1,4 +1,5 @@
-"""Lessons, live: why √d_k, heads specialise, ablation, masked-token predictions."""
+"""Lessons, live: why √d_k, heads specialise, ablation, masked-token predictions, attention sinks, induction
+heads and grouped K/V heads."""
 
 import pandas as pd
 import streamlit as st
@@ -9,15 +10,33 @@ from model.observe import Options
 from viz.settings import LESSON_SECTIONS
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import head_label, layer_head_picker, plain, section, show_view, show_views, unavailable
+from viz.shell.widgets import (
+    clicked,
+    follow_open_page,
+    head_label,
+    layer_head_picker,
+    open_head,
+    plain,
+    section,
+    show_view,
+    show_views,
+    unavailable,
+)
 from viz.views import ViewUnavailableError
 from viz.views.lessons import mask_positions
 from viz.views.wordpieces import split_note
 
+follow_open_page()
 ctx = page_context()
 obs, src = ctx.obs, ctx.source
 st.title("Lessons")
 part = section("lesson_section", LESSON_SECTIONS)
+
+
+def open_clicked(chart_key: str) -> None:
+    """A clicked head (a grid cell or a thumbnail) opens on the attention map."""
+    for layer, head, *_ in clicked(chart_key)[:1]:
+        open_head(layer, head)
 
 
 def token_name(i: int) -> str:
@@ -90,6 +109,63 @@ elif part == "Ablation":
         if positions:
             st.markdown(f"Predictions at position {positions[0]} (masked), before → after ablation:")
             show_views(views(ctx, "lesson.ablation_predictions", ablate=ablate), "ablate", columns=2)
+
+elif part == "Attention sinks":
+    st.markdown(
+        "Many heads put most of their weight on the very first token, whatever it is. It is not a bug: softmax "
+        "rows must sum to 1, so a head with nothing useful to read parks its weight on a token whose value moves "
+        "little (Xiao et al., 2023, “attention sinks”). Encoders do the same with [CLS] and [SEP]."
+    )
+    layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
+    grid, one = views(ctx, "lesson.sinks", layer=layer, head=head)
+    show_view(grid, "sinks_grid", on_select=lambda: open_clicked("sinks_grid"), selection_mode="points")
+    show_view(one, "sinks_head")
+
+elif part == "Induction heads":
+    st.markdown(
+        "Show a model random tokens, then the same tokens again. From the second copy on, it can predict every "
+        "next token by finding where the current token appeared before and copying what came after it. Heads "
+        "that do this lookup are **induction heads** (Olsson et al., 2022): the mechanism behind in-context "
+        "copying."
+    )
+    c1, c2 = st.columns(2)
+    period = c1.slider("Random tokens per copy", 8, 64, key="ind_period")
+    seed = c2.number_input("Seed", 0, 2**31 - 1, key="ind_seed")
+    grid, top = views(ctx, "lesson.induction", period=int(period), seed=int(seed))
+    show_view(grid, "ind_grid", on_select=lambda: open_clicked("ind_grid"), selection_mode="points")
+    show_view(top, "ind_top", on_select=lambda: open_clicked("ind_top"), selection_mode="points")
+
+    def use_sequence() -> None:
+        st.session_state["text"] = src.induction(int(period), int(seed))["text"].strip()
+
+    st.button(
+        "Put the repeated sequence in the text box (then every page shows it)",
+        key="ind_use",
+        on_click=use_sequence,
+        icon=":material/content_copy:",
+    )
+
+elif part == "Shared K/V (GQA)":
+    st.markdown(
+        "Grouped-query attention (Ainslie et al., 2023) lets several query heads share one key head and one value "
+        "head: the KV cache a decoder keeps while generating shrinks by the group size. The heads of a group read "
+        "the same keys and values but ask their own questions."
+    )
+    cfg = ctx.loaded.model.cfg
+    if st.session_state.get("gqa_kv", 0) >= cfg.kv_heads:  # another model was loaded
+        st.session_state["gqa_kv"] = 0
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox("Layer", range(obs.n_layers), key="layer")
+    kv = c2.selectbox(
+        "Key/value head",
+        range(cfg.kv_heads),
+        key="gqa_kv",
+        format_func=lambda g: f"{g} (query heads {g * cfg.group_size}–{(g + 1) * cfg.group_size - 1})",
+    )
+    try:
+        show_views(views(ctx, "lesson.gqa", layer=int(layer), kv=int(kv)), "gqa")
+    except ViewUnavailableError as exc:
+        unavailable(exc)
 
 else:
     st.caption(plain(split_note(obs.tokens, obs.special)))

@@ -24,6 +24,16 @@ d_k = steps.q.shape[1]
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
 query = focus["query"] if focus["query"] >= 0 else min(1, len(tokens) - 1)
 part = section("qkv_section", QKV_SECTIONS)
+cfg = ctx.loaded.model.cfg
+if cfg.group_size > 1:  # grouped-query attention: K and V belong to a group of query heads
+    kv = obs.kv_head(head)
+    sharing = ", ".join(str(h) for h in range(kv * cfg.group_size, (kv + 1) * cfg.group_size))
+    st.info(
+        f"Grouped-query attention: {cfg.n_heads} query heads share {cfg.kv_heads} key/value heads. Head {head} "
+        f"reads key/value head {kv}, which query heads {sharing} all read: their K and V below are the same "
+        "matrices; only Q (and so the pattern) differs.",
+        icon=":material/group_work:",
+    )
 
 
 if part in QKV_SECTIONS[:2]:

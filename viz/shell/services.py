@@ -10,8 +10,6 @@ ones that are.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,60 +22,18 @@ from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
 from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
-from model.experiments import masked_predictions, padded_batch, permutation_check
+from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
+from model.generate import generate, next_token_predictions, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
-from model.memory import release_freed_memory
 from model.observe import Observation, Options, head_weights, observe
 from viz.figures.common import Theme
 from viz.settings import Shape
-from viz.shell.budget import ByteBudgetCache, budget_from_env
+from viz.shell.cache import CACHE, shared
 from viz.shell.context import PageContext
 from viz.shell.sidebar import draw_status
 from viz.shell.state import fit_state
 from viz.views import View, build
-
-# empty until the first page asks for something; evicting hands freed memory back to the OS now and then
-CACHE = ByteBudgetCache(budget_from_env(), release=release_freed_memory)
-
-
-def frozen(value):
-    """A hashable stand-in for a cache-key argument (lists and dicts from widgets, arrays)."""
-    if isinstance(value, (list, tuple)):
-        return tuple(frozen(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
-    if isinstance(value, set):
-        return frozenset(value)
-    if isinstance(value, np.ndarray):
-        return value.shape, str(value.dtype), value.tobytes()
-    return value
-
-
-def shared(spinner: str | None = None):
-    """Cache a function's results in the shared byte-bounded cache, keyed by its name and its arguments whose
-    names do not start with ``_``; shows ``spinner`` while a result is computed."""
-
-    def wrap(func):
-        names = list(inspect.signature(func).parameters)
-
-        @functools.wraps(func)
-        def call(*args, **kwargs):
-            bound = {**dict(zip(names, args, strict=False)), **kwargs}
-            key = (func.__qualname__, tuple((k, frozen(v)) for k, v in bound.items() if not k.startswith("_")))
-
-            def make():
-                if spinner is None:
-                    return func(*args, **kwargs)
-                with st.spinner(spinner):
-                    return func(*args, **kwargs)
-
-            return CACHE.get(key, make)
-
-        call.clear = CACHE.clear
-        return call
-
-    return wrap
 
 
 @shared("Loading model…")
@@ -121,6 +77,24 @@ def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
     return masked_predictions(
         _loaded.model, torch.tensor([list(ids)]), list(positions), _loaded.tokenizer.id_to_token, k=8, ablate=ablate
     )
+
+
+@shared("Predicting the next token…")
+def get_next_tokens(spec, device, ids, temperature, _loaded: LoadedModel):
+    """Top-10 (token label, probability) of the next token after every position."""
+    top = next_token_predictions(_loaded.model, torch.tensor([list(ids)]), temperature=temperature, k=10)
+    return [[(_loaded.tokenizer.id_to_token(i), p) for i, p in row] for row in top]
+
+
+@shared("Generating…")
+def get_generation(spec, device, ids, n_new, temperature, seed, _loaded: LoadedModel):
+    stop = stop_tokens(_loaded.tokenizer)
+    return generate(_loaded.model, list(ids), n_new, temperature=temperature, seed=seed, stop=stop)
+
+
+@shared("Running a repeated random sequence…")
+def get_induction(spec, device, period, seed, _loaded: LoadedModel):
+    return induction_run(_loaded.model, _loaded.tokenizer, period, seed)
 
 
 @shared()
@@ -178,6 +152,16 @@ class CachedSource:
 
     def scaling(self):
         return get_scaling_demo()
+
+    def next_tokens(self, temperature):
+        return get_next_tokens(self.spec, self.device, tuple(self.obs.ids), float(temperature), self.loaded)
+
+    def generation(self, n_new, temperature, seed):
+        ids = tuple(self.obs.ids)
+        return get_generation(self.spec, self.device, ids, int(n_new), float(temperature), int(seed), self.loaded)
+
+    def induction(self, period, seed):
+        return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
 
     def steps(self, layer, head):
         return get_steps(*self._key(), layer, head, self.obs, self.loaded.model)

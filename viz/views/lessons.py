@@ -1,4 +1,4 @@
-"""Views of the lessons: masks, positional encodings, the permutation lab, and the lessons page."""
+"""Views of the lessons: positional encodings, the permutation lab, and the lessons page."""
 
 from __future__ import annotations
 
@@ -26,73 +26,12 @@ from viz.views.captions import ablation as ablation_caption
 from viz.views.captions import (
     clipped_table,
     heads_off,
-    mask_change,
     permutation,
     prediction_check,
     scaling,
     spread,
     wavelengths,
 )
-from viz.views.captions import padding as padding_caption
-
-
-def causal_pair(src: Source):
-    """(observation as built, observation with the causal mask toggled, label of each)."""
-    built = src.loaded.model.cfg.causal
-    scale = src.options.scale
-    as_built, _ = src.other(options=Options(causal=None, scale=scale))
-    toggled, _ = src.other(options=Options(causal=not built, scale=scale))
-    labels = (
-        "causal (as built)" if built else "bidirectional (as built)",
-        "bidirectional (mask lifted)" if built else "causal mask switched on",
-    )
-    return as_built, toggled, labels
-
-
-@view("masks.causal", page="masks")
-def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
-    """The head as built and with the causal mask toggled, side by side."""
-    as_built, toggled, labels = causal_pair(src)
-    fig = heatmap_panels(
-        [
-            (as_built.patterns[layer, head], as_built.tokens, as_built.tokens, labels[0]),
-            (toggled.patterns[layer, head], toggled.tokens, toggled.tokens, labels[1]),
-        ],
-        title=f"What the causal mask changes: layer {layer}, head {head}",
-        theme=theme,
-        shared_rows=True,
-    )
-    return with_subtitle(fig, subtitle(src), theme)
-
-
-@view("masks.change", page="masks")
-def masks_change(src: Source, theme: Theme):
-    as_built, toggled, labels = causal_pair(src)
-    change = relative_change(as_built.hidden, toggled.hidden)
-    fig = change_bars(as_built.tokens, change, title="How much each token's output changes", theme=theme)
-    switched_on = not src.loaded.model.cfg.causal
-    caption = mask_change(as_built.tokens, change, switched_on=switched_on, n_layers=as_built.n_layers)
-    return Captioned(with_subtitle(fig, f"{labels[1]} · " + subtitle(src), theme), caption)
-
-
-@view("masks.padding", page="masks")
-def masks_padding(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, text_b: str = "A short one."):
-    res = src.padded(text_b, layer)
-    tok = src.loaded.tokenizer
-    mask = res["attention_mask"].astype(bool)
-    n = mask.shape[1]
-    ids_b = tok.encode(text_b, max_len=src.loaded.model.cfg.max_seq_len).ids
-    panels = []
-    for row, ids in enumerate((src.obs.ids, ids_b)):
-        labels = [tok.id_to_token(i) for i in ids] + ["[PAD]"] * (n - len(ids))
-        shown = np.where(mask[row][None, :], res["patterns"][row, head], -np.inf)
-        panels.append((shown, labels, labels, f"text {'AB'[row]} in the batch"))
-    fig = heatmap_panels(
-        panels, title=f"A padded batch: layer {layer}, head {head} (padded keys grey)", theme=theme, zmax=1.0
-    )
-    on_pads = float(np.where(~mask[:, None, None, :], res["patterns"], 0.0).max())  # every head, every query
-    caption = padding_caption(on_pads, float(res["padding_effect"]), int((~mask).sum()))
-    return Captioned(with_subtitle(fig, f"text B: “{text_b[:60]}”", theme), caption)
 
 
 def _formula_width(src: Source) -> int:
@@ -280,6 +219,11 @@ def mask_positions(src: Source, pick: int | None = None) -> tuple[list[int], boo
 
 
 def _predictions(src: Source, positions: list[int], ablate: tuple):
+    if src.loaded.has_lm:
+        raise ViewUnavailableError(
+            f"{src.loaded.name} is a decoder: it predicts the next token rather than a masked one. See the Next "
+            "token page."
+        )
     if not src.loaded.has_mlm:
         raise ViewUnavailableError(f"{src.loaded.name} has no masked-language-model head; the bundled model has one.")
     if not positions:

@@ -12,7 +12,8 @@ from model.analysis.flow import attention_flow
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
-from model.experiments import Prediction, masked_predictions, padded_batch, permutation_check
+from model.experiments import Prediction, induction_run, masked_predictions, padded_batch, permutation_check
+from model.generate import generate, next_token_predictions, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
 from model.observe import Observation, Options, head_weights, observe
@@ -88,3 +89,22 @@ class DirectSource:
             return observed_head_steps(self.obs, weights, layer, head), weights
 
         return self._once(("steps", layer, head), make)
+
+    def next_tokens(self, temperature: float):
+        def make():
+            top = next_token_predictions(self.loaded.model, torch.tensor([self.obs.ids]), temperature, k=10)
+            return [[(self.loaded.tokenizer.id_to_token(i), p) for i, p in row] for row in top]
+
+        return self._once(("next", temperature), make)
+
+    def generation(self, n_new: int, temperature: float, seed: int):
+        def make():
+            stop = stop_tokens(self.loaded.tokenizer)
+            return generate(self.loaded.model, list(self.obs.ids), n_new, temperature=temperature, seed=seed, stop=stop)
+
+        return self._once(("gen", n_new, temperature, seed), make)
+
+    def induction(self, period: int, seed: int):
+        return self._once(
+            ("induction", period, seed), lambda: induction_run(self.loaded.model, self.loaded.tokenizer, period, seed)
+        )

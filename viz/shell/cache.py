@@ -1,0 +1,57 @@
+"""The shared cache's front door: ``@shared`` caches a function's results in one byte-bounded store for every
+session (``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 1536), showing a spinner while it computes.
+The cached functions themselves all live in ``viz/shell/services.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+import streamlit as st
+
+from model.memory import release_freed_memory
+from viz.shell.budget import ByteBudgetCache, budget_from_env
+
+# empty until the first page asks for something; evicting hands freed memory back to the OS now and then
+CACHE = ByteBudgetCache(budget_from_env(), release=release_freed_memory)
+
+
+def frozen(value):
+    """A hashable stand-in for a cache-key argument (lists and dicts from widgets, arrays)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
+    if isinstance(value, set):
+        return frozenset(value)
+    if isinstance(value, np.ndarray):
+        return value.shape, str(value.dtype), value.tobytes()
+    return value
+
+
+def shared(spinner: str | None = None):
+    """Cache a function's results in the shared byte-bounded cache, keyed by its name and its arguments whose
+    names do not start with ``_``; shows ``spinner`` while a result is computed."""
+
+    def wrap(func):
+        names = list(inspect.signature(func).parameters)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            bound = {**dict(zip(names, args, strict=False)), **kwargs}
+            key = (func.__qualname__, tuple((k, frozen(v)) for k, v in bound.items() if not k.startswith("_")))
+
+            def make():
+                if spinner is None:
+                    return func(*args, **kwargs)
+                with st.spinner(spinner):
+                    return func(*args, **kwargs)
+
+            return CACHE.get(key, make)
+
+        call.clear = CACHE.clear
+        return call
+
+    return wrap
