@@ -25,7 +25,16 @@ SETTLE = 0.3  # seconds the page must stay drawn to count as done
 SECTIONS = {  # pages whose parts are shown one at a time: each part is timed too
     "Q / K / V": ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms"),
     "Positional encodings": ("Sinusoidal formula", "This model's encoding", "Permutation lab"),
-    "Lessons": ("Predict first", "Why √d_k", "Heads specialise", "Ablation", "Masked tokens"),
+    "Lessons": (
+        "Predict first",
+        "Why √d_k",
+        "Heads specialise",
+        "Ablation",
+        "Masked tokens",
+        "Attention sinks",
+        "Induction heads",
+        "Shared K/V (GQA)",
+    ),
 }
 DRAWN_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -131,8 +140,20 @@ def median_of(page, action, repeat: int, between=None) -> float:
     return statistics.median(times)
 
 
+def submit(page, text: str):
+    """Typing a new text and submitting it (Ctrl+Enter); the run it starts is what ``timed`` waits for."""
+
+    def action():
+        area = page.get_by_label("Text to analyse")
+        area.fill(text)
+        area.press("Control+Enter")
+
+    return action
+
+
 def measure(n_tokens: list[int], model_label: str, repeat: int) -> dict:
-    results: dict = {"pages": {}, "sections": {}, "layer_change": {}, "repeat": repeat}
+    results: dict = {"pages": {}, "sections": {}, "layer_change": {}, "text_change": {}, "repeat": repeat}
+    specials = 0 if "SmolLM" in model_label else 2  # BERT-style models add [CLS] and [SEP]
     with streamlit_server() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         start = time.perf_counter()
@@ -143,7 +164,12 @@ def measure(n_tokens: list[int], model_label: str, repeat: int) -> dict:
         page.get_by_role("option", name=model_label).click()
         wait_idle(page)
         for n in n_tokens:
-            type_text(page, text_of(n - 2))  # [CLS] and [SEP] make n
+            timed(page, link(page, "Attention map"))
+            changes = []
+            for r in range(repeat):  # a text the server has not seen: tokenise, forward, capture, figures, drawn
+                changes.append(timed(page, submit(page, f"Take {r}: " + text_of(n - 4 - specials))))
+            results["text_change"][n] = statistics.median(changes)
+            type_text(page, text_of(n - specials))  # n tokens with the specials
             for _, title in PAGES:  # first visits fill the caches, as a user's first tour would
                 timed(page, link(page, title))
             pages = {}
@@ -186,6 +212,8 @@ def table(results: dict) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{results['sections'][n][name]:.2f}" for n in sizes) + " |")
     changes = " | ".join(f"{results['layer_change'][n]:.2f}" for n in sizes)
     lines.append(f"| layer change on Attention map | {changes} |")
+    texts = " | ".join(f"{results['text_change'][n]:.2f}" for n in sizes)
+    lines.append(f"| new text, Attention map (tokenise → forward → capture → drawn) | {texts} |")
     lines.append(
         f"\nMedians of {results['repeat']} visits (caches warm). Cold server (started, then the first page "
         f"opened): first chart drawn after {results['cold_first_chart']:.2f} s."

@@ -60,7 +60,6 @@ class Observation:
     attn_in: np.ndarray | None
     attn_out: np.ndarray | None
     hidden: np.ndarray
-    metrics: dict[str, np.ndarray]
     device: str
     forward_ms: float
     capture_bytes: int
@@ -68,6 +67,15 @@ class Observation:
     notices: list[str] = field(default_factory=list)
     causal: bool = False  # the mask this pass used (the model's, or the options' override)
     kv_group: int = 1  # query heads per key/value head (grouped-query attention when > 1)
+    _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """Head metrics {name: (L, H)}, computed on first use (0.2 s for SmolLM2's 270 heads at 512 tokens: a
+        text change on the attention map does not pay for the metrics page)."""
+        if self._metrics is None:
+            self._metrics = head_metrics(self.patterns, special=self.special)
+        return self._metrics
 
     def kv_head(self, head: int) -> int:
         """The key/value head query head ``head`` reads."""
@@ -177,7 +185,6 @@ def observe(
     forward_ms = (time.perf_counter() - t0) * 1000
     patterns = _np(trace.stack("pattern")[:, 0])  # (L, H, N, N)
     special = np.array(enc.special, dtype=bool)
-    metrics = head_metrics(patterns, special=special)
 
     def stacked(kind: str) -> np.ndarray | None:
         return _np(trace.stack(kind)[:, 0]) if kind in kinds else None
@@ -199,7 +206,6 @@ def observe(
         attn_in=stacked("attn_in"),
         attn_out=stacked("attn_out"),
         hidden=_np(hidden[0]),
-        metrics=metrics,
         device=device,
         forward_ms=forward_ms,
         capture_bytes=trace.nbytes,

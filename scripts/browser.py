@@ -39,6 +39,7 @@ PAGES = [
     ("compare", "Compare"),
     ("metrics", "Head metrics"),
     ("find", "Find heads"),
+    ("next-token", "Next token"),
     ("qkv", "Q / K / V"),
     ("rollout", "Rollout and flow"),
     ("masks", "Masks"),

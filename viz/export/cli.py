@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             layer, head = args.layer or 0, args.head or 0
             settings = {"model": src.loaded.name, "text": args.text, "page": args.page or "cli", "theme": vars(theme)}
             data, notes = build_pack(
-                views, src.obs, settings, layer=layer, head=head, size=args.size, matrices=args.matrices
+                views, src.full(), settings, layer=layer, head=head, size=args.size, matrices=args.matrices
             )
             Path(args.pack).write_bytes(data)
             for note in notes:

@@ -38,7 +38,8 @@ def model_overview(
     cy, cx = np.meshgrid(np.arange(L) * (t + 1) + (t - 1) / 2, np.arange(H) * (t + 1) + (t - 1) / 2, indexing="ij")
     layer_idx, head_idx = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     cell = 70 if H <= 12 else 50
-    height = int(min(1200, 140 + cell * L * (1.3 if theme.presentation else 1)))
+    deep = L > 16  # e.g. SmolLM2's 30 layers: square thumbnails of 50 px, a taller figure that scrolls
+    height = int(min(1200 if not deep else 140 + 52 * L, 140 + cell * L * (1.3 if theme.presentation else 1)))
     fig.add_trace(
         go.Scatter(
             x=cx.ravel(),
@@ -59,6 +60,7 @@ def model_overview(
     # Tick labels say "L3" and "H1": no axis titles (a top axis title would collide with the figure title).
     fig.update_yaxes(
         autorange="reversed",
+        **({"scaleanchor": "x", "constrain": "domain"} if deep else {}),
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
         ticktext=[f"L{i}" for i in range(L)],
         showgrid=False,

@@ -35,7 +35,7 @@ label = col1.radio(
     key="attn_mode",
     help="Scores are what goes into the softmax; masked cells are −∞ and drawn grey.",
 )
-mode = "scores" if label == ATTENTION_MODES[1] and (obs.scores is not None or obs.q is not None) else "weights"
+mode = "scores" if label == ATTENTION_MODES[1] else "weights"
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
 (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
 show_focusable(main, "attn_main")

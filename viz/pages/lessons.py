@@ -1,12 +1,13 @@
 """Lessons, live: why √d_k, heads specialise, ablation, masked-token predictions, attention sinks, induction
 heads and grouped K/V heads."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from model.analysis.metrics import METRICS
 from model.io.catalog import ModelSpec
-from model.observe import Options
 from viz.settings import LESSON_SECTIONS
 from viz.shell.context import page_context
 from viz.shell.services import views
@@ -70,8 +71,8 @@ elif part == "Why √d_k":
     )
     (fig,) = views(ctx, "lesson.scaling")
     show_view(fig, "lesson_scale")
-    unscaled, _ = src.other(options=Options(causal=ctx.options.causal, scale=False))
-    scaled, _ = src.other(options=Options(causal=ctx.options.causal, scale=True))
+    unscaled, _ = src.other(options=replace(ctx.options, scale=False))
+    scaled, _ = src.other(options=replace(ctx.options, scale=True))
     st.markdown(f"**On {ctx.model_name}** (d_k = {ctx.loaded.model.cfg.d_k}), this text:")
     cols = st.columns(2)
     cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled.metrics['entropy'].mean():.3f} nats")

@@ -52,7 +52,7 @@ elif part == QKV_SECTIONS[1]:
     show_views(views(ctx, "qkv.z", layer=layer, head=head), "qkv_z")
     show_views(views(ctx, "qkv.output", layer=layer), "qkv_out")
     err_p = float(np.abs(steps.pattern - obs.patterns[layer, head]).max())
-    err_o = float(np.abs(steps.out - obs.attn_out[layer]).max())
+    err_o = float(np.abs(steps.out - ctx.source.full().attn_out[layer]).max())
     st.caption(
         f"Check against the model's own forward pass: softmax differs by at most {err_p:.1e}, the "
         f"attention output by at most {err_o:.1e}."

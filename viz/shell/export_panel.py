@@ -80,7 +80,7 @@ def export_section(page_title: str, page_path: str) -> None:
             bar = st.progress(0.0, text="Starting…")
             data, notes = build_pack(
                 views,
-                ctx.obs,
+                ctx.source.full(),  # the pack's arrays hold q, k, v, … even where the page captured only patterns
                 settings,
                 layer=layer,
                 head=head,

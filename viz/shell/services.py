@@ -10,7 +10,7 @@ ones that are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -24,9 +24,9 @@ from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, next_token_predictions, stop_tokens
-from model.io.catalog import ModelSpec, load
+from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
-from model.observe import Observation, Options, head_weights, observe
+from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
 from viz.figures.common import Theme
 from viz.settings import Shape
 from viz.shell.cache import CACHE, shared
@@ -38,8 +38,12 @@ from viz.views import View, build
 
 @shared("Loading model…")
 def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
-    """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest)."""
-    loaded = load(spec, _data)
+    """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest). A random
+    re-init of another model starts from that model's cached copy (not a second load of its file)."""
+    if spec.kind == "reinit" and spec.base is not None:
+        loaded = reinit_of(get_model(spec.base, "cpu", _data), spec.seed)
+    else:
+        loaded = load(spec, _data)
     if device != "cpu":
         loaded.model.to(device)
     return loaded
@@ -128,6 +132,12 @@ class CachedSource:
         text = self.obs.text if text is None else text
         return get_observation(spec, self.device, text, options or self.options, loaded), loaded
 
+    def full(self) -> Observation:
+        """This text's observation with every attention kind captured (q, k, v, z, sublayer in/out)."""
+        if self.obs.q is not None and self.obs.attn_in is not None:
+            return self.obs
+        return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
+
     def similarity(self):
         return get_similarity(*self._key(), self.hide_special, self.obs)
 
@@ -164,7 +174,9 @@ class CachedSource:
         return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
 
     def steps(self, layer, head):
-        return get_steps(*self._key(), layer, head, self.obs, self.loaded.model)
+        full = self.full()
+        key = (self.spec, self.device, full.text, full.options)
+        return get_steps(*key, layer, head, full, self.loaded.model)
 
 
 @shared()
@@ -230,9 +242,18 @@ def place_model(spec: ModelSpec) -> tuple[str, str | None]:
         return "cpu", f"Could not move the model to {device} ({type(exc).__name__}); using the CPU."
 
 
-def current_options() -> Options:
+#: models with more heads than this capture only the patterns on pages that show no Q/K/V (SmolLM2: 270 heads,
+#: whose q, k, v, z and sublayer inputs/outputs add 150 MB and 0.3 s at 512 tokens); the Q/K/V page and the
+#: views that need them ask for the full capture (``CachedSource.full``)
+LEAN_ABOVE_HEADS = 96
+FULL_CAPTURE_PAGES = ("qkv",)
+
+
+def current_options(page: str = "", cfg=None) -> Options:
     causal = {"as built": None, "on": True, "off": False}[st.session_state["causal_override"]]
-    return Options(causal=causal, scale=bool(st.session_state["scale_scores"]))
+    lean = cfg is not None and cfg.n_layers * cfg.n_heads > LEAN_ABOVE_HEADS and page not in FULL_CAPTURE_PAGES
+    kinds = ("pattern",) if lean else ATTENTION_KINDS
+    return Options(causal=causal, scale=bool(st.session_state["scale_scores"]), kinds=kinds)
 
 
 SCREEN_CELLS = 160  # token axes longer than this are block-averaged on screen (what a page can show)
@@ -254,7 +275,7 @@ def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
     """Observe the session's text with the active model (cached), fit the settings to it. Raises what
     the model raises on a text it cannot process."""
     loaded = get_model(spec, device, upload_bytes(spec))
-    options = current_options()
+    options = current_options(page, loaded.model.cfg)
     obs = get_observation(spec, device, st.session_state["text"], options, loaded)
     cfg = loaded.model.cfg
     ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))

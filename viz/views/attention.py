@@ -61,11 +61,10 @@ def attention(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if mode == "scores":
-        if obs.scores is None and obs.q is None:
-            raise ViewUnavailableError("neither scores nor Q and K were captured for this text")
+        full = obs if obs.scores is not None else src.full()  # one head's scores come from its q and k
         label = "QKᵀ/√d_k" if src.options.scale else "QKᵀ (unscaled)"
         fig = attention_heatmap(
-            obs.shown(obs.score_matrix(layer, head), hide),
+            obs.shown(full.score_matrix(layer, head), hide),
             obs.shown_tokens(hide),
             mode="scores",
             title=f"Layer {layer}, head {head} — scores {label}",

@@ -24,7 +24,7 @@ from viz.views.captions import one_query, qk_plane, value_norms
 
 
 def _steps(src: Source, layer: int, head: int):
-    obs = src.obs
+    obs = src.full()
     if obs.q is None or obs.attn_in is None:
         raise ViewUnavailableError("Q, K and V were not captured for this text")
     if not (0 <= layer < obs.n_layers and 0 <= head < obs.n_heads):
@@ -124,7 +124,7 @@ def qkv_query(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query
     steps, _ = _steps(src, layer, head)
     obs = src.obs
     query = min(max(query, 0), obs.n_tokens - 1)
-    qe = explain_query(steps.q, steps.k, query, obs.score_matrix(layer, head)[query], scale=src.options.scale)
+    qe = explain_query(steps.q, steps.k, query, src.full().score_matrix(layer, head)[query], scale=src.options.scale)
     fig = query_explained(qe, obs.tokens, obs.tokens[query], theme=theme)
     caption = one_query(obs.tokens, query, steps.pattern[query])
     return Captioned(with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme), caption)

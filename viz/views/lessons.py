@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from model.analysis.norms import relative_change
 from model.experiments import with_mask
 from model.io.catalog import ModelSpec
-from model.observe import Options, position_table
+from model.observe import position_table
 from model.positional import sinusoid_dims, sinusoidal_table
 from viz.figures import (
     change_bars,
@@ -193,7 +195,7 @@ def lesson_spread(src: Source, theme: Theme, *, metric: str = "previous"):
 
 
 def ablated(src: Source, ablate: tuple):
-    options = Options(causal=src.options.causal, scale=src.options.scale, ablate=tuple(ablate))
+    options = replace(src.options, ablate=tuple(ablate))
     return src.other(options=options)[0]
 
 

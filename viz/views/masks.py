@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from model.analysis.norms import relative_change
-from model.observe import Options
 from viz.figures import change_bars, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
@@ -18,8 +19,8 @@ def causal_pair(src: Source):
     """(observation as built, observation with the causal mask toggled, label of each)."""
     built = src.loaded.model.cfg.causal
     scale = src.options.scale
-    as_built, _ = src.other(options=Options(causal=None, scale=scale))
-    toggled, _ = src.other(options=Options(causal=not built, scale=scale))
+    as_built, _ = src.other(options=replace(src.options, causal=None, scale=scale))
+    toggled, _ = src.other(options=replace(src.options, causal=not built, scale=scale))
     labels = (
         "causal (as built)" if built else "bidirectional (as built)",
         "bidirectional (mask lifted)" if built else "causal mask switched on",

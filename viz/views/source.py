@@ -3,7 +3,7 @@ the benchmark and tests. The app uses the same interface backed by its shared ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ from model.experiments import Prediction, induction_run, masked_predictions, pad
 from model.generate import generate, next_token_predictions, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
-from model.observe import Observation, Options, head_weights, observe
+from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
 
 
 @dataclass
@@ -45,6 +45,11 @@ class DirectSource:
         loaded = self.loaded if spec == self.spec else self._once(("model", spec), lambda: load(spec))
         obs = self._once(("obs", spec, text, options), lambda: observe(loaded.model, loaded.tokenizer, text, options))
         return obs, loaded
+
+    def full(self) -> Observation:
+        if self.obs.q is not None and self.obs.attn_in is not None:
+            return self.obs
+        return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
 
     def similarity(self):
         def make():
@@ -86,7 +91,7 @@ class DirectSource:
     def steps(self, layer: int, head: int):
         def make():
             weights = head_weights(self.loaded.model, layer, head)
-            return observed_head_steps(self.obs, weights, layer, head), weights
+            return observed_head_steps(self.full(), weights, layer, head), weights
 
         return self._once(("steps", layer, head), make)
 
