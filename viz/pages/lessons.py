@@ -71,18 +71,18 @@ elif part == "Why √d_k":
     )
     (fig,) = views(ctx, "lesson.scaling")
     show_view(fig, "lesson_scale")
-    unscaled, _ = src.other(options=replace(ctx.options, scale=False))
-    scaled, _ = src.other(options=replace(ctx.options, scale=True))
+    unscaled = src.metrics(options=replace(ctx.options, scale=False))
+    scaled = src.metrics(options=replace(ctx.options, scale=True))
     st.markdown(f"**On {ctx.model_name}** (d_k = {ctx.loaded.model.cfg.d_k}), this text:")
     cols = st.columns(2)
-    cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled.metrics['entropy'].mean():.3f} nats")
+    cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled['entropy'].mean():.3f} nats")
     cols[1].metric(
         "same weights, no scaling",
-        f"{unscaled.metrics['entropy'].mean():.3f} nats",
-        delta=f"{unscaled.metrics['entropy'].mean() - scaled.metrics['entropy'].mean():+.3f}",
+        f"{unscaled['entropy'].mean():.3f} nats",
+        delta=f"{unscaled['entropy'].mean() - scaled['entropy'].mean():+.3f}",
     )
-    cols[0].metric("mean largest weight, ÷√d_k", f"{scaled.metrics['max_weight'].mean():.3f}")
-    cols[1].metric("no scaling", f"{unscaled.metrics['max_weight'].mean():.3f}")
+    cols[0].metric("mean largest weight, ÷√d_k", f"{scaled['max_weight'].mean():.3f}")
+    cols[1].metric("no scaling", f"{unscaled['max_weight'].mean():.3f}")
 
 elif part == "Heads specialise":
     st.markdown(
@@ -92,10 +92,10 @@ elif part == "Heads specialise":
     metric = st.selectbox("Metric", METRICS, key="lesson_metric")
     (fig,) = views(ctx, "lesson.spread", metric=metric)
     show_view(fig, "lesson_spread")
-    rnd, _ = src.other(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
+    rnd = src.metrics(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
     rows = [
-        {"model": name, **{m: float(side.metrics[m].std()) for m in METRICS}}
-        for name, side in ((ctx.model_name, obs), ("random init", rnd))
+        {"model": name, **{m: float(side[m].std()) for m in METRICS}}
+        for name, side in ((ctx.model_name, obs.metrics), ("random init", rnd))
     ]
     st.caption("Spread (standard deviation across heads) of each metric:")
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")

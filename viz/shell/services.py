@@ -27,9 +27,9 @@ from model.generate import generate, next_token_predictions, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
-from viz.figures.common import Theme
 from viz.settings import Shape
 from viz.shell.cache import CACHE, shared
+from viz.shell.choices import current_options, current_theme
 from viz.shell.context import PageContext
 from viz.shell.sidebar import draw_status
 from viz.shell.state import fit_state
@@ -52,6 +52,20 @@ def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> Loade
 @shared("Running the model…")
 def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _loaded: LoadedModel) -> Observation:
     return observe(_loaded.model, _loaded.tokenizer, text, options, device)
+
+
+@shared("Measuring the heads…")
+def get_metrics(spec, device, text, options, _data: bytes | None = None) -> dict[str, np.ndarray]:
+    """Head metrics {name: (L, H)} of a text with other options or on another model. Only the metrics are kept:
+    a random re-init of a big model (SmolLM2: 538 MB) is built, run and dropped rather than cached."""
+    if spec.kind == "reinit" and spec.base is not None:
+        loaded = reinit_of(get_model(spec.base, "cpu", _data), spec.seed)
+        if device != "cpu":
+            loaded.model.to(device)
+    else:
+        loaded = get_model(spec, device, _data)
+    obs = observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device)
+    return dict(obs.metrics)
 
 
 @shared("Comparing heads…")
@@ -131,6 +145,12 @@ class CachedSource:
         loaded = self.loaded if spec == self.spec else get_model(spec, self.device, upload_bytes(spec))
         text = self.obs.text if text is None else text
         return get_observation(spec, self.device, text, options or self.options, loaded), loaded
+
+    def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
+        spec, options = spec or self.spec, options or self.options
+        if spec == self.spec and options == self.options:
+            return self.obs.metrics
+        return get_metrics(spec, self.device, self.obs.text, options, upload_bytes(spec))
 
     def full(self) -> Observation:
         """This text's observation with every attention kind captured (q, k, v, z, sublayer in/out)."""
@@ -240,35 +260,6 @@ def place_model(spec: ModelSpec) -> tuple[str, str | None]:
         return device, None
     except Exception as exc:
         return "cpu", f"Could not move the model to {device} ({type(exc).__name__}); using the CPU."
-
-
-#: models with more heads than this capture only the patterns on pages that show no Q/K/V (SmolLM2: 270 heads,
-#: whose q, k, v, z and sublayer inputs/outputs add 150 MB and 0.3 s at 512 tokens); the Q/K/V page and the
-#: views that need them ask for the full capture (``CachedSource.full``)
-LEAN_ABOVE_HEADS = 96
-FULL_CAPTURE_PAGES = ("qkv",)
-
-
-def current_options(page: str = "", cfg=None) -> Options:
-    causal = {"as built": None, "on": True, "off": False}[st.session_state["causal_override"]]
-    lean = cfg is not None and cfg.n_layers * cfg.n_heads > LEAN_ABOVE_HEADS and page not in FULL_CAPTURE_PAGES
-    kinds = ("pattern",) if lean else ATTENTION_KINDS
-    return Options(causal=causal, scale=bool(st.session_state["scale_scores"]), kinds=kinds)
-
-
-SCREEN_CELLS = 160  # token axes longer than this are block-averaged on screen (what a page can show)
-
-
-def current_theme() -> Theme:
-    state = st.session_state
-    return Theme(
-        presentation=bool(state["presentation"]),
-        dark=bool(state["dark"]),
-        colorscale=state["colorscale"],
-        positions=state["label_positions"],
-        max_cells=SCREEN_CELLS,
-        interactive=True,
-    )
 
 
 def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:

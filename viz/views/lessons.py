@@ -186,10 +186,10 @@ def lesson_scaling(src: Source, theme: Theme):
 
 @view("lesson.spread", page="lessons")
 def lesson_spread(src: Source, theme: Theme, *, metric: str = "previous"):
-    rnd, _ = src.other(spec=ModelSpec("reinit", base=src.spec, seed=0))
+    rnd = src.metrics(spec=ModelSpec("reinit", base=src.spec, seed=0))
     if metric not in src.obs.metrics:
         raise ValueError(f"unknown metric {metric!r}")
-    values = {src.loaded.name: src.obs.metrics[metric], "random init, same config": rnd.metrics[metric]}
+    values = {src.loaded.name: src.obs.metrics[metric], "random init, same config": rnd[metric]}
     fig = metric_spread(values, metric, title=f"{metric} per head: trained vs random init", theme=theme)
     return Captioned(with_subtitle(fig, subtitle(src), theme), spread(values, metric))
 

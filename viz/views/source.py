@@ -46,6 +46,9 @@ class DirectSource:
         obs = self._once(("obs", spec, text, options), lambda: observe(loaded.model, loaded.tokenizer, text, options))
         return obs, loaded
 
+    def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
+        return self.other(spec=spec, options=options)[0].metrics
+
     def full(self) -> Observation:
         if self.obs.q is not None and self.obs.attn_in is not None:
             return self.obs
