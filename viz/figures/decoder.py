@@ -72,13 +72,14 @@ def generation_map(
     """Where each newly generated token's query looked, one row per step.
 
     rows: (S, M) attention weights; NaN where a position did not exist yet at that step. step_labels: S labels
-    (the token produced); position_labels: M labels of the positions (prompt, then generated tokens).
+    (the token produced, with the position it takes); position_labels: M labels of the positions (prompt, then
+    generated tokens).
     prompt_len: columns before the line are the prompt. ``earlier`` > 0: the first column holds the summed
     weight of that many earlier positions that are not drawn one by one."""
     m = as_array("rows", rows, 2).astype(np.float32)
     S, M = m.shape
     theme = theme or Theme()
-    y = token_labels(check_labels("step_labels", step_labels, S), "all")
+    y = token_labels(check_labels("step_labels", step_labels, S), "none")  # the caller numbers them
     x = token_labels(check_labels("position_labels", position_labels, M), theme.positions)
     hover = "produced %{y}<br>looked at %{x}: %{z:.3f}<extra></extra>"
     fig = go.Figure(
@@ -129,5 +130,5 @@ def group_distance_lines(within, across, *, title: str | None = None, theme: The
             )
         )
     fig.update_xaxes(title_text="layer", dtick=max(1, len(w) // 15))
-    fig.update_yaxes(title_text="mean JS distance (lower = more alike)", rangemode="tozero")
-    return style(fig, theme, title=title, height=460 if theme.presentation else 420, legend=True)
+    fig.update_yaxes(title_text="JS distance (lower: alike)", rangemode="tozero")
+    return style(fig, theme, title=title, height=540 if theme.presentation else 420, legend=True)

@@ -60,7 +60,7 @@ def model_overview(
     # Tick labels say "L3" and "H1": no axis titles (a top axis title would collide with the figure title).
     fig.update_yaxes(
         autorange="reversed",
-        **({"scaleanchor": "x", "constrain": "domain"} if deep else {}),
+        **({"scaleanchor": "x"} if deep else {}),
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
         ticktext=[f"L{i}" for i in range(L)],
         showgrid=False,
@@ -72,6 +72,7 @@ def model_overview(
         showgrid=False,
         zeroline=False,
         side="top",
+        **({"constrain": "domain", "constraintoward": "left"} if deep else {}),  # square thumbnails, labels beside
     )
     style(fig, theme, title=title, height=height)
     fig.update_layout(clickmode="event+select")  # a click selects a marker (a box-select drag mode would eat it)

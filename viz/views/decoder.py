@@ -91,7 +91,7 @@ def next_generation(
         positions = [f"…{first + 1} earlier", *positions[first + 1 :]]
     fig = generation_map(
         rows,
-        new,
+        [f"{t}·{len(prompt) + i}" for i, t in enumerate(new)],  # the position each new token takes
         positions,
         max(1, len(prompt) - first),
         earlier=first + 1 if first else 0,
@@ -143,11 +143,18 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         shared_rows=True,
     )
     rest = pattern[1:, 1:].sum(-1)
+    left = 1 - mass[layer, head]
     panel_caption = (
         f"This head puts {mass[layer, head]:.0%} of its weight on position 0. Taking that away and rescaling "
-        f"shows where the other {1 - mass[layer, head]:.0%} goes; the rescaling magnifies rows whose rest was "
-        f"small (least rest: {rest.min():.1%} of a row). This is a view, not the model: the model itself "
-        "attends as on the left."
+        f"shows where the other {left:.1%} goes; the rescaling magnifies rows whose rest was small (least rest: "
+        f"{rest.min():.1%} of a row). "
+        + (
+            "So little is left that the right panel blows up a remainder the model barely uses: read it as where "
+            "this head would look if it had to, not where it looks. "
+            if left < 0.02
+            else ""
+        )
+        + "This is a view, not the model: the model itself attends as on the left."
     )
     return {
         "grid": Captioned(with_subtitle(grid, subtitle(src), theme), grid_caption),
