@@ -51,7 +51,20 @@ def next_token_predictions(
         raise ValueError("this model has no next-token head")
     dev = next(model.parameters()).device
     with torch.inference_mode():
-        logits = model.lm_logits(model(ids.to(dev)))[0].float().cpu()  # (N, V)
+        hidden = model(ids.to(dev))[0]  # (N, d_model)
+    return predictions_from_hidden(model, hidden, temperature, k)
+
+
+def predictions_from_hidden(
+    model: Transformer, hidden, temperature: float = 1.0, k: int = 10
+) -> list[list[tuple[int, float]]]:
+    """The same from final hidden states (N, d_model) already computed (an observation's): no forward pass."""
+    if not model.cfg.lm_head:
+        raise ValueError("this model has no next-token head")
+    emb = model.tok_emb.weight
+    with torch.inference_mode():
+        h = torch.tensor(np.asarray(hidden), dtype=emb.dtype, device=emb.device)  # a copy: cached arrays are read-only
+        logits = model.lm_logits(h[None])[0].float().cpu()  # (N, V)
     probs = torch.softmax(logits / max(temperature, 1e-6), dim=-1)
     top = probs.topk(k, dim=-1)
     return [
@@ -98,10 +111,12 @@ def generate(
             x = torch.tensor([feed], device=dev)
             with capture(model, kinds=["pattern"]) as trace:
                 hidden = model(x, cache=cache)
-            rows = trace.stack("pattern")[:, 0, :, -1, :].float().numpy()  # (L, H, M): the newest query's row
-            probs = next_token_distribution(model.lm_logits(hidden[:, -1:])[0, 0].cpu(), temperature)
+            # (L, H, M): the newest query's row of every layer (only that row is copied, not the prompt's patterns)
+            rows = torch.stack([trace.get("pattern", i)[0, :, -1, :] for i in range(cfg.n_layers)]).float().numpy()
+            logits = model.lm_logits(hidden[:, -1:])[0, 0].float().cpu()  # (V,)
+            probs = next_token_distribution(logits, temperature)
             token = int(torch.multinomial(probs, 1, generator=gen)) if temperature > 0 else int(probs.argmax())
-            shown = probs if temperature > 0 else torch.softmax(model.lm_logits(hidden[:, -1:])[0, 0].float().cpu(), -1)
+            shown = probs if temperature > 0 else torch.softmax(logits, -1)  # greedy: show the model's own odds
             top = shown.topk(k)
             steps.append(
                 Step(

@@ -33,7 +33,7 @@ SECTIONED = {
     "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1, 2, 2, 0)),
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
-DECODER_CHARTS = {"viz/pages/next_token.py": 2}
+DECODER_CHARTS = {"viz/pages/next_token.py": 1}  # the predictions; generation waits for its button
 DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 1, 1, 0, 2, 2, 2)}
 
 

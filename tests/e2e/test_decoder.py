@@ -46,9 +46,13 @@ def test_smollm2_every_page_and_the_decoder_lessons(server, browser):
             page.wait_for_selector("canvas.al-hv-canvas", timeout=30_000)
         elif path != "lessons":
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-        if path == "next-token":  # predictions and the generation map, captions from the numbers
-            assert page.locator(".js-plotly-plot").count() == 2
-            assert page.get_by_text("KV cache").count() >= 1
+        if path == "next-token":  # predictions; the generation map once Generate is pressed
+            assert page.locator(".js-plotly-plot").count() == 1
+            page.get_by_role("button", name="Generate").click()
+            wait_idle(page)
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+            assert page.get_by_text("computed with the KV cache").count() >= 1
+            no_errors(page, "generation")
     open_page(page, server, "lessons", "Lessons")
     for name in ("Attention sinks", "Shared K/V (GQA)", "Induction heads"):
         section(page, name)

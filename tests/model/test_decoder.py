@@ -151,3 +151,15 @@ def test_recomputed_scores_equal_the_captured_ones(decoder, causal, scale):
             assert np.array_equal(np.isinf(a), np.isinf(b))
             np.testing.assert_allclose(a[np.isfinite(a)], b[np.isfinite(b)], rtol=1e-5, atol=1e-5)
     assert np.isinf(lean.score_matrix(0, 0)).any() == (causal is None)
+
+
+def test_predictions_from_an_observation_equal_a_fresh_forward(decoder):
+    from model.generate import next_token_predictions, predictions_from_hidden
+
+    ids = torch.randint(0, 50, (1, 11), generator=torch.Generator().manual_seed(4))
+    with torch.inference_mode():
+        hidden = decoder(ids)[0].numpy()  # as an Observation keeps it
+    fresh = next_token_predictions(decoder, ids, temperature=0.7, k=5)
+    reused = predictions_from_hidden(decoder, hidden, temperature=0.7, k=5)
+    assert [[t for t, _ in row] for row in fresh] == [[t for t, _ in row] for row in reused]
+    assert max(abs(a - b) for r1, r2 in zip(fresh, reused) for (_, a), (_, b) in zip(r1, r2)) < 1e-6

@@ -44,20 +44,9 @@ n_new = c1.slider("Tokens to generate", 1, 48, key="gen_n")
 gen_temperature = c2.slider("Temperature (0 = always the most likely)", 0.0, 2.0, step=0.1, key="gen_temperature")
 seed = c3.number_input("Seed (for sampling)", 0, 2**31 - 1, key="gen_seed")
 layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
-try:
-    (gen,) = views(
-        ctx,
-        "next.generation",
-        n_new=int(n_new),
-        temperature=float(gen_temperature),
-        seed=int(seed),
-        layer=layer,
-        head=head,
-    )
-except ViewUnavailableError as exc:
-    unavailable(exc)
-    st.stop()
-show_view(gen, "gen_fig")
+request = (ctx.spec, obs.text, int(n_new), float(gen_temperature), int(seed))
+if st.button("Generate", key="gen_go", type="primary", icon=":material/play_arrow:"):
+    st.session_state["_gen_for"] = request
 
 
 def append_generated() -> None:
@@ -65,4 +54,22 @@ def append_generated() -> None:
     st.session_state["text"] = obs.text + ctx.loaded.tokenizer.inner.decode([s.token for s in steps])
 
 
-st.button("Append the generated text to my text", key="gen_append", on_click=append_generated, icon=":material/add:")
+if st.session_state.get("_gen_for") != request:  # generating runs the model once per new token: on request
+    st.caption(f"Press Generate: {int(n_new)} forward passes of one token each, reusing the cached keys and values.")
+else:
+    try:
+        (gen,) = views(
+            ctx,
+            "next.generation",
+            n_new=int(n_new),
+            temperature=float(gen_temperature),
+            seed=int(seed),
+            layer=layer,
+            head=head,
+        )
+        show_view(gen, "gen_fig")
+        st.button(
+            "Append the generated text to my text", key="gen_append", on_click=append_generated, icon=":material/add:"
+        )
+    except ViewUnavailableError as exc:
+        unavailable(exc)

@@ -23,7 +23,7 @@ from model.analysis.steps import observed_head_steps
 from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
-from model.generate import generate, next_token_predictions, stop_tokens
+from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
@@ -98,9 +98,10 @@ def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
 
 
 @shared("Predicting the next token…")
-def get_next_tokens(spec, device, ids, temperature, _loaded: LoadedModel):
-    """Top-10 (token label, probability) of the next token after every position."""
-    top = next_token_predictions(_loaded.model, torch.tensor([list(ids)]), temperature=temperature, k=10)
+def get_next_tokens(spec, device, text, options, temperature, _obs: Observation, _loaded: LoadedModel):
+    """Top-10 (token label, probability) of the next token after every position, from the observation's final
+    hidden states (no second forward pass)."""
+    top = predictions_from_hidden(_loaded.model, _obs.hidden, temperature=temperature, k=10)
     return [[(_loaded.tokenizer.id_to_token(i), p) for i, p in row] for row in top]
 
 
@@ -184,7 +185,7 @@ class CachedSource:
         return get_scaling_demo()
 
     def next_tokens(self, temperature):
-        return get_next_tokens(self.spec, self.device, tuple(self.obs.ids), float(temperature), self.loaded)
+        return get_next_tokens(*self._key(), float(temperature), self.obs, self.loaded)
 
     def generation(self, n_new, temperature, seed):
         ids = tuple(self.obs.ids)

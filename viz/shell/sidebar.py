@@ -78,7 +78,7 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         path = st.text_input(
             "Path to a checkpoint file or folder",
             key="folder_path",
-            placeholder="/path/to/model.safetensors or a Hugging Face BERT folder",
+            placeholder="/path/to/model.safetensors, a Hugging Face BERT folder or a LLaMA .gguf",
         )
         if not path.strip():
             return None, None

@@ -13,7 +13,7 @@ from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
 from model.experiments import Prediction, induction_run, masked_predictions, padded_batch, permutation_check
-from model.generate import generate, next_token_predictions, stop_tokens
+from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
@@ -100,7 +100,7 @@ class DirectSource:
 
     def next_tokens(self, temperature: float):
         def make():
-            top = next_token_predictions(self.loaded.model, torch.tensor([self.obs.ids]), temperature, k=10)
+            top = predictions_from_hidden(self.loaded.model, self.obs.hidden, temperature, k=10)
             return [[(self.loaded.tokenizer.id_to_token(i), p) for i, p in row] for row in top]
 
         return self._once(("next", temperature), make)
