@@ -34,7 +34,8 @@ SECTIONED = {
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
 DECODER_CHARTS = {"viz/pages/next_token.py": 1}  # the predictions; generation waits for its button
-DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 1, 1, 0, 2, 2, 2)}
+#: on a big model the lessons that run it again (heads specialise, ablation) wait for a button
+DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 2, 2, 2)}
 
 
 @pytest.mark.parametrize("source", ["bundled", "random", pytest.param("smollm2", marks=pytest.mark.slow)])
@@ -319,3 +320,25 @@ def test_a_figure_that_changes_with_any_selection_is_exported_under_a_new_name()
         app.run()
         assert not app.exception, (mode, key, app.exception)
         assert_changed_figures_changed_names(before, charts_and_names(app), (mode, key))
+
+
+@pytest.mark.slow
+def test_a_big_model_runs_the_extra_lesson_passes_on_request(app):
+    """SmolLM2 (270 heads): why √d_k, heads specialise and ablation run the model again only once asked."""
+    app.sidebar.selectbox(key="model_kind").set_value("smollm2").run()
+    app.switch_page("viz/pages/lessons.py").run()
+    for section, button, charts in (
+        ("Why √d_k", "run_unscaled", 1),
+        ("Heads specialise", "run_reinit", 1),
+        ("Ablation", "run_ablation", 1),
+    ):
+        app.session_state["lesson_section"] = section
+        app.run()
+        assert not [m for m in app.metric if "no scaling" in m.label], section
+        app.button(key=button).click().run()
+        assert not app.exception, (section, app.exception)
+        assert len(app.get("plotly_chart")) == charts, section
+        if section == "Why √d_k":
+            assert [m for m in app.metric if m.label == "same weights, no scaling"]
+        app.run()  # asked once for this text: it stays shown
+        assert len(app.get("plotly_chart")) == charts, section

@@ -9,6 +9,7 @@ import streamlit as st
 from model.analysis.metrics import METRICS
 from model.io.catalog import ModelSpec
 from viz.settings import LESSON_SECTIONS
+from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import (
@@ -34,10 +35,37 @@ st.title("Lessons")
 part = section("lesson_section", LESSON_SECTIONS)
 
 
+def show_scaling_metrics(scaled: dict, unscaled: dict) -> None:
+    cols = st.columns(2)
+    cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled['entropy'].mean():.3f} nats")
+    cols[1].metric(
+        "same weights, no scaling",
+        f"{unscaled['entropy'].mean():.3f} nats",
+        delta=f"{unscaled['entropy'].mean() - scaled['entropy'].mean():+.3f}",
+    )
+    cols[0].metric("mean largest weight, ÷√d_k", f"{scaled['max_weight'].mean():.3f}")
+    cols[1].metric("no scaling", f"{unscaled['max_weight'].mean():.3f}")
+
+
 def open_clicked(chart_key: str) -> None:
     """A clicked head (a grid cell or a thumbnail) opens on the attention map."""
     for layer, head, *_ in clicked(chart_key)[:1]:
         open_head(layer, head)
+
+
+BIG = ctx.loaded.model.cfg.n_layers * ctx.loaded.model.cfg.n_heads > LEAN_ABOVE_HEADS
+
+
+def on_request(key: str, what: str, asked) -> bool:
+    """Whether to run an extra forward pass now: at once on small models; on a big one (SmolLM2: 1–4 s at 512
+    tokens) only once the reader asks, for this exact request (``asked``), which is then kept."""
+    if not BIG or st.session_state.get(f"_asked_{key}") == asked:
+        return True
+    if st.button(f"Run it: {what}", key=key, icon=":material/play_arrow:"):
+        st.session_state[f"_asked_{key}"] = asked
+        return True
+    st.caption(f"{ctx.model_name} is big: this runs the model once more on your text, so it waits for the button.")
+    return False
 
 
 def token_name(i: int) -> str:
@@ -71,18 +99,11 @@ elif part == "Why √d_k":
     )
     (fig,) = views(ctx, "lesson.scaling")
     show_view(fig, "lesson_scale")
-    unscaled = src.metrics(options=replace(ctx.options, scale=False))
-    scaled = src.metrics(options=replace(ctx.options, scale=True))
     st.markdown(f"**On {ctx.model_name}** (d_k = {ctx.loaded.model.cfg.d_k}), this text:")
-    cols = st.columns(2)
-    cols[0].metric("mean attention entropy, ÷√d_k", f"{scaled['entropy'].mean():.3f} nats")
-    cols[1].metric(
-        "same weights, no scaling",
-        f"{unscaled['entropy'].mean():.3f} nats",
-        delta=f"{unscaled['entropy'].mean() - scaled['entropy'].mean():+.3f}",
-    )
-    cols[0].metric("mean largest weight, ÷√d_k", f"{scaled['max_weight'].mean():.3f}")
-    cols[1].metric("no scaling", f"{unscaled['max_weight'].mean():.3f}")
+    if on_request("run_unscaled", "the same text without ÷√d_k", (ctx.spec, obs.text, ctx.options)):
+        unscaled = src.metrics(options=replace(ctx.options, scale=False))
+        scaled = src.metrics(options=replace(ctx.options, scale=True))
+        show_scaling_metrics(scaled, unscaled)
 
 elif part == "Heads specialise":
     st.markdown(
@@ -90,21 +111,23 @@ elif part == "Heads specialise":
         "out)? Compare each metric per head with a random init of the same config."
     )
     metric = st.selectbox("Metric", METRICS, key="lesson_metric")
-    (fig,) = views(ctx, "lesson.spread", metric=metric)
-    show_view(fig, "lesson_spread")
-    rnd = src.metrics(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
-    rows = [
-        {"model": name, **{m: float(side[m].std()) for m in METRICS}}
-        for name, side in ((ctx.model_name, obs.metrics), ("random init", rnd))
-    ]
-    st.caption("Spread (standard deviation across heads) of each metric:")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
+    if on_request("run_reinit", "a random init of the same config on this text", (ctx.spec, obs.text, ctx.options)):
+        (fig,) = views(ctx, "lesson.spread", metric=metric)
+        show_view(fig, "lesson_spread")
+        rnd = src.metrics(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
+        rows = [
+            {"model": name, **{m: float(side[m].std()) for m in METRICS}}
+            for name, side in ((ctx.model_name, obs.metrics), ("random init", rnd))
+        ]
+        st.caption("Spread (standard deviation across heads) of each metric:")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
 
 elif part == "Ablation":
     every_head = [(layer, head) for layer in range(obs.n_layers) for head in range(obs.n_heads)]
     ablate = tuple(st.multiselect("Switch off heads", every_head, key="ablate_heads", format_func=head_label))
-    (fig,) = views(ctx, "lesson.ablation", ablate=ablate)
-    show_view(fig, "ablate_change")
+    if on_request("run_ablation", "the text with these heads off", (ctx.spec, obs.text, ctx.options, ablate)):
+        (fig,) = views(ctx, "lesson.ablation", ablate=ablate)
+        show_view(fig, "ablate_change")
     if ctx.loaded.has_mlm and ablate:
         positions, _ = mask_positions(src)
         if positions:
