@@ -108,4 +108,8 @@ def broken_gguf_files(tmp: Path) -> dict[str, tuple[str, bytes, str]]:
     offset_at = at + 4 + 8 * n_dims + 4
     struct.pack_into("<Q", lying, offset_at, 10**9)
     files["GGUF: tensor offset past the end"] = ("lies.gguf", bytes(lying), "truncated")
+    # a quantisation this importer does not read: the last tensor's type field says IQ4_NL
+    odd = bytearray(good)
+    struct.pack_into("<I", odd, at + 4 + 8 * n_dims, 20)  # GGMLQuantizationType.IQ4_NL
+    files["GGUF: unsupported quantisation"] = ("iq4.gguf", bytes(odd), "which this importer does not read")
     return files
