@@ -20,22 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.browser import PAGES, chromium, streamlit_server, type_text, wait_idle
+from viz.settings import LESSON_SECTIONS, PE_SECTIONS, QKV_SECTIONS
 
 SETTLE = 0.3  # seconds the page must stay drawn to count as done
-SECTIONS = {  # pages whose parts are shown one at a time: each part is timed too
-    "Q / K / V": ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms"),
-    "Positional encodings": ("Sinusoidal formula", "This model's encoding", "Permutation lab"),
-    "Lessons": (
-        "Predict first",
-        "Why √d_k",
-        "Heads specialise",
-        "Ablation",
-        "Masked tokens",
-        "Attention sinks",
-        "Induction heads",
-        "Shared K/V (GQA)",
-    ),
-}
+#: pages whose parts are shown one at a time: each part is timed too
+SECTIONS = {"Q / K / V": QKV_SECTIONS, "Positional encodings": PE_SECTIONS, "Lessons": LESSON_SECTIONS}
 DRAWN_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;

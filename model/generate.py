@@ -47,8 +47,6 @@ def next_token_predictions(
     """For every position of ids (1, N): the top-k (token id, probability) of the token that follows.
 
     temperature rescales the logits before the softmax (1 = the model's own distribution)."""
-    if not model.cfg.lm_head:
-        raise ValueError("this model has no next-token head")
     dev = next(model.parameters()).device
     with torch.inference_mode():
         hidden = model(ids.to(dev))[0]  # (N, d_model)

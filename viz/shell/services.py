@@ -36,17 +36,22 @@ from viz.shell.state import fit_state
 from viz.views import View, build
 
 
-@shared("Loading model…")
-def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
-    """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest). A random
-    re-init of another model starts from that model's cached copy (not a second load of its file)."""
+def _build_model(spec: ModelSpec, device: str, data: bytes | None) -> LoadedModel:
+    """Load ``spec`` on ``device`` (not cached). A random re-init of another model starts from that model's cached
+    copy, not a second load of its file."""
     if spec.kind == "reinit" and spec.base is not None:
-        loaded = reinit_of(get_model(spec.base, "cpu", _data), spec.seed)
+        loaded = reinit_of(get_model(spec.base, "cpu", data), spec.seed)
     else:
-        loaded = load(spec, _data)
+        loaded = load(spec, data)
     if device != "cpu":
         loaded.model.to(device)
     return loaded
+
+
+@shared("Loading model…")
+def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
+    """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest)."""
+    return _build_model(spec, device, _data)
 
 
 @shared("Running the model…")
@@ -58,12 +63,7 @@ def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _
 def get_metrics(spec, device, text, options, _data: bytes | None = None) -> dict[str, np.ndarray]:
     """Head metrics {name: (L, H)} of a text with other options or on another model. Only the metrics are kept:
     a random re-init of a big model (SmolLM2: 538 MB) is built, run and dropped rather than cached."""
-    if spec.kind == "reinit" and spec.base is not None:
-        loaded = reinit_of(get_model(spec.base, "cpu", _data), spec.seed)
-        if device != "cpu":
-            loaded.model.to(device)
-    else:
-        loaded = get_model(spec, device, _data)
+    loaded = _build_model(spec, device, _data) if spec.kind == "reinit" else get_model(spec, device, _data)
     obs = observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device)
     return dict(obs.metrics)
 

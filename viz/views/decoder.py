@@ -11,13 +11,10 @@ from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import quoted
 
 SHOWN_POSITIONS = 120  # generation map: earlier positions are summed into one column
 INDUCTION_THRESHOLD = 0.4
-
-
-def quoted(token: str) -> str:
-    return f"“{token}”"
 
 
 def _need_lm(src: Source) -> None:
