@@ -6,7 +6,7 @@ import streamlit as st
 
 from model.memory import keep_freed_memory
 from viz.export.render import warm_up_renderer
-from viz.shell import services
+from viz.shell import prepare
 from viz.shell.export_panel import export_section, session_controls
 from viz.shell.sidebar import draw_sidebar
 from viz.shell.state import init_state, load_url_state, save_url_state
@@ -36,6 +36,7 @@ PAGES = {
     "Why it goes there": [
         st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),
         st.Page("viz/pages/rollout.py", title="Rollout and flow", icon=":material/account_tree:", url_path="rollout"),
+        st.Page("viz/pages/mixing.py", title="Beyond the weights", icon=":material/hub:", url_path="mixing"),
         st.Page("viz/pages/masks.py", title="Masks", icon=":material/visibility_off:", url_path="masks"),
         st.Page(
             "viz/pages/positional.py", title="Positional encodings", icon=":material/timeline:", url_path="positional"
@@ -54,9 +55,9 @@ st.markdown(CHIP_CSS, unsafe_allow_html=True)
 st.session_state["_page_views"] = []  # show_view registers this run's views for the export pack
 url_notes = load_url_state()  # a reload or a shared link brings its settings (first run of a session)
 init_state()
-device_note = services.settle_device()  # before the sidebar draws the device picker
+device_note = prepare.settle_device()  # before the sidebar draws the device picker
 requested, upload, slots = draw_sidebar()
-context = services.prepare_context(requested, upload, slots, device_note, page.url_path)
+context = prepare.prepare_context(requested, upload, slots, device_note, page.url_path)
 with st.sidebar:
     session_controls(page.url_path)
 if context is None:

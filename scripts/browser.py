@@ -42,6 +42,7 @@ PAGES = [
     ("next-token", "Next token"),
     ("qkv", "Q / K / V"),
     ("rollout", "Rollout and flow"),
+    ("mixing", "Beyond the weights"),
     ("masks", "Masks"),
     ("positional", "Positional encodings"),
     ("lessons", "Lessons"),

@@ -16,6 +16,7 @@ from typing import Any, get_args
 
 from model.analysis.find import RELATIONS
 from model.analysis.metrics import METRICS
+from model.analysis.sinks import SINK_TARGETS
 from model.config import PositionalKind
 from model.io.catalog import SOURCES
 from model.positional import sinusoid_dims
@@ -40,6 +41,7 @@ COMPARE_MODELS = ("random", "bundled", "minilm")
 #: pages in sections: only the section on screen is computed and drawn (tabs would draw all of them)
 QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
+MIXING_SECTIONS = ("Context mixing", "Compare methods", "Sinks and head types")
 LESSON_SECTIONS = (
     "Predict first",
     "Why √d_k",
@@ -199,6 +201,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("focus_key", -1, int, fits="token_or_none", url=True),
     # pages
     Setting("attn_mode", ATTENTION_MODES[0], str, ATTENTION_MODES, page="attention"),
+    Setting("attn_without_sink", False, bool, page="attention", url=True),
+    Setting("mix_section", MIXING_SECTIONS[0], str, MIXING_SECTIONS, page="mixing", url=True),
+    Setting("mix_across", False, bool, page="mixing"),
+    Setting("mix_target", "", str, page="mixing"),
+    Setting("mix_sink", SINK_TARGETS[0], str, SINK_TARGETS, page="mixing"),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view"),
     Setting("hv_threshold", 0.05, float, page="head-view"),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),

@@ -26,15 +26,6 @@ def sink_mass(patterns: np.ndarray, key: int = 0) -> np.ndarray:
     return p[:, :, key + 1 :, key].mean(-1)
 
 
-def without_key(pattern: np.ndarray, key: int = 0) -> np.ndarray:
-    """A pattern (..., N, M) with ``key``'s column set to 0 and each row rescaled to sum to 1 again: where the
-    rest of the weight goes once the sink is taken away. A row whose only weight was on ``key`` stays 0."""
-    p = np.array(pattern, dtype=np.float32)
-    p[..., key] = 0.0
-    total = p.sum(-1, keepdims=True)
-    return np.where(total > 1e-12, p / np.maximum(total, 1e-12), 0.0).astype(np.float32)
-
-
 def induction_scores(patterns: np.ndarray, period: int, start: int = 0) -> np.ndarray:
     """Induction score per head (Olsson et al., 2022) on a sequence that repeats a block of ``period`` tokens
     starting at ``start`` (after a [CLS], say): the mean weight each token of the second copy puts on the token

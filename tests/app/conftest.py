@@ -19,6 +19,7 @@ PAGES = [
     "viz/pages/next_token.py",
     "viz/pages/qkv.py",
     "viz/pages/rollout.py",
+    "viz/pages/mixing.py",
     "viz/pages/masks.py",
     "viz/pages/positional.py",
     "viz/pages/lessons.py",

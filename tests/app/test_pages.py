@@ -8,7 +8,7 @@ import pytest
 
 from model import observe
 from tests.app.conftest import PAGES, configs, figures, new_app
-from viz.settings import EXAMPLES, LESSON_SECTIONS, PE_SECTIONS, QKV_SECTIONS, YOUR_TEXT
+from viz.settings import EXAMPLES, LESSON_SECTIONS, MIXING_SECTIONS, PE_SECTIONS, QKV_SECTIONS, YOUR_TEXT
 
 EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections show their first section)
     "viz/pages/start.py": 1,
@@ -21,7 +21,8 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/find.py": 1,
     "viz/pages/next_token.py": 0,  # an encoder: the page says which model predicts the next token
     "viz/pages/qkv.py": 2,
-    "viz/pages/rollout.py": 2,
+    "viz/pages/rollout.py": 3,  # rollout, one token layer by layer, flow
+    "viz/pages/mixing.py": 2,  # four measures side by side, norm-based per head
     "viz/pages/masks.py": 3,
     "viz/pages/positional.py": 3,
     "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess
@@ -31,6 +32,7 @@ SECTIONED = {
     "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
     "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1, 2, 2, 0)),
+    "viz/pages/mixing.py": ("mix_section", MIXING_SECTIONS, (2, 2, 2)),
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
 DECODER_CHARTS = {"viz/pages/next_token.py": 1}  # the predictions; generation waits for its button

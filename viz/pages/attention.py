@@ -7,7 +7,8 @@ from viz.settings import ATTENTION_MODES
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import layer_head_picker, show_focusable, show_view
+from viz.shell.widgets import layer_head_picker, show_focusable, show_view, unavailable
+from viz.views import ViewUnavailableError
 
 ctx = page_context()
 obs = ctx.obs
@@ -36,8 +37,18 @@ label = col1.radio(
     help="Scores are what goes into the softmax; masked cells are −∞ and drawn grey.",
 )
 mode = "scores" if label == ATTENTION_MODES[1] else "weights"
+without = mode == "weights" and col1.toggle(
+    "Renormalise without the sink",
+    key="attn_without_sink",
+    help="Removes the weight on [CLS], [SEP] (and on position 0 in a causal model) and rescales each row to "
+    "sum to 1: where the rest of the attention goes. A view, not what the model computes.",
+)
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
-(main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
+try:
+    (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, without_sink=bool(without), **focus)
+except ViewUnavailableError as exc:
+    unavailable(exc)
+    (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
 show_focusable(main, "attn_main")
 with strip:
     token_strip(ctx.tokens, obs.special[ctx.keep])

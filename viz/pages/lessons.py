@@ -13,11 +13,10 @@ from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import (
-    clicked,
     follow_open_page,
     head_label,
     layer_head_picker,
-    open_head,
+    open_clicked,
     plain,
     section,
     show_view,
@@ -45,12 +44,6 @@ def show_scaling_metrics(scaled: dict, unscaled: dict) -> None:
     )
     cols[0].metric("mean largest weight, ÷√d_k", f"{scaled['max_weight'].mean():.3f}")
     cols[1].metric("no scaling", f"{unscaled['max_weight'].mean():.3f}")
-
-
-def open_clicked(chart_key: str) -> None:
-    """A clicked head (a grid cell or a thumbnail) opens on the attention map."""
-    for layer, head, *_ in clicked(chart_key)[:1]:
-        open_head(layer, head)
 
 
 BIG = ctx.loaded.model.cfg.n_layers * ctx.loaded.model.cfg.n_heads > LEAN_ABOVE_HEADS

@@ -19,6 +19,13 @@ token_strip(ctx.obs.tokens, ctx.obs.special)
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
 (fig,) = views(ctx, "rollout", **focus)
 show_focusable(fig, "rollout_fig")
+st.subheader("One token, layer by layer")
+st.caption(
+    "The row of the token in focus after each layer, as Abnar & Zuidema draw it (click a cell above or a token to "
+    "change the token); flow beside it for short texts."
+)
+(token_fig,) = views(ctx, "rollout.token", query=focus["query"])
+show_view(token_fig, "rollout_token_fig")
 st.subheader("Attention flow")
 try:
     (fig,) = views(ctx, "flow")

@@ -16,23 +16,19 @@ import numpy as np
 import streamlit as st
 import torch
 
-from model.analysis.flow import attention_flow
+from model.analysis.flow import attention_flow, flow_from
+from model.analysis.gradients import Attribution, attribute
+from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
-from model.devices import available_devices, resolve_device
-from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
-from viz.settings import Shape
-from viz.shell.cache import CACHE, shared
-from viz.shell.choices import current_options, current_theme
+from viz.shell.cache import shared
 from viz.shell.context import PageContext
-from viz.shell.sidebar import draw_status
-from viz.shell.state import fit_state
 from viz.views import View, build
 
 
@@ -76,8 +72,19 @@ def get_similarity(spec, device, text, options, hide_special, _obs: Observation)
 
 
 @shared("Computing attention flow…")
-def get_flow(spec, device, text, options, _patterns: np.ndarray) -> np.ndarray:
-    return attention_flow(_patterns)
+def get_flow(spec, device, text, options, token: int | None, _patterns: np.ndarray) -> np.ndarray:
+    """(N, N) flow of every token after the last layer, or (L, N) one token's flow after every layer."""
+    return attention_flow(_patterns) if token is None else flow_from(_patterns, token)
+
+
+@shared("Measuring context mixing (norm-based, ALTI, value zeroing)…")
+def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, _model) -> Mixing:
+    return context_mixing(_model, list(ids), value_zeroing=value_zeroing)
+
+
+@shared("Taking gradients…")
+def get_attribution(spec, device, ids: tuple[int, ...], position: int, target: str, _model) -> Attribution:
+    return attribute(_model, list(ids), position, target)
 
 
 @shared("Running both orders…")
@@ -163,7 +170,17 @@ class CachedSource:
         return get_similarity(*self._key(), self.hide_special, self.obs)
 
     def flow(self):
-        return get_flow(*self._key(), self.obs.patterns)
+        return get_flow(*self._key(), None, self.obs.patterns)
+
+    def flow_token(self, token):
+        return get_flow(*self._key(), int(token), self.obs.patterns)
+
+    def mixing(self, value_zeroing):
+        return get_mixing(self.spec, self.device, tuple(self.obs.ids), bool(value_zeroing), self.loaded.model)
+
+    def attribution(self, position, target):
+        ids = tuple(self.obs.ids)
+        return get_attribution(self.spec, self.device, ids, int(position), target, self.loaded.model)
 
     def permutation(self, seed, positions, layer):
         special = tuple(bool(s) for s in self.obs.special)
@@ -217,88 +234,3 @@ def upload_bytes(spec: ModelSpec) -> bytes | None:
     """This session's bytes behind an upload spec (or behind the base of a re-initialised one)."""
     root = spec.root
     return st.session_state["uploads"].get(root.digest, (None, None))[1] if root.kind == "upload" else None
-
-
-def settle_device() -> str | None:
-    """Make the requested device one that exists here (the CPU otherwise); returns the message to show."""
-    requested = st.session_state["device"]
-    device, message = resolve_device(requested)
-    if device != requested or requested not in available_devices():
-        st.session_state["device"] = device
-    return message
-
-
-def load_requested(spec: ModelSpec | None, data: bytes | None) -> tuple[ModelSpec | None, list[str], bool]:
-    """Try the requested model; on failure keep the previous one.
-
-    Returns (the active spec, error messages, whether the previous model is still shown).
-    """
-    failed: dict = st.session_state["failed"]
-    errors = []
-    if spec is not None and spec != st.session_state["active_spec"]:
-        if spec not in failed:
-            try:
-                get_model(spec, "cpu", data)
-                st.session_state["active_spec"] = spec
-            except CheckpointError as exc:
-                failed[spec] = f"Could not load this model: {exc}"
-            except Exception as exc:
-                failed[spec] = f"Could not load this model ({type(exc).__name__}): {exc}"
-        if spec in failed:
-            errors.append(failed[spec])
-    active = st.session_state["active_spec"]
-    still_previous = active is not None and spec is not None and active != spec and spec in failed
-    return active, errors, still_previous
-
-
-def place_model(spec: ModelSpec) -> tuple[str, str | None]:
-    """Put the active model on the chosen device: (device it is on, message if that fell back to the CPU)."""
-    device = st.session_state["device"]
-    if device == "cpu":
-        return device, None
-    try:
-        get_model(spec, device, upload_bytes(spec))
-        return device, None
-    except Exception as exc:
-        return "cpu", f"Could not move the model to {device} ({type(exc).__name__}); using the CPU."
-
-
-def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
-    """Observe the session's text with the active model (cached), fit the settings to it. Raises what
-    the model raises on a text it cannot process."""
-    loaded = get_model(spec, device, upload_bytes(spec))
-    options = current_options(page, loaded.model.cfg)
-    obs = get_observation(spec, device, st.session_state["text"], options, loaded)
-    cfg = loaded.model.cfg
-    ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
-    fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, obs.n_tokens, ordinary), page)
-    hide = bool(st.session_state["hide_special"])
-    source = CachedSource(spec, loaded, obs, options, hide, obs.device)
-    return PageContext(spec, loaded, obs, obs.device, current_theme(), hide, options, source)
-
-
-def prepare_context(
-    spec: ModelSpec | None, data: bytes | None, slots, device_note: str | None, page: str
-) -> PageContext | None:
-    """Load the requested model (keeping the previous one on failure), place it on the device and observe the
-    text for ``page`` (its url path). Messages go to the sidebar's slots; returns None when there is nothing
-    to show yet."""
-    active, errors, still_previous = load_requested(spec, data)
-    for message in errors:
-        slots.model.error(message)
-    if still_previous:
-        slots.model.caption("Still showing the previously loaded model.")
-    if active is None:
-        slots.status.error("No model is loaded yet: choose a model source above.")
-        return None
-    device, move_note = place_model(active)
-    for note in (device_note, move_note):
-        if note:
-            slots.device.warning(note)
-    try:
-        context = build_context(active, device, page)
-    except Exception as exc:
-        slots.status.error(f"The model could not process this text: {type(exc).__name__}: {exc}")
-        return None
-    draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget))
-    return context

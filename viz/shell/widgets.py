@@ -92,6 +92,13 @@ def open_head(layer: int, head: int) -> None:
     open_page(ATTENTION_PAGE)
 
 
+def open_clicked(chart_key: str) -> None:
+    """From a callback: a clicked head (a grid cell or a thumbnail reporting (layer, head, …)) opens on the
+    attention map."""
+    for layer, head, *_ in clicked(chart_key)[:1]:
+        open_head(layer, head)
+
+
 def follow_open_page() -> None:
     """At the top of a page: go where a callback of the last run asked to go."""
     target = st.session_state.pop("_open_page", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.analysis.sinks import sink_keys, without_keys
 from model.io.catalog import ModelSpec, random_like
 from viz.figures import (
     attention_heatmap,
@@ -17,7 +18,7 @@ from viz.figures import (
 )
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.headview import WINDOW
-from viz.views.base import Source, ViewUnavailableError, view
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
 
 MODES = ("weights", "scores")
 
@@ -51,10 +52,19 @@ def _check(src: Source, layer: int, head: int) -> None:
 
 @view("attention", page="attention")
 def attention(
-    src: Source, theme: Theme, *, layer: int = 0, head: int = 0, mode: str = "weights", query: int = -1, key: int = -1
+    src: Source,
+    theme: Theme,
+    *,
+    layer: int = 0,
+    head: int = 0,
+    mode: str = "weights",
+    query: int = -1,
+    key: int = -1,
+    without_sink: bool = False,
 ):
     """One head, always at full resolution; ``query``/``key``: the tokens in focus (outlined; clicking a cell
-    focuses its row and column)."""
+    focuses its row and column). ``without_sink``: the weights with the sink keys' columns removed and each row
+    rescaled to sum to 1 (a view, captioned as one)."""
     _check(src, layer, head)
     theme = theme.exact()
     obs, hide = src.obs, src.hide_special
@@ -72,6 +82,8 @@ def attention(
             focus=shown_focus(src, query, key),
             cell_ids=cell_ids(src),
         )
+    elif without_sink:
+        return _without_sink(src, theme, layer, head, query, key)
     else:
         fig = attention_heatmap(
             obs.shown(obs.patterns[layer, head], hide),
@@ -82,6 +94,31 @@ def attention(
             cell_ids=cell_ids(src),
         )
     return with_subtitle(fig, subtitle(src), theme)
+
+
+def _without_sink(src: Source, theme: Theme, layer: int, head: int, query: int, key: int) -> Captioned:
+    obs, hide = src.obs, src.hide_special
+    keys = sink_keys(obs.tokens, obs.special, obs.causal)
+    names = sorted({obs.tokens[i] for i in np.flatnonzero(keys)}, key=obs.tokens.index)
+    if not keys.any():
+        raise ViewUnavailableError("this text has no sink token to remove (no special tokens, and no causal mask)")
+    pattern = obs.patterns[layer, head]
+    removed = pattern[:, keys].sum(-1)  # (N,) each row's weight on the sink keys
+    fig = attention_heatmap(
+        obs.shown(without_keys(pattern, keys), hide),
+        obs.shown_tokens(hide),
+        title=f"Layer {layer}, head {head} — weights without {', '.join(names)}, rows rescaled",
+        theme=theme,
+        focus=shown_focus(src, query, key),
+        cell_ids=cell_ids(src),
+    )
+    empty = int((removed > 1 - 1e-6).sum())
+    caption = (
+        f"A view, not what the model computes: the weight on {', '.join(names)} (on average {removed.mean():.0%} "
+        f"of a row here, at most {removed.max():.0%}) is removed and each row rescaled to sum to 1, to show where "
+        "the rest goes." + (f" {empty} row(s) had all their weight there and are left empty." if empty else "")
+    )
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 @view("heads", page="attention")

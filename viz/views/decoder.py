@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.decoder import SINK_THRESHOLD, group_distances, sink_mass, without_key
+from model.analysis.decoder import SINK_THRESHOLD, group_distances, sink_mass
+from model.analysis.sinks import without_keys
 from viz.figures import heatmap_panels, prediction_bars, ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
@@ -129,7 +130,7 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         f"({quoted(first)}; dots mark them); the strongest: {heads_text(mass, strongest)}. Click a cell to open it."
     )
     pattern = obs.patterns[layer, head]
-    renorm = without_key(pattern, 0)
+    renorm = without_keys(pattern, np.arange(pattern.shape[-1]) == 0)
     panels = heatmap_panels(
         [
             (pattern, obs.tokens, obs.tokens, "as computed"),

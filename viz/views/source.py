@@ -8,7 +8,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from model.analysis.flow import attention_flow
+from model.analysis.flow import attention_flow, flow_from
+from model.analysis.gradients import attribute
+from model.analysis.mixing import context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -63,6 +65,20 @@ class DirectSource:
 
     def flow(self) -> np.ndarray:
         return self._once(("flow",), lambda: attention_flow(self.obs.patterns))
+
+    def flow_token(self, token: int) -> np.ndarray:
+        return self._once(("flow_token", token), lambda: flow_from(self.obs.patterns, token))
+
+    def mixing(self, value_zeroing: bool):
+        return self._once(
+            ("mixing", value_zeroing),
+            lambda: context_mixing(self.loaded.model, self.obs.ids, value_zeroing=value_zeroing),
+        )
+
+    def attribution(self, position: int, target: str):
+        return self._once(
+            ("attribution", position, target), lambda: attribute(self.loaded.model, self.obs.ids, position, target)
+        )
 
     def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]:
         special = [bool(s) for s in self.obs.special]

@@ -1,0 +1,169 @@
+"""Context mixing beyond attention weights, per layer, token × token: norm-based attention, ALTI, value zeroing.
+
+- Norm-based (Kobayashi et al., 2020, "Attention is Not Only a Weight"): head h moves ‖α_ij^h f^h(x_j)‖ from
+  token j to token i, f^h(x) = (x W_v^h + b_v^h) W_o^h — the value bias included, the output bias b_o excluded
+  (it is the same for every j), as in the paper; the layer total is ‖Σ_h α_ij^h f^h(x_j)‖.
+- ALTI (Ferrando et al., 2022, "Measuring the Mixing of Contextual Information in the Transformer"): the
+  attention block's output y_i = Σ_j T_i(x_j) (+ biases) with the residual counted as token i's own term and a
+  post-norm LayerNorm split linearly over the terms (its scale taken from the whole sum); the contribution of j
+  is max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁), rows normalised to sum to 1. A pre-norm block's LayerNorm acts on
+  each token alone before its value is formed, so there the split is exact.
+- Value zeroing (Mohebbi et al., 2023): set token j's value vector (every head) to zero in layer l, recompute
+  that layer's output from the same input, and take the cosine distance of each token's new output from the
+  original; rows normalised to sum to 1.
+
+Across layers, contribution matrices are multiplied as in rollout (:func:`aggregate`). Everything runs under
+the model's capture lock, with the hooks removed in ``finally``; nothing here changes the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from model.capture import capture, hook_points, model_lock
+from model.transformer import Transformer
+
+ROW_CHUNK = 64  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
+ZERO_BATCH = 16  # value-zeroing variants recomputed per forward pass of one block
+
+
+@dataclass(frozen=True)
+class Mixing:
+    """Per-layer context-mixing matrices of one text, float32, rows = receiving token i, columns = source j.
+
+    attention: head-mean weights (L, N, N); norm_heads: ‖α f(x)‖ per head (L, H, N, N); norm: ‖Σ_h α f(x)‖
+    (L, N, N); alti: ALTI contributions, rows sum to 1 (L, N, N); value_zeroing: rows sum to 1 (L, N, N), or
+    None when not asked for."""
+
+    attention: np.ndarray
+    norm_heads: np.ndarray
+    norm: np.ndarray
+    alti: np.ndarray
+    value_zeroing: np.ndarray | None
+
+
+def aggregate(per_layer: np.ndarray) -> np.ndarray:
+    """Rollout-style product through the layers: (L, N, N) -> (L, N, N), entry l = C_l … C_0 (rows
+    renormalised first). Row i of entry l says how much of token i after layer l comes from each input token."""
+    c = np.asarray(per_layer, dtype=np.float64)
+    c = c / np.maximum(c.sum(-1, keepdims=True), 1e-12)
+    out, acc = np.empty_like(c), np.eye(c.shape[-1])
+    for layer in range(len(c)):
+        acc = c[layer] @ acc
+        out[layer] = acc
+    return out.astype(np.float32)
+
+
+def _per_head_values(model: Transformer, layer: int, v: torch.Tensor) -> torch.Tensor:
+    """f^h(x_j) = v_j^h W_o^h for every head: v (H_kv, N, d_k) -> (H, N, d_model)."""
+    attn = model.blocks[layer].attn
+    v = attn.expand_kv(v[None])[0]  # (H, N, d_k)
+    w_o = attn.w_o.weight.detach().float().cpu().view(attn.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
+    return torch.einsum("hnk,dhk->hnd", v.float(), w_o)  # (H, N, d_model)
+
+
+def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """ALTI's max(0, ‖y‖₁ − ‖y − T_j‖₁), normalised: terms (R, N, d), y (R, d) -> (R, N)."""
+    c = (y.abs().sum(-1, keepdim=True) - (y[:, None] - terms).abs().sum(-1)).clamp_min(0)  # (R, N)
+    return c / c.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """(norm_heads (H, N, N), norm (N, N), alti (N, N)) of one layer from its captured activations."""
+    block = model.blocks[layer]
+    alpha = acts["pattern"].float()  # (H, N, N)
+    fx = _per_head_values(model, layer, acts["v"])  # (H, N, d)
+    x = acts["resid_pre"].float()  # (N, d)
+    norm_heads = alpha * fx.norm(dim=-1)[:, None, :]  # (H, N, N)
+    n = x.size(0)
+    norm, alti = torch.empty(n, n), torch.empty(n, n)
+    b_o = block.attn.w_o.bias.detach().float().cpu() if block.attn.w_o.bias is not None else torch.zeros(x.size(1))
+    for start in range(0, n, ROW_CHUNK):
+        rows = slice(start, min(n, start + ROW_CHUNK))
+        t = torch.einsum("hij,hjd->ijd", alpha[:, rows], fx)  # (R, N, d): what each j sends to each i
+        norm[rows] = t.norm(dim=-1)
+        idx = torch.arange(rows.start, rows.stop)
+        t[torch.arange(len(idx)), idx] += x[rows]  # the residual is token i's own term
+        if block.norm == "pre":
+            y = acts["resid_mid"].float()[rows]  # (R, d) = Σ_j T_i(x_j) + b_o
+        else:  # y = LN(Σ_j t_ij + b_o): split the LayerNorm linearly, its scale from the whole sum
+            z = t.sum(1) + b_o  # (R, d)
+            sigma = (z.var(-1, unbiased=False, keepdim=True) + block.ln1.eps).sqrt()  # (R, 1)
+            t = (t - t.mean(-1, keepdim=True)) / sigma[:, None] * block.ln1.weight.detach().float().cpu()
+            y = acts["resid_mid"].float()[rows]
+        alti[rows] = _l1_contributions(t, y)
+    return norm_heads, norm, alti
+
+
+@contextlib.contextmanager
+def _zero_values(model: Transformer, layer: int, positions: torch.Tensor) -> Iterator[None]:
+    """Inside the block, batch row b of layer ``layer`` sees token positions[b]'s value vector zeroed (every
+    key/value head). The hook lives only inside the block."""
+    point = hook_points(model)[f"blocks.{layer}.attn.hook_v"]
+    owner = threading.get_ident()
+
+    def hook(_mod, _inp, v: torch.Tensor) -> torch.Tensor | None:  # v: (B, H_kv, M, d_k)
+        if threading.get_ident() != owner:
+            return None
+        v = v.clone()
+        v[torch.arange(v.size(0)), :, positions] = 0.0
+        return v
+
+    handle = point.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _value_zeroing(model: Transformer, layer: int, x: torch.Tensor, original: torch.Tensor, mask) -> torch.Tensor:
+    """Value zeroing of one layer: x (N, d) the layer's input, original (N, d) its output -> (N, N) rows sum 1."""
+    n = x.size(0)
+    out = torch.empty(n, n)
+    for start in range(0, n, ZERO_BATCH):
+        js = torch.arange(start, min(n, start + ZERO_BATCH))
+        with _zero_values(model, layer, js):
+            changed = model.blocks[layer](x[None].expand(len(js), -1, -1), mask=mask, layer=layer)  # (J, N, d)
+        out[:, js] = (1 - F.cosine_similarity(changed, original[None], dim=-1)).T  # (N, J)
+    out = out.clamp_min(0)
+    return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = True) -> Mixing:
+    """Every per-layer mixing measure of one text. ids: the token ids (N,). Value zeroing costs N/ZERO_BATCH
+    forward passes of each block: pass ``value_zeroing=False`` to skip it."""
+    if model.training:
+        raise ValueError("context_mixing needs a model in eval() mode")
+    device = next(model.parameters()).device
+    batch = torch.tensor([list(ids)], device=device)
+    kinds = ["resid_pre", "v", "pattern", "resid_mid", "resid_post"]
+    with model_lock(model), torch.inference_mode():  # the lock is re-entrant: capture takes it too
+        with capture(model, kinds=kinds) as trace:
+            model(batch)
+        L = len(model.blocks)
+        acts = [{k: trace.get(k, layer)[0] for k in kinds} for layer in range(L)]
+        mask = model.build_mask(batch.size(1), None, model.cfg.causal, device, 0)
+        zeroed = []
+        if value_zeroing:
+            for layer in range(L):
+                x, y = (acts[layer][k].to(device) for k in ("resid_pre", "resid_post"))
+                zeroed.append(_value_zeroing(model, layer, x, y, mask).cpu())
+        parts = [_layer_mixing(model, layer, acts[layer]) for layer in range(L)]
+
+    def np32(t) -> np.ndarray:
+        return torch.stack(list(t)).float().numpy()
+
+    return Mixing(
+        attention=np32(a["pattern"].float().mean(0) for a in acts),
+        norm_heads=np32(p[0] for p in parts),
+        norm=np32(p[1] for p in parts),
+        alti=np32(p[2] for p in parts),
+        value_zeroing=np32(zeroed) if value_zeroing else None,
+    )

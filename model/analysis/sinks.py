@@ -1,0 +1,105 @@
+"""Where heads park their weight, and what kind of head each is (numpy only).
+
+Clark et al. (2019, "What Does BERT Look At?") report BERT's weight on [CLS], on [SEP] and on punctuation
+separately; decoders park it on position 0 (Xiao et al., 2023, "attention sinks"). :func:`sink_shares` gives
+each of the four per head, :func:`head_types` a one-word label per head from the same numbers.
+
+Shapes: L layers, H heads, N tokens; patterns (L, H, N, N), rows summing to 1.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+
+from model.analysis.decoder import SINK_THRESHOLD
+from model.analysis.metrics import diagonal_mass
+
+SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
+#: a head gets a positional/target label when its queries put at least this share on it (the sink threshold)
+TYPE_THRESHOLD = SINK_THRESHOLD
+#: "broad": mean row entropy at least this fraction of the uniform row's log N
+BROAD_ENTROPY = 0.8
+HEAD_TYPES = ("previous", "next", "self", "[CLS]", "[SEP]", "punctuation", "position 0", "positional", "broad", "mixed")
+
+
+def is_punctuation(token: str) -> bool:
+    """A token made only of punctuation ("," "." "##." " ?" "'s" is not), ignoring WordPiece's ## and spaces."""
+    core = token.removeprefix("##").strip().replace("Ġ", "")
+    return bool(core) and all(unicodedata.category(c).startswith("P") for c in core)
+
+
+def target_columns(tokens: list[str], special: np.ndarray) -> dict[str, np.ndarray]:
+    """(N,) bool key columns of each sink target. [CLS]/[SEP] match those labels (and BERT-style <s>, </s>)."""
+    special = np.asarray(special, dtype=bool)
+    n = len(tokens)
+    first = np.zeros(n, dtype=bool)
+    first[:1] = True
+    return {
+        "[CLS]": np.array([t in ("[CLS]", "<s>") for t in tokens], dtype=bool),
+        "[SEP]": np.array([t in ("[SEP]", "</s>") for t in tokens], dtype=bool),
+        "punctuation": np.array([is_punctuation(t) for t in tokens], dtype=bool) & ~special,
+        "position 0": first,
+    }
+
+
+def sink_shares(patterns: np.ndarray, tokens: list[str], special: np.ndarray, causal: bool = False) -> dict:
+    """Mean share of each query's weight on each sink target, per head: {target: (L, H)}.
+
+    Every query row counts, except that in a causal model the first query (which can only see position 0) is
+    left out of every average."""
+    p = np.asarray(patterns, dtype=np.float32)
+    rows = slice(1, None) if causal and p.shape[2] > 1 else slice(None)
+    cols = target_columns(tokens, special)
+    return {name: p[:, :, rows][..., c].sum(-1).mean(-1) for name, c in cols.items()}
+
+
+def sink_keys(tokens: list[str], special: np.ndarray, causal: bool) -> np.ndarray:
+    """(N,) bool: the keys "renormalise without the sink" removes — [CLS], [SEP] and other special tokens, and
+    position 0 in a causal model (where the sink is the first token, special or not)."""
+    keys = np.asarray(special, dtype=bool).copy()
+    if causal and len(keys):
+        keys[0] = True
+    return keys
+
+
+def without_keys(pattern: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """A pattern (..., N, M) with the ``keys`` columns ((M,) bool) set to 0 and each row rescaled to sum to 1
+    again; a row whose only weight was on those keys stays 0."""
+    p = np.array(pattern, dtype=np.float32)
+    p[..., np.asarray(keys, dtype=bool)] = 0.0
+    total = p.sum(-1, keepdims=True)
+    return np.where(total > 1e-12, p / np.maximum(total, 1e-12), 0.0).astype(np.float32)
+
+
+def sink_heads(shares: dict[str, np.ndarray], threshold: float = SINK_THRESHOLD) -> np.ndarray:
+    """(L, H) bool: heads whose queries put at least ``threshold`` of their weight on one sink target."""
+    return np.max(np.stack([shares[t] for t in SINK_TARGETS]), axis=0) >= threshold
+
+
+def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, causal: bool = False) -> np.ndarray:
+    """One label per head (L, H) of strings, from the mean weight on each candidate:
+
+    previous/next/self token, [CLS], [SEP], punctuation, position 0 — the largest, if it reaches TYPE_THRESHOLD
+    (ties go to the earlier name); else "positional" if one other fixed offset (±2 … ±8) reaches it; else
+    "broad" if rows are nearly uniform (mean entropy ≥ BROAD_ENTROPY · log N); else "mixed"."""
+    p = np.asarray(patterns, dtype=np.float32)
+    L, H, n, _ = p.shape
+    shares = sink_shares(p, tokens, special, causal)
+    offsets = {"previous": -1, "next": 1, "self": 0}
+    candidates = {name: diagonal_mass(p, k).mean(-1) for name, k in offsets.items()}
+    candidates.update(shares)
+    if not causal:
+        candidates.pop("position 0")  # in an encoder position 0 is [CLS]: one label for it
+    names = list(candidates)
+    stack = np.stack([candidates[k] for k in names])  # (C, L, H)
+    other = np.max([diagonal_mass(p, k).mean(-1) for k in (*range(-8, -1), *range(2, 9))], axis=0)  # (L, H)
+    ent = -(p * np.log(np.maximum(p, 1e-30))).sum(-1).mean(-1)  # (L, H)
+    labels = np.full((L, H), "mixed", dtype=object)
+    labels[ent >= BROAD_ENTROPY * np.log(max(n, 2))] = "broad"
+    labels[other >= TYPE_THRESHOLD] = "positional"
+    best = stack.argmax(0)
+    strong = stack.max(0) >= TYPE_THRESHOLD
+    labels[strong] = np.array(names, dtype=object)[best[strong]]
+    return labels

@@ -1,0 +1,144 @@
+"""Known answers for the methods beyond raw attention: norm-based, ALTI, value zeroing, rollout per layer, flow
+from one token, gradients, sinks and head types."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis.flow import attention_flow, attention_rollout, flow_from, rollout_layers
+from model.analysis.gradients import attribute, targets_for
+from model.analysis.mixing import aggregate, context_mixing
+from model.analysis.norms import value_contributions
+from model.analysis.sinks import head_types, is_punctuation, sink_heads, sink_shares
+from model.capture import capture, leftover_hooks
+from model.config import TransformerConfig
+from model.observe import head_weights
+from model.transformer import Transformer
+from tests.model.test_decoder import decoder_cfg
+
+IDS = [1, 5, 9, 13, 17, 21, 25, 2]
+
+
+def model_of(cfg: TransformerConfig, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(cfg).eval()
+
+
+@pytest.fixture(params=["pre", "post"])
+def encoder(request, tiny_cfg) -> Transformer:
+    return model_of(tiny_cfg.replace(norm=request.param, bias=True))
+
+
+def test_norm_based_equals_attention_when_value_norms_are_equal(encoder):
+    with torch.no_grad():
+        for block in encoder.blocks:
+            block.attn.w_v.weight.zero_()  # every token's value is the bias: ‖f(x_j)‖ is the same for every j
+    mix = context_mixing(encoder, IDS, value_zeroing=False)
+    for layer in range(encoder.cfg.n_layers):
+        with capture(encoder, kinds=["pattern"]) as trace, torch.no_grad():
+            encoder(torch.tensor([IDS]))
+        alpha = trace.get("pattern", layer)[0].numpy()  # (H, N, N)
+        scale = mix.norm_heads[layer] / np.maximum(alpha, 1e-12)  # one constant per head
+        for h in range(alpha.shape[0]):
+            assert np.allclose(scale[h], scale[h].mean(), rtol=1e-4)
+        assert np.allclose(mix.attention[layer], alpha.mean(0), atol=1e-6)
+
+
+def test_norm_based_per_head_matches_the_value_norm_view(tiny_model):
+    mix = context_mixing(tiny_model, IDS, value_zeroing=False)
+    with capture(tiny_model, kinds=["pattern", "v"]) as trace, torch.no_grad():
+        tiny_model(torch.tensor([IDS]))
+    for layer, head in [(0, 0), (1, 3)]:
+        pattern, v = trace.get("pattern", layer)[0, head].numpy(), trace.get("v", layer)[0, head].numpy()
+        expected, _ = value_contributions(pattern, v, head_weights(tiny_model, layer, head)["w_o"])
+        assert np.allclose(mix.norm_heads[layer, head], expected, atol=1e-5)
+
+
+def test_alti_with_identity_attention_keeps_every_token_to_itself(encoder):
+    eye = torch.eye(len(IDS))
+    identity = {(layer, h): eye for layer in range(encoder.cfg.n_layers) for h in range(encoder.cfg.n_heads)}
+    with capture(encoder, replace_patterns=identity):  # nested capture: same thread, re-entrant lock
+        mix = context_mixing(encoder, IDS, value_zeroing=False)
+    assert np.allclose(mix.alti, np.eye(len(IDS))[None], atol=1e-6)
+    assert np.allclose(aggregate(mix.alti)[-1], np.eye(len(IDS)), atol=1e-6)
+
+
+def test_alti_rows_are_distributions_and_mix_when_attention_does(encoder):
+    mix = context_mixing(encoder, IDS, value_zeroing=False)
+    assert (mix.alti >= 0).all()
+    assert np.allclose(mix.alti.sum(-1), 1.0, atol=1e-5)
+    assert (mix.alti * (1 - np.eye(len(IDS)))).sum() > 0.1  # off-diagonal mass: random attention mixes
+
+
+def test_value_zeroing_of_a_token_no_head_attends_to_changes_nothing(encoder):
+    n, j = len(IDS), 3
+    pattern = torch.full((n, n), 1.0 / (n - 1))
+    pattern[:, j] = 0.0  # nobody reads token 3 in layer 0
+    blind = {(0, h): pattern for h in range(encoder.cfg.n_heads)}
+    with capture(encoder, replace_patterns=blind):
+        mix = context_mixing(encoder, IDS)
+    assert np.abs(mix.value_zeroing[0][:, j]).max() < 1e-5  # float32 rounding of 1 − cos only
+    assert np.allclose(mix.value_zeroing.sum(-1), 1.0, atol=1e-5)
+    assert mix.value_zeroing[1][:, j].max() > 1e-3  # layer 1 was left alone: someone reads token 3 there
+    assert leftover_hooks(encoder) == 0
+
+
+def test_value_zeroing_on_a_causal_gqa_decoder_never_reaches_back_in_time():
+    model = model_of(decoder_cfg())
+    mix = context_mixing(model, IDS)
+    upper = np.triu(np.ones((len(IDS), len(IDS)), dtype=bool), 1)
+    assert np.abs(mix.value_zeroing[:, upper]).max() < 1e-5  # zeroing a later token never moves an earlier one
+    assert np.abs(mix.norm[:, upper]).max() < 1e-6
+
+
+def test_rollout_per_layer_of_identity_attention_is_identity():
+    patterns = np.broadcast_to(np.eye(6, dtype=np.float32), (3, 2, 6, 6))
+    assert np.allclose(rollout_layers(patterns), np.eye(6)[None])
+    rng = np.random.default_rng(0)
+    p = rng.random((3, 2, 6, 6)).astype(np.float32)
+    p /= p.sum(-1, keepdims=True)
+    assert np.allclose(rollout_layers(p)[-1], attention_rollout(p))
+    assert np.allclose(flow_from(p, 2)[-1], attention_flow(p)[2], atol=1e-5)
+    assert np.allclose(flow_from(patterns, 4), np.eye(6)[4][None].repeat(3, 0))
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_integrated_gradients_satisfy_completeness(kind, tiny_cfg):
+    model = model_of(tiny_cfg.replace(mlm_head=True) if kind == "encoder" else decoder_cfg())
+    for target in targets_for(model):
+        out = attribute(model, IDS, position=5, target=target, steps=64)
+        assert abs(out.value - out.baseline_value) > 1e-3
+        assert out.gap <= 0.02 * abs(out.value - out.baseline_value), (target, out)
+        assert out.integrated.shape == out.grad_input.shape == (len(IDS),)
+    assert all(p.grad is None for p in model.parameters())  # a shared model's .grad is never touched
+    assert leftover_hooks(model) == 0
+
+
+def test_gradients_never_reach_later_tokens_in_a_decoder():
+    model = model_of(decoder_cfg())
+    out = attribute(model, IDS, position=3, target="next")
+    assert np.abs(out.grad_input[4:]).max() == 0 and np.abs(out.integrated[4:]).max() == 0
+    with pytest.raises(ValueError, match="offers next, state"):
+        attribute(model, IDS, position=3, target="mlm")
+
+
+def test_sink_share_of_a_pattern_that_sends_everything_to_cls_is_one():
+    tokens = ["[CLS]", "the", "cat", ",", "sat", ".", "[SEP]"]
+    special = np.array([t.startswith("[") for t in tokens])
+    n = len(tokens)
+    to_cls = np.zeros((1, 3, n, n), dtype=np.float32)
+    to_cls[..., 0] = 1.0
+    to_cls[0, 1] = np.eye(n, k=-1) + np.eye(n)[0] * (np.arange(n) == 0)[:, None]  # head 1: previous token
+    to_cls[0, 2] = 0.0
+    to_cls[0, 2, :, 3] = 0.6  # head 2: punctuation (","), and the rest on [SEP]
+    to_cls[0, 2, :, 6] = 0.4
+    shares = sink_shares(to_cls, tokens, special)
+    assert shares["[CLS]"][0, 0] == pytest.approx(1.0) and shares["position 0"][0, 0] == pytest.approx(1.0)
+    assert shares["[SEP]"][0, 0] == 0 and shares["punctuation"][0, 2] == pytest.approx(0.6)
+    assert sink_heads(shares).tolist() == [[True, False, True]]
+    assert head_types(to_cls, tokens, special).tolist() == [["[CLS]", "previous", "punctuation"]]
+    uniform = np.full((1, 1, n, n), 1.0 / n, dtype=np.float32)
+    assert head_types(uniform, tokens, special).tolist() == [["broad"]]
+    assert is_punctuation("##.") and is_punctuation(" ?") and not is_punctuation("'s") and not is_punctuation("a")

@@ -1,0 +1,103 @@
+"""From the sidebar's request to a page context: load the requested model (keeping the previous one when it
+fails), settle the device, observe the text. Everything heavy goes through the caches in services."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from model.devices import available_devices, resolve_device
+from model.errors import CheckpointError
+from model.io.catalog import ModelSpec
+from viz.settings import Shape
+from viz.shell.cache import CACHE
+from viz.shell.choices import current_options, current_theme
+from viz.shell.context import PageContext
+from viz.shell.services import CachedSource, get_model, get_observation, upload_bytes
+from viz.shell.sidebar import draw_status
+from viz.shell.state import fit_state
+
+
+def settle_device() -> str | None:
+    """Make the requested device one that exists here (the CPU otherwise); returns the message to show."""
+    requested = st.session_state["device"]
+    device, message = resolve_device(requested)
+    if device != requested or requested not in available_devices():
+        st.session_state["device"] = device
+    return message
+
+
+def load_requested(spec: ModelSpec | None, data: bytes | None) -> tuple[ModelSpec | None, list[str], bool]:
+    """Try the requested model; on failure keep the previous one.
+
+    Returns (the active spec, error messages, whether the previous model is still shown).
+    """
+    failed: dict = st.session_state["failed"]
+    errors = []
+    if spec is not None and spec != st.session_state["active_spec"]:
+        if spec not in failed:
+            try:
+                get_model(spec, "cpu", data)
+                st.session_state["active_spec"] = spec
+            except CheckpointError as exc:
+                failed[spec] = f"Could not load this model: {exc}"
+            except Exception as exc:
+                failed[spec] = f"Could not load this model ({type(exc).__name__}): {exc}"
+        if spec in failed:
+            errors.append(failed[spec])
+    active = st.session_state["active_spec"]
+    still_previous = active is not None and spec is not None and active != spec and spec in failed
+    return active, errors, still_previous
+
+
+def place_model(spec: ModelSpec) -> tuple[str, str | None]:
+    """Put the active model on the chosen device: (device it is on, message if that fell back to the CPU)."""
+    device = st.session_state["device"]
+    if device == "cpu":
+        return device, None
+    try:
+        get_model(spec, device, upload_bytes(spec))
+        return device, None
+    except Exception as exc:
+        return "cpu", f"Could not move the model to {device} ({type(exc).__name__}); using the CPU."
+
+
+def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
+    """Observe the session's text with the active model (cached), fit the settings to it. Raises what
+    the model raises on a text it cannot process."""
+    loaded = get_model(spec, device, upload_bytes(spec))
+    options = current_options(page, loaded.model.cfg)
+    obs = get_observation(spec, device, st.session_state["text"], options, loaded)
+    cfg = loaded.model.cfg
+    ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
+    fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, obs.n_tokens, ordinary), page)
+    hide = bool(st.session_state["hide_special"])
+    source = CachedSource(spec, loaded, obs, options, hide, obs.device)
+    return PageContext(spec, loaded, obs, obs.device, current_theme(), hide, options, source)
+
+
+def prepare_context(
+    spec: ModelSpec | None, data: bytes | None, slots, device_note: str | None, page: str
+) -> PageContext | None:
+    """Load the requested model (keeping the previous one on failure), place it on the device and observe the
+    text for ``page`` (its url path). Messages go to the sidebar's slots; returns None when there is nothing
+    to show yet."""
+    active, errors, still_previous = load_requested(spec, data)
+    for message in errors:
+        slots.model.error(message)
+    if still_previous:
+        slots.model.caption("Still showing the previously loaded model.")
+    if active is None:
+        slots.status.error("No model is loaded yet: choose a model source above.")
+        return None
+    device, move_note = place_model(active)
+    for note in (device_note, move_note):
+        if note:
+            slots.device.warning(note)
+    try:
+        context = build_context(active, device, page)
+    except Exception as exc:
+        slots.status.error(f"The model could not process this text: {type(exc).__name__}: {exc}")
+        return None
+    draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget))
+    return context

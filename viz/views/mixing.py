@@ -1,0 +1,248 @@
+"""Views that go beyond raw attention weights: context mixing per layer (norm-based, ALTI, value zeroing), rollout
+and flow of one token through the layers, a panel where every method ranks the tokens one token draws from
+(with gradients), and attention sinks with a head type per head. Every caption is computed from the numbers drawn.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.analysis.flow import MAX_FLOW_TOKENS, rollout_layers
+from model.analysis.gradients import targets_for
+from model.analysis.mixing import aggregate
+from model.analysis.sinks import HEAD_TYPES, SINK_TARGETS, SINK_THRESHOLD, head_types, sink_heads, sink_shares
+from viz.figures import heads_grid, heatmap_panels
+from viz.figures.common import Theme, with_subtitle
+from viz.figures.decoder import head_scores
+from viz.figures.mixing import agreement_matrix, method_rows, type_grid
+from viz.views.attention import subtitle
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import quoted, rank_correlation
+
+#: value zeroing recomputes every layer once per token: offered up to this many tokens (about 3 s on MiniLM)
+MAX_ZEROING_TOKENS = 160
+TARGET_NAMES = {
+    "mlm": "masked-token logit",
+    "next": "next-token logit",
+    "state": "final state (projected on itself)",
+}
+
+
+def rows_as_shares(m: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum (zero rows stay zero): (..., N, M)."""
+    m = np.asarray(m, dtype=np.float64)
+    return (m / np.maximum(m.sum(-1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def _layer(src: Source, layer: int) -> None:
+    if not 0 <= layer < src.obs.n_layers:
+        raise ViewUnavailableError(f"the model has {src.obs.n_layers} layers; there is no layer {layer}")
+
+
+def _zeroing(src: Source) -> bool:
+    return src.obs.n_tokens <= MAX_ZEROING_TOKENS
+
+
+def method_matrices(src: Source, layer: int, across: bool) -> dict[str, np.ndarray]:
+    """{method: (N, N) row shares} for one layer, or through the layers up to it (``across``)."""
+    mix = src.mixing(_zeroing(src))
+    obs = src.obs
+    if across:
+        out = {
+            "attention rollout": rollout_layers(obs.patterns)[layer],
+            "norm-based rollout": aggregate(mix.norm)[layer],
+            "ALTI": aggregate(mix.alti)[layer],
+        }
+        if mix.value_zeroing is not None:
+            out["value zeroing"] = aggregate(mix.value_zeroing)[layer]
+        return out
+    out = {"attention (head mean)": mix.attention[layer], "norm-based ‖Σₕ α f(x)‖": rows_as_shares(mix.norm[layer])}
+    out["ALTI"] = mix.alti[layer]
+    if mix.value_zeroing is not None:
+        out["value zeroing"] = mix.value_zeroing[layer]
+    return out
+
+
+def allowed_cells(src: Source) -> np.ndarray:
+    """(N, N) bool: the cells a query can draw from (all of them, or the lower triangle with a causal mask)."""
+    n = src.obs.n_tokens
+    return np.tril(np.ones((n, n), dtype=bool)) if src.obs.causal else np.ones((n, n), dtype=bool)
+
+
+@view("mixing", page="mixing")
+def mixing(src: Source, theme: Theme, *, layer: int = 0, across: bool = False):
+    """Raw attention beside norm-based attention, ALTI and value zeroing for one layer (or rolled out through the
+    layers up to it), as row shares on one colour scale; the caption gives each method's rank correlation with
+    the first panel over every cell a query can see."""
+    _layer(src, layer)
+    mats = method_matrices(src, layer, across)
+    obs, hide = src.obs, src.hide_special
+    tokens = obs.shown_tokens(hide)
+    panels = [(obs.shown(m, hide), tokens, tokens, name) for name, m in mats.items()]
+    where = f"through layers 0–{layer}" if across else f"layer {layer}"
+    fig = heatmap_panels(panels, title=f"Who reads from whom, {where}: four measures", theme=theme, value_name="share")
+    cells = allowed_cells(src)
+    names = list(mats)
+    first = mats[names[0]][cells]
+    rhos = {name: rank_correlation(first, mats[name][cells]) for name in names[1:]}
+    caption = (
+        f"Rank correlation with {names[0]} over the {int(cells.sum())} cells a query can see: "
+        + "; ".join(f"{name} ρ = {rho:.2f}" for name, rho in rhos.items())
+        + "."
+    )
+    if not _zeroing(src):
+        caption += (
+            f" Value zeroing recomputes every layer once per token; it is offered up to {MAX_ZEROING_TOKENS} "
+            f"tokens and this text has {obs.n_tokens}."
+        )
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+
+
+@view("mixing.heads", page="mixing")
+def mixing_heads(src: Source, theme: Theme, *, layer: int = 0):
+    """Norm-based attention of every head of one layer, ‖α f(x)‖ per cell on one scale (Kobayashi et al.)."""
+    _layer(src, layer)
+    mix, obs, hide = src.mixing(_zeroing(src)), src.obs, src.hide_special
+    norms = np.stack([obs.shown(m, hide) for m in mix.norm_heads[layer]])
+    fig = heads_grid(
+        norms / max(float(norms.max()), 1e-12), obs.shown_tokens(hide), cols=min(4, obs.n_heads), theme=theme,
+        title=f"Layer {layer}: ‖α·f(x)‖ per head (scaled to the largest cell)",
+    )  # fmt: skip
+    per_head = mix.norm_heads[layer].sum((-1, -2))
+    top = int(per_head.argmax())
+    low = int(per_head.argmin())
+    caption = (
+        f"Head {top} moves the most in total ({per_head[top] / per_head.sum():.0%} of the layer's summed norms), "
+        f"head {low} the least ({per_head[low] / per_head.sum():.0%}): a head with strong weights on tokens "
+        "whose values are short moves little."
+    )
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+
+
+def _query(src: Source, query: int) -> int:
+    obs = src.obs
+    if 0 <= query < obs.n_tokens:
+        return query
+    ordinary = np.flatnonzero(~obs.special)
+    return int(ordinary[0]) if len(ordinary) else 0
+
+
+@view("rollout.token", page="rollout")
+def rollout_token(src: Source, theme: Theme, *, query: int = -1):
+    """One token after every layer: its rollout row (and its flow row for short texts), as Abnar & Zuidema draw
+    them — rows are layers, columns the input tokens."""
+    obs = src.obs
+    i = _query(src, query)
+    rows = [f"after L{layer}" for layer in range(obs.n_layers)]
+    roll = rollout_layers(obs.patterns)[:, i]  # (L, N)
+    panels = [(roll, rows, obs.tokens, "rollout")]
+    if obs.n_tokens <= MAX_FLOW_TOKENS:
+        panels.append((src.flow_token(i), rows, obs.tokens, "flow"))
+    fig = heatmap_panels(
+        panels, title=f"Where {quoted(obs.tokens[i])} (token {i}) draws from, layer by layer", theme=theme,
+        value_name="share", shared_rows=True,
+    )  # fmt: skip
+    last = roll[-1]
+    top = int(last.argmax())
+    caption = (
+        f"After the last layer, rollout gives {quoted(obs.tokens[i])} {last[i]:.0%} of itself and "
+        f"{quoted(obs.tokens[top])} (token {top}) {last[top]:.0%}"
+        + ("" if top != i else " — its largest share")
+        + f"; after layer 0 it kept {roll[0, i]:.0%} of itself."
+    )
+    if len(panels) == 1:
+        caption += f" Flow is drawn up to {MAX_FLOW_TOKENS} tokens; this text has {obs.n_tokens}."
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+
+
+def method_shares(src: Source, i: int, target: str) -> dict[str, np.ndarray]:
+    """{method: (N,) shares of what token i draws from} for the comparison panel."""
+    obs = src.obs
+    last = obs.n_layers - 1
+    mix = src.mixing(_zeroing(src))
+    rows = {
+        "attention (last layer)": mix.attention[last][i],
+        "attention rollout": rollout_layers(obs.patterns)[last][i],
+        "norm-based (last layer)": rows_as_shares(mix.norm[last])[i],
+        "ALTI (all layers)": aggregate(mix.alti)[last][i],
+    }
+    if mix.value_zeroing is not None:
+        rows["value zeroing (all layers)"] = aggregate(mix.value_zeroing)[last][i]
+    attribution = src.attribution(i, target)
+    rows["gradient × input"] = rows_as_shares(np.abs(attribution.grad_input))
+    rows["integrated gradients"] = rows_as_shares(np.abs(attribution.integrated))
+    return rows
+
+
+@view("mixing.compare", page="mixing")
+def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = ""):
+    """Every method's answer to "which tokens does this token draw from?", as shares per row, and their rank
+    agreement (Spearman's ρ over the tokens the query can see)."""
+    obs = src.obs
+    i = _query(src, query)
+    offered = targets_for(src.loaded.model)
+    target = target if target in offered else offered[0]
+    rows = method_shares(src, i, target)
+    names = list(rows)
+    seen = np.flatnonzero(allowed_cells(src)[i])
+    rho = np.array([[rank_correlation(rows[a][seen], rows[b][seen]) for b in names] for a in names])
+    label = quoted(obs.tokens[i])
+    matrix = np.stack([rows[n] for n in names])
+    table = method_rows(matrix, names, obs.tokens, title=f"What {label} (token {i}) draws from, by method", theme=theme)
+    agree = agreement_matrix(rho, names, title=f"How the methods agree for {label}", theme=theme)
+    tops = {n: int(np.argmax(np.where(np.arange(obs.n_tokens) == i, -1, rows[n]))) for n in names}
+    votes: dict[int, int] = {}
+    for j in tops.values():
+        votes[j] = votes.get(j, 0) + 1
+    best = max(votes, key=votes.get)
+    off = rho[~np.eye(len(names), dtype=bool)]
+    caption = (
+        f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank {quoted(obs.tokens[best])} "
+        f"(token {best}) first; mean rank agreement between methods ρ = {off.mean():.2f} "
+        f"(from {off.min():.2f} to {off.max():.2f}). Gradients are for the {TARGET_NAMES[target]}"
+        + (
+            f" of {quoted(src.loaded.tokenizer.id_to_token(src.attribution(i, target).target_token))}."
+            if target != "state"
+            else "."
+        )
+    )
+    sub = f"gradients of the {TARGET_NAMES[target]} · " + subtitle(src)
+    return {
+        "methods": Captioned(with_subtitle(table, sub, theme), caption),
+        "agreement": Captioned(with_subtitle(agree, sub, theme), caption),
+    }
+
+
+@view("sinks", page="mixing")
+def sinks(src: Source, theme: Theme, *, sink: str = "[CLS]"):
+    """Per head the mean share of each query's weight on one sink target ([CLS], [SEP], punctuation, position 0),
+    sink heads marked; and every head's type."""
+    if sink not in SINK_TARGETS:
+        raise ViewUnavailableError(f"choose a sink target from {', '.join(SINK_TARGETS)}")
+    obs = src.obs
+    shares = sink_shares(obs.patterns, obs.tokens, obs.special, obs.causal)
+    flagged = sink_heads(shares)
+    grid = head_scores(
+        shares[sink], title=f"Share of each query's weight on {sink}", value_name="share",
+        threshold=SINK_THRESHOLD, theme=theme,
+    )  # fmt: skip
+    labels = head_types(obs.patterns, obs.tokens, obs.special, obs.causal)
+    types = type_grid(labels, HEAD_TYPES, title="What each head mostly does", theme=theme)
+    counts = {t: int((shares[t] >= SINK_THRESHOLD).sum()) for t in SINK_TARGETS}
+    total = labels.size
+    strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
+    caption = (
+        f"{int(flagged.sum())} of {total} heads are sinks (at least {SINK_THRESHOLD:.0%} of each query's weight on "
+        "one target, averaged over the queries): "
+        + ", ".join(f"{counts[t]} on {t}" for t in SINK_TARGETS)
+        + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({shares[sink].max():.0%})."
+    )
+    kinds = {t: int((labels == t).sum()) for t in HEAD_TYPES if (labels == t).any()}
+    type_caption = (
+        "Head types from the same patterns (a label when one target or offset holds at least "
+        f"{SINK_THRESHOLD:.0%}; broad = nearly uniform rows): " + ", ".join(f"{n} {t}" for t, n in kinds.items()) + "."
+    )
+    return {
+        "share": Captioned(with_subtitle(grid, subtitle(src), theme), caption),
+        "types": Captioned(with_subtitle(types, subtitle(src), theme), type_caption),
+    }
