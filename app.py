@@ -37,6 +37,7 @@ PAGES = {
         st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),
         st.Page("viz/pages/rollout.py", title="Rollout and flow", icon=":material/account_tree:", url_path="rollout"),
         st.Page("viz/pages/mixing.py", title="Beyond the weights", icon=":material/hub:", url_path="mixing"),
+        st.Page("viz/pages/corpus.py", title="Corpus profiles", icon=":material/dataset:", url_path="corpus"),
         st.Page("viz/pages/masks.py", title="Masks", icon=":material/visibility_off:", url_path="masks"),
         st.Page(
             "viz/pages/positional.py", title="Positional encodings", icon=":material/timeline:", url_path="positional"

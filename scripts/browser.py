@@ -43,6 +43,7 @@ PAGES = [
     ("qkv", "Q / K / V"),
     ("rollout", "Rollout and flow"),
     ("mixing", "Beyond the weights"),
+    ("corpus", "Corpus profiles"),
     ("masks", "Masks"),
     ("positional", "Positional encodings"),
     ("lessons", "Lessons"),

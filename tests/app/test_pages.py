@@ -23,6 +23,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/qkv.py": 2,
     "viz/pages/rollout.py": 3,  # rollout, one token layer by layer, flow
     "viz/pages/mixing.py": 2,  # four measures side by side, norm-based per head
+    "viz/pages/corpus.py": 0,  # nothing until a corpus is run (tests/app/test_corpus.py runs one)
     "viz/pages/masks.py": 3,
     "viz/pages/positional.py": 3,
     "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess

@@ -18,7 +18,7 @@ from model.io.checkpoint import load_checkpoint
 from model.train.evaluate import evaluate_mlm, probe_sentences, unigram_baseline, whole_words
 from model.train.masking import token_stream
 
-HELD_OUT = Path(__file__).resolve().parents[1] / "fixtures" / "held_out.json.gz"
+HELD_OUT = Path(__file__).resolve().parents[2] / "assets" / "corpus" / "held_out.json.gz"
 
 
 @pytest.fixture(scope="module")

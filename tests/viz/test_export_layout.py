@@ -22,10 +22,11 @@ LONG = ("minilm", " ".join(["The animal didn't cross the street because it was t
 THEMES = {"default": Theme(), "presentation": Theme(presentation=True), "dark": Theme(dark=True)}
 #: views that cannot be drawn in a case, and why (anything else unavailable is a failure)
 DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa"}  # next-token head; shared K/V heads
+CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored profile: see the test below
 EXPECTED_UNAVAILABLE = {
-    "bundled": DECODER_ONLY,
-    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY},  # > 32 tokens; no MLM head
-    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions"},  # > 32 tokens; a decoder has no MLM head
+    "bundled": {*DECODER_ONLY, *CORPUS},
+    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS},  # > 32 tokens; no MLM
+    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS},  # > 32 tokens; no MLM head
 }
 DECODER = ("smollm2", " ".join(["The cat sat on the mat because it was tired, and then the dog barked."] * 4))
 
@@ -73,3 +74,26 @@ def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme
 def test_presentation_ticks_are_readable_on_a_1920px_slide():
     assert Theme(presentation=True).sizes.tick >= 18
     assert Theme().sizes.tick >= 12
+
+
+@pytest.mark.parametrize("kind", ["bundled", "minilm"])
+def test_corpus_views_export_cleanly(page, kind, tmp_path):
+    """The corpus views need a stored profile: a small one is made first (the registry loop above skips them)."""
+    from model.profile.corpus import bundled_documents
+    from model.profile.run import run_profile
+
+    docs = bundled_documents()[::40][:24]
+    profile = run_profile(ModelSpec(kind), docs, tmp_path, corpus_name="held-out sample")
+    src = DirectSource.for_text(ModelSpec(kind), SHORT[1])
+    problems = []
+    for theme in THEMES.values():
+        for key in ("corpus.scatter", "corpus.spread", "corpus.examples"):
+            for view in build(key, src, theme, profile=str(profile.path)):
+                assert (view.caption and "24 documents" in view.caption) or key == "corpus.examples", key
+                boxes = text_boxes(page, render_image(view.figure, "svg"))
+                problems += [f"{view.key}: {b['text'][:30]!r} outside the image" for b in outside(boxes)]
+                problems += [
+                    f"{view.key}: {text_group(a)} {a['text'][:20]!r} overlaps {text_group(b)} {b['text'][:20]!r}"
+                    for a, b in overlaps(boxes)
+                ]
+    assert not problems, "\n".join(problems[:40])

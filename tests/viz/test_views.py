@@ -52,11 +52,23 @@ ALTERNATIVES = {
     "n_new": 5,
     "period": 12,
     "kv": 1,
+    "x": "entropy",
+    "y": "next",
+    "profile": "",  # no profile: unavailable, so nothing to compare
 }
 
 
+PROFILES: dict[str, str] = {}  # the corpus views read a stored profile: made once, below
+
+
 @pytest.fixture(scope="module")
-def src():
+def src(tmp_path_factory):
+    from model.profile.corpus import bundled_documents
+    from model.profile.run import run_profile
+
+    docs = bundled_documents()[::100][:8]
+    profile = run_profile(ModelSpec("bundled"), docs, tmp_path_factory.mktemp("profiles"), max_len=32)
+    PROFILES["bundled"] = str(profile.path)
     return DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat because it was tired.")
 
 
@@ -68,6 +80,8 @@ def decoder_src(tmp_path_factory):
 
 
 def built(view_key, src, **selection):
+    if view_key.startswith("corpus.") and "profile" not in selection and src.spec.kind in PROFILES:
+        selection["profile"] = PROFILES[src.spec.kind]
     try:
         return build(view_key, src, Theme(), **selection)
     except ViewUnavailableError:

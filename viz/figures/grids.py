@@ -181,15 +181,16 @@ def heatmap_panels(
     width = max(800, min(1800, 360 * k + 160))
     # Panel titles are wrapped to their panel's width (they sit above it and must not reach the next one).
     panel_titles = [wrap(p[3], 0.8 * (width - 160) / k, theme.sizes.axis_title) for p in panels]
+    spacing = 0.04 if shared_rows else 0.1
     fig = make_subplots(
         rows=1,
         cols=k,
         subplot_titles=panel_titles,
         shared_yaxes=shared_rows,
-        horizontal_spacing=0.04 if shared_rows else 0.1,
+        horizontal_spacing=spacing,
     )
     budget = tick_budget(height - 240, theme.sizes.tick)
-    x_budget = tick_budget((width - 160) / k, theme.sizes.tick)
+    x_budget = tick_budget((width - 160) * (1 - spacing * (k - 1)) / k, theme.sizes.tick)  # one panel's width
     for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite), start=1):
         y = token_labels(row_labels, theme.positions)
         x = [f"d{j}" for j in range(m.shape[1])] if col_labels is None else token_labels(col_labels, theme.positions)

@@ -59,6 +59,9 @@ def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
             return int(storage.nbytes()) + 64
         if isinstance(obj, torch.nn.Module):
             return 256 + sum(size_of(t, seen, depth + 1) for t in obj.state_dict(keep_vars=True).values())
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(obj, pandas.DataFrame):  # a corpus profile's tables
+        return int(obj.memory_usage(deep=True).sum()) + 256
     if isinstance(obj, (str, bytes, bytearray)):
         return sys.getsizeof(obj)
     if isinstance(obj, (int, float, bool, complex)):

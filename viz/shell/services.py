@@ -11,6 +11,7 @@ ones that are.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -27,6 +28,7 @@ from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
+from model.profile.store import Profile, read_profile
 from viz.shell.cache import shared
 from viz.shell.context import PageContext
 from viz.views import View, build
@@ -80,6 +82,12 @@ def get_flow(spec, device, text, options, token: int | None, _patterns: np.ndarr
 @shared("Measuring context mixing (norm-based, ALTI, value zeroing)…")
 def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, _model) -> Mixing:
     return context_mixing(_model, list(ids), value_zeroing=value_zeroing)
+
+
+@shared("Reading the corpus profile…")
+def get_profile(path: str, written: float) -> Profile | None:
+    """A stored corpus profile (keyed by its folder and the time it was written, so a rerun is never stale)."""
+    return read_profile(path)
 
 
 @shared("Taking gradients…")
@@ -177,6 +185,10 @@ class CachedSource:
 
     def mixing(self, value_zeroing):
         return get_mixing(self.spec, self.device, tuple(self.obs.ids), bool(value_zeroing), self.loaded.model)
+
+    def profile(self, path):
+        meta = Path(path) / "meta.json"
+        return get_profile(str(path), meta.stat().st_mtime if meta.is_file() else 0.0)
 
     def attribution(self, position, target):
         ids = tuple(self.obs.ids)

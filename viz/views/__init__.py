@@ -8,11 +8,12 @@ inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout a
 masks       the causal mask switched on or lifted, a padded batch
 lessons     positional encodings, the permutation lab, the lessons page
 decoder     next-token predictions, generation, attention sinks, induction heads, grouped K/V heads
+corpus      a corpus profile: every head on two metrics, a metric's spread per head, a head's top documents
 mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, gradients, sinks, head types
 captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import attention, decoder, find, inside, lessons, masks, mixing  # noqa: F401  (registers the views)
+from viz.views import attention, corpus, decoder, find, inside, lessons, masks, mixing  # noqa: F401  (registers the views)
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

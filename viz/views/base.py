@@ -30,6 +30,7 @@ from model.generate import Step
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.observe import Observation, Options
+from model.profile.store import Profile
 from viz.figures.common import Theme, safe_filename
 
 MAX_NAME = 140
@@ -56,6 +57,7 @@ class Source(Protocol):
     def flow_token(self, token: int) -> np.ndarray: ...  # (L, N): one token's attention flow after every layer
     def mixing(self, value_zeroing: bool) -> Mixing: ...  # norm-based, ALTI, value zeroing per layer
     def attribution(self, position: int, target: str) -> Attribution: ...  # gradients of one output
+    def profile(self, path: str) -> Profile | None: ...  # a stored corpus profile (model/profile), or None
     def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]: ...
     def padded(self, text_b: str, layer: int) -> dict[str, np.ndarray]: ...
     def predictions(self, ids: tuple[int, ...], positions: tuple[int, ...], ablate: tuple) -> list[Prediction]: ...

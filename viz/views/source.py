@@ -19,6 +19,7 @@ from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
+from model.profile.store import read_profile
 
 
 @dataclass
@@ -79,6 +80,9 @@ class DirectSource:
         return self._once(
             ("attribution", position, target), lambda: attribute(self.loaded.model, self.obs.ids, position, target)
         )
+
+    def profile(self, path: str):
+        return read_profile(path)
 
     def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]:
         special = [bool(s) for s in self.obs.special]

@@ -1,0 +1,118 @@
+"""The corpus job: every document (cut to ``max_len`` tokens) through the model in padded batches, and for each
+document and head the metrics of :mod:`model.analysis.metrics` and the sink shares of :mod:`model.analysis.sinks`,
+computed on that document's own tokens (padding never enters a metric). One row per (document, layer, head).
+
+Each batch holds the model's capture lock only for its own forward pass, so other users' requests run between
+batches; ``progress(done, total)`` is called after every batch and ``cancel()`` is checked before each one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from model.analysis.metrics import METRICS, head_metrics
+from model.analysis.sinks import SINK_TARGETS, sink_shares
+from model.capture import run_with_cache
+from model.io.tokenizer import Encoded, Tokenizer
+from model.transformer import Transformer
+
+#: parquet column of each sink share
+SHARE_COLUMNS = {"[CLS]": "share_cls", "[SEP]": "share_sep", "punctuation": "share_punct", "position 0": "share_pos0"}
+COLUMNS = (*METRICS, *SHARE_COLUMNS.values())
+BATCH_SIZE = 32  # chosen by measurement (bench/corpus.py; bench/RESULTS.md)
+MAX_LEN = 128
+
+
+class CancelledError(RuntimeError):
+    """The corpus run was cancelled; nothing was written."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    docs: list[int]  # document indices
+    encoded: list[Encoded]
+
+
+def batches(encoded: list[Encoded], size: int) -> list[Batch]:
+    """Documents grouped by similar length (little padding), in a fixed order."""
+    order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
+    return [Batch(order[i : i + size], [encoded[j] for j in order[i : i + size]]) for i in range(0, len(order), size)]
+
+
+def document_rows(doc: int, patterns: np.ndarray, enc: Encoded, causal: bool) -> dict[str, np.ndarray]:
+    """The metric columns of one document: patterns (L, H, n, n) of its own tokens -> {column: (L·H,)}."""
+    special = np.asarray(enc.special, dtype=bool)
+    metrics = head_metrics(patterns, special=special)
+    shares = sink_shares(patterns, list(enc.tokens), special, causal)
+    L, H = patterns.shape[:2]
+    cols = {"doc": np.full(L * H, doc), "layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L)}
+    cols.update({m: metrics[m].ravel() for m in METRICS})
+    cols.update({SHARE_COLUMNS[t]: shares[t].ravel() for t in SINK_TARGETS})
+    return cols
+
+
+def run_batch(model: Transformer, batch: Batch, pad_id: int, device: str = "cpu") -> list[dict[str, np.ndarray]]:
+    """One padded forward pass; the rows of each of its documents."""
+    n = max(len(e) for e in batch.encoded)
+    ids = torch.full((len(batch.encoded), n), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch.encoded), n), dtype=torch.long)
+    for row, enc in enumerate(batch.encoded):
+        ids[row, : len(enc)] = torch.tensor(enc.ids)
+        mask[row, : len(enc)] = 1
+    _, trace = run_with_cache(model, ids.to(device), mask.to(device), kinds=["pattern"])
+    patterns = trace.stack("pattern").float().numpy()  # (L, B, H, n, n)
+    return [
+        document_rows(doc, patterns[:, row, :, : len(enc), : len(enc)], enc, model.cfg.causal)
+        for row, (doc, enc) in enumerate(zip(batch.docs, batch.encoded))
+    ]
+
+
+def profile_corpus(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    docs: list[str],
+    *,
+    max_len: int = MAX_LEN,
+    batch_size: int = BATCH_SIZE,
+    device: str = "cpu",
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
+    """Per (document, layer, head) metrics of a corpus: a DataFrame with columns doc, layer, head, *COLUMNS,
+    sorted by (doc, layer, head). Raises CancelledError when ``cancel()`` turns true."""
+    limit = min(max_len, model.cfg.max_seq_len)
+    encoded = [tokenizer.encode(doc, max_len=limit) for doc in docs]
+    parts: list[dict[str, np.ndarray]] = []
+    plan = batches(encoded, batch_size)
+    done = 0
+    for batch in plan:
+        if cancel is not None and cancel():
+            raise CancelledError(f"cancelled after {done} of {len(docs)} documents")
+        parts.extend(run_batch(model, batch, tokenizer.pad_id, device))
+        done += len(batch.docs)
+        if progress is not None:
+            progress(done, len(docs))
+    return table(parts)
+
+
+def table(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """Rows of many documents as one DataFrame sorted by (doc, layer, head), float32 metrics."""
+    frame = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
+    frame = frame.astype({c: "float32" for c in COLUMNS} | {"doc": "int32", "layer": "int16", "head": "int16"})
+    return frame.sort_values(["doc", "layer", "head"], kind="stable").reset_index(drop=True)
+
+
+def head_means(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-head means over the documents: one row per (layer, head)."""
+    return frame.groupby(["layer", "head"], sort=True)[list(COLUMNS)].mean().reset_index()
+
+
+def top_documents(frame: pd.DataFrame, layer: int, head: int, metric: str, k: int = 4) -> pd.DataFrame:
+    """The ``k`` documents where one head scores highest on ``metric`` (doc and value)."""
+    rows = frame[(frame["layer"] == layer) & (frame["head"] == head)]
+    return rows.nlargest(k, metric, keep="first")[["doc", metric]]

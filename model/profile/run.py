@@ -1,0 +1,88 @@
+"""Run a corpus profile and save it: the one entry point of the CLI and the dashboard, either engine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from model.io.catalog import SOURCES, ModelSpec, load
+from model.io.state import LoadedModel
+from model.profile.corpus import corpus_hash
+from model.profile.job import BATCH_SIZE, MAX_LEN, profile_corpus
+from model.profile.store import Profile, profile_dir, read_profile, write_profile
+
+ENGINES = ("local", "ray")
+
+
+def spec_from_arg(value: str) -> ModelSpec:
+    """ "minilm", "bundled", "smollm2", … or a checkpoint file/folder path."""
+    return (
+        ModelSpec(value) if value in SOURCES and value not in ("upload", "folder") else ModelSpec("folder", path=value)
+    )
+
+
+def model_key(loaded: LoadedModel, spec: ModelSpec) -> str:
+    """The model part of a profile's folder name: its name, plus the path for a local file or folder."""
+    return f"{loaded.name}-{Path(spec.path).name}" if spec.kind == "folder" else loaded.name
+
+
+def documents_table(loaded: LoadedModel, docs: list[str], max_len: int) -> pd.DataFrame:
+    limit = min(max_len, loaded.model.cfg.max_seq_len)
+    n = [len(loaded.tokenizer.encode(d, max_len=limit)) for d in docs]
+    return pd.DataFrame({"doc": range(len(docs)), "text": docs, "n_tokens": n}).astype({"doc": "int32"})
+
+
+def run_profile(
+    spec: ModelSpec,
+    docs: list[str],
+    out: str | Path,
+    *,
+    loaded: LoadedModel | None = None,
+    corpus_name: str = "",
+    max_len: int = MAX_LEN,
+    batch_size: int = BATCH_SIZE,
+    device: str = "cpu",
+    engine: str = "local",
+    address: str | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    reuse: bool = True,
+) -> Profile:
+    """Profile ``docs`` on the model of ``spec`` (``loaded`` when the caller has it) and save it under ``out``;
+    with ``reuse`` an existing complete profile of the same model and corpus is returned as it is."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}")
+    loaded = loaded or load(spec)
+    key = corpus_hash(docs, max_len)
+    path = profile_dir(out, model_key(loaded, spec), key)
+    if reuse and (found := read_profile(path)) is not None:
+        return found
+    start = time.perf_counter()
+    if engine == "ray":
+        from model.profile.ray_engine import profile_with_ray
+
+        heads = profile_with_ray(spec, docs, max_len=max_len, batch_size=batch_size, address=address, workers=workers)
+    else:
+        heads = profile_corpus(
+            loaded.model, loaded.tokenizer, docs, max_len=max_len, batch_size=batch_size, device=device,
+            progress=progress, cancel=cancel,
+        )  # fmt: skip
+    meta = {
+        "model": loaded.name,
+        "corpus": corpus_name,
+        "corpus_hash": key,
+        "documents": len(docs),
+        "max_len": max_len,
+        "batch_size": batch_size,
+        "engine": engine,
+        "device": device,
+        "seconds": round(time.perf_counter() - start, 2),
+        "layers": loaded.model.cfg.n_layers,
+        "heads": loaded.model.cfg.n_heads,
+    }
+    write_profile(path, heads, documents_table(loaded, docs, max_len), meta)
+    return read_profile(path)
