@@ -8,6 +8,12 @@ from scripts.browser import streamlit_server
 
 
 @pytest.fixture(scope="session")
-def server():
-    with streamlit_server() as url:
+def profiles(tmp_path_factory):
+    """Where this session's server stores corpus profiles (empty at the start)."""
+    return tmp_path_factory.mktemp("profiles")
+
+
+@pytest.fixture(scope="session")
+def server(profiles):
+    with streamlit_server(env={"ATTENTION_LAB_PROFILES": str(profiles)}) as url:
         yield url
