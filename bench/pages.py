@@ -20,11 +20,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.browser import PAGES, chromium, streamlit_server, type_text, wait_idle
-from viz.settings import LESSON_SECTIONS, PE_SECTIONS, QKV_SECTIONS
+from viz.settings import LESSON_SECTIONS, MIXING_SECTIONS, PE_SECTIONS, QKV_SECTIONS
 
 SETTLE = 0.3  # seconds the page must stay drawn to count as done
 #: pages whose parts are shown one at a time: each part is timed too
-SECTIONS = {"Q / K / V": QKV_SECTIONS, "Positional encodings": PE_SECTIONS, "Lessons": LESSON_SECTIONS}
+SECTIONS = {
+    "Q / K / V": QKV_SECTIONS,
+    "Positional encodings": PE_SECTIONS,
+    "Lessons": LESSON_SECTIONS,
+    "Beyond the weights": MIXING_SECTIONS,
+}
 DRAWN_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;

@@ -31,6 +31,11 @@ SOURCES = [
         "the test data of the LGPL-licensed `gensim` 4.4.0 wheel (read as files, gensim is never imported)",
     ),
     ("Python's `pydoc_data.topics`", "PSF licence", "the Python standard library"),
+    (
+        "Princeton WordNet 3.0: usage examples and glosses",
+        "WordNet 3.0 licence (permissive; `assets/licenses/WordNet-3.0-LICENSE`)",
+        "the data files of the Apache-2.0 `wn` 0.0.23 package (read as files, never imported)",
+    ),
 ]
 RELATIONS = ("same token", "special", "punctuation")
 COREFERENCE = ("The animal didn't cross the street because it was too tired.", "it", "animal")
@@ -73,25 +78,33 @@ def card(path: str) -> str:
     info, cfg, model, tok = loaded.info, loaded.model.cfg, loaded.model.eval(), loaded.tokenizer
     held, base, probes, words = info["held_out_mlm"], info["unigram_baseline"], info["probes"], info["whole_words"]
     size_mb = Path(path).stat().st_size / 2**20
-    prev = info.get("previous") or {}
+    stages, prev = [], info.get("previous") or {}
+    while prev:  # earlier training stages, newest first
+        stages.insert(0, prev)
+        prev = prev.get("previous") or {}
     distilled = (
         parse_pairs(info["command"].split("--distill ")[1].split()[0]) if "--distill " in info["command"] else []
     )
     lines = [
         f"- **Architecture**: the classic pre-norm encoder, sinusoidal positions, {cfg.n_layers} layers × "
         f"{cfg.n_heads} heads, d_model {cfg.d_model}, d_ff {cfg.d_ff}, GELU, MLM head tied to the embeddings; "
-        f"{cfg.parameter_count():,} parameters, {size_mb:.1f} MB (weights stored in float16).",
+        f"{cfg.parameter_count():,} parameters, {size_mb:.1f} MB (weights stored as {info.get('storage', 'float16')}).",
         f"- **Tokenizer**: BERT's uncased WordPiece, {cfg.vocab_size:,} pieces (`assets/tokenizer.json`, Apache-2.0, "
         "from all-MiniLM-L6-v2; see `assets/licenses/`). "
         f"{words['share']:.1%} of {words['n']} everyday English words are one token"
         + (f" (split: {', '.join(words['split'])})." if words["split"] else "."),
-        f"- **Corpus** ({info['train_tokens']:,} training tokens, {info['held_out_tokens']:,} held out: 1 document in "
+        f"- **Corpus** ({info['train_tokens']:,} training tokens in the last stage, "
+        f"{info['held_out_tokens']:,} held out: 1 document in "
         "20 by a hash of its text):",
         *(f"  - {name}: {licence}; from {where}." for name, licence, where in SOURCES),
         "- **Training** (2 CPU cores, 2 torch threads, seed 0):",
-        *([f"  1. `{prev['command']}` — {prev['steps']} steps, {prev['train_minutes']} minutes."] if prev else []),
-        f"  {2 if prev else 1}. `{info['command']}` — {info['steps']} steps of {info['batch']} × {info['seq_len']} "
+        *(
+            f"  {n}. `{st['command']}` — {st['steps']} steps, {st['train_minutes']} minutes."
+            for n, st in enumerate(stages, start=1)
+        ),
+        f"  {len(stages) + 1}. `{info['command']}` — {info['steps']} steps of {info['batch']} × {info['seq_len']} "
         f"tokens, {info['train_minutes']} minutes.",
+        *([f"  {len(stages) + 2}. `{info['store_command']}` — {info['storage']}."] if "storage" in info else []),
     ]
     if distilled:
         lines.append(
@@ -104,9 +117,9 @@ def card(path: str) -> str:
     if info.get("float16"):
         f16 = info["float16"]
         lines.append(
-            f"- **float16**: against the float32 weights, the largest difference of any final hidden value is "
-            f"{f16['hidden']:.1e} (values up to {f16['hidden_scale']:.1f}), "
-            f"of any attention weight {f16['pattern']:.1e}."
+            f"- **Storage** ({info.get('storage', 'float16')}): against the float32 weights, the largest difference of "
+            f"any final hidden value is {f16['hidden']:.1e} (values up to {f16.get('hidden_scale', 0):.1f}), of any "
+            f"attention weight {f16['pattern']:.1e} (20 held-out documents; the limit is 1e-3)."
         )
     lines += [
         "",

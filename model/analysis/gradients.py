@@ -36,6 +36,12 @@ IG_STEPS = 32
 IG_BATCH = 8  # interpolation points per forward pass
 
 
+def ig_steps(n_tokens: int) -> int:
+    """Integration steps for a text of ``n_tokens``: 32 up to 128 tokens, 16 up to 256, 8 beyond (each step is a
+    forward and backward pass; the completeness gap is reported, so a coarser integral shows)."""
+    return IG_STEPS if n_tokens <= 128 else 16 if n_tokens <= 256 else 8
+
+
 def targets_for(model: Transformer) -> tuple[str, ...]:
     """The outputs this model can be attributed for, most telling first."""
     heads = ("mlm",) if model.mlm is not None else ("next",) if model.cfg.lm_head else ()
@@ -54,6 +60,7 @@ class Attribution:
     baseline_value: float
     gap: float
     target_token: int
+    steps: int
 
 
 @contextlib.contextmanager
@@ -82,10 +89,11 @@ def _output(model: Transformer, hidden: torch.Tensor, position: int, target: str
 
 
 def attribute(
-    model: Transformer, ids: list[int], position: int, target: str = "norm", steps: int = IG_STEPS
+    model: Transformer, ids: list[int], position: int, target: str = "state", steps: int | None = None
 ) -> Attribution:
     """Gradient × input and integrated gradients of output ``target`` at ``position`` w.r.t. each input token's
-    embedding. ids: (N,) token ids."""
+    embedding. ids: (N,) token ids; ``steps`` defaults to :func:`ig_steps`."""
+    steps = ig_steps(len(ids)) if steps is None else steps
     if target not in targets_for(model):
         raise ValueError(f"this model offers {', '.join(targets_for(model))} as outputs, not {target!r}")
     if not 0 <= position < len(ids):
@@ -126,6 +134,7 @@ def attribute(
         baseline_value=f0,
         gap=abs(float(integrated.sum()) - (value - f0)),
         target_token=token if isinstance(token, int) else -1,
+        steps=steps,
     )
 
 

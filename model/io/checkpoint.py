@@ -36,12 +36,14 @@ def save_checkpoint(
     tokenizer: Tokenizer | None = None,
     info: dict | None = None,
     dtype: torch.dtype | None = None,
+    tensors: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write weights (floating ones as ``dtype`` when given), config, tokenizer and ``info`` into one
-    safetensors file. Loading restores the model's own dtype (float32)."""
+    """Write weights (floating ones as ``dtype`` when given; ``tensors`` replaces the state dict, e.g. with some
+    tensors in float16), config, tokenizer and ``info`` into one safetensors file. Loading restores the model's
+    own dtype (float32)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(to_bytes(model, tokenizer, info, dtype))
+    path.write_bytes(to_bytes(model, tokenizer, info, dtype, tensors))
     return path
 
 
@@ -50,12 +52,13 @@ def to_bytes(
     tokenizer: Tokenizer | None = None,
     info: dict | None = None,
     dtype: torch.dtype | None = None,
+    state: dict[str, torch.Tensor] | None = None,
 ) -> bytes:
     meta = {"format": FORMAT, "config": model.cfg.to_json(), "info": json.dumps(info or {})}
     if tokenizer is not None:
         meta["tokenizer"] = tokenizer.to_str()
     tensors = {}
-    for key, value in model.state_dict().items():
+    for key, value in (model.state_dict() if state is None else state).items():
         value = value.detach().cpu()
         if dtype is not None and value.is_floating_point():
             value = value.to(dtype)

@@ -37,7 +37,8 @@ def profile_with_ray(
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         blocks = max(1, -(-len(docs) // batch_size))  # one block per batch, so every actor gets work
-        ds = ray.data.from_pandas(pd.DataFrame({"doc": range(len(docs)), "text": docs}), override_num_blocks=blocks)
+        items = [{"doc": i, "text": text} for i, text in enumerate(docs)]
+        ds = ray.data.from_items(items, override_num_blocks=blocks)
         out = ds.map_batches(
             ProfileActor,
             fn_constructor_kwargs={"spec": spec, "max_len": max_len},

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from model.train.corpus import held_out_records
-from model.train.mlm import train_mlm
+from model.train.mlm import store, train_mlm
 from model.train.tokenizer import minilm_tokenizer
 
 
@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--out", default="assets/tokenizer.json")
     h = sub.add_parser("held-out", help="write the held-out documents (assets/corpus/held_out.json.gz)")
     h.add_argument("--out", default="assets/corpus/held_out.json.gz")
+    w = sub.add_parser("store", help="write a float32 checkpoint in the smallest storage within 1e-3 of float32")
+    w.add_argument("source")
+    w.add_argument("--out", default="assets/bundled.safetensors")
     m = sub.add_parser("mlm", help="train the masked-language model")
     m.add_argument("--tokenizer", default="assets/tokenizer.json")
     m.add_argument("--out", default="assets/bundled.safetensors")
@@ -62,12 +65,22 @@ def main(argv: list[str] | None = None) -> None:
         "--stop-step", type=int, default=0, help="stop after this step (the learning-rate schedule still spans --steps)"
     )
     m.add_argument("--half", action="store_true", help="store the weights in float16")
+    m.add_argument("--sources", default="", help="train only on these corpus sources (comma-separated; default all)")
+    m.add_argument(
+        "--round-embeddings",
+        action="store_true",
+        help="with --init-from: round the token embeddings to float16 values first (freeze them for the whole run, "
+        "and the rest of the model adapts; the embedding is then stored in float16 without loss)",
+    )
     args = parser.parse_args(argv)
     if args.cmd == "tokenizer":
         tok = minilm_tokenizer()
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(tok.to_str(), encoding="utf-8")
         print(f"wrote {args.out} ({tok.vocab_size} tokens)")
+    elif args.cmd == "store":
+        info = store(args.source, args.out)
+        print(f"wrote {args.out}: {info['storage']}, largest hidden difference {info['float16']['hidden']:.1e}")
     elif args.cmd == "held-out":
         records = held_out_records()
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -148,15 +148,25 @@ def held_out(doc: str) -> bool:
     return zlib.crc32(doc.encode()) % HELD_OUT_EVERY == 0
 
 
-def load_corpus() -> tuple[list[str], list[str]]:
+def load_corpus(train_sources: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
     """(train documents, held-out documents) from every source that is installed; training documents that
-    contain a probe sentence are dropped, so the probes stay unseen."""
+    contain a probe sentence are dropped, so the probes stay unseen. ``train_sources`` limits the training
+    documents to those sources (a later stage's mix); the held-out documents always come from all of them."""
     from model.train.english import PROBE_SENTENCES
 
-    docs = [doc for make in SOURCES.values() for doc in make()]
+    unknown = set(train_sources or ()) - set(SOURCES)
+    if unknown:
+        raise ValueError(f"unknown sources {sorted(unknown)}; choose from {', '.join(SOURCES)}")
+    named = [(name, doc) for name, make in SOURCES.items() for doc in make()]
     probes = [p.lower().rstrip(".?!") for p in PROBE_SENTENCES]
-    train = [d for d in docs if not held_out(d) and not any(p in d.lower() for p in probes)]
-    held = [d for d in docs if held_out(d)]
+    train = [
+        d
+        for name, d in named
+        if not held_out(d)
+        and (train_sources is None or name in train_sources)
+        and not any(p in d.lower() for p in probes)
+    ]
+    held = [d for _, d in named if held_out(d)]
     return train, held
 
 

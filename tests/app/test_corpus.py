@@ -31,6 +31,7 @@ def run_until(at, done, timeout: float = 60.0):
     raise AssertionError("the corpus run did not finish")
 
 
+@pytest.mark.slow  # a background run polled until done
 def test_a_corpus_run_in_the_background_then_instantly_again(profiles):
     at = new_app()
     at.switch_page(PAGE).run()

@@ -67,6 +67,8 @@ def test_every_page_renders_in_chromium(server, browser):
             assert "quick" in page.locator(".al-chips").inner_text()
         elif path == "next-token":  # an encoder: the page says which model predicts the next token
             assert page.get_by_text("has no next-token head").first.is_visible()
+        elif path == "corpus":  # nothing to draw until a corpus is run (tests/e2e/test_beyond.py runs one)
+            assert page.get_by_role("button", name="Run the corpus").is_visible()
         elif path == "head-view":  # drawn by a component on a canvas
             page.wait_for_selector("canvas.al-hv-canvas", timeout=30_000)
             assert int(page.locator(".al-hv").get_attribute("data-strong")) > 0

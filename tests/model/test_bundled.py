@@ -51,10 +51,10 @@ def test_everyday_words_are_single_tokens(bundled):
 
 
 def test_everyday_sentences_get_plausible_guesses(bundled):
-    """Each word-piece of simple sentences masked in turn. v2 gets 44 % top-5 (the aim, 50 %, is not reached yet:
-    its corpus is mostly the Bible and Wikipedia); this guards that level."""
+    """Each word-piece of simple everyday sentences masked in turn (261 pieces): top-5 at least 50 % (the model
+    gets 51.3 %, top-1 31 %)."""
     result = probe_sentences(bundled.model, bundled.tokenizer)
-    assert result["top5"] >= 0.42 and result["top1"] >= 0.2, result
+    assert result["top5"] >= 0.50 and result["top1"] >= 0.25, result
 
 
 def test_beats_a_unigram_guess_on_held_out_text(bundled, held_docs):

@@ -186,6 +186,7 @@ def test_session_values_are_validated():
     assert len(notes) == 5
 
 
+@pytest.mark.slow  # four CLI runs with image export: 4 s
 @needs_chromium
 def test_cli_writes_views_a_pack_and_refuses_a_bad_layer(tmp_path, capsys):
     out = tmp_path / "fig.svg"

@@ -31,6 +31,9 @@ EXPECTED_UNAVAILABLE = {
 DECODER = ("smollm2", " ".join(["The cat sat on the mat because it was tired, and then the dog barked."] * 4))
 
 
+SOURCES: dict[tuple[str, str], DirectSource] = {}
+
+
 @pytest.fixture(scope="module")
 def page(browser):
     page = browser.new_page()
@@ -44,7 +47,9 @@ def page(browser):
 @pytest.mark.parametrize("theme_name", list(THEMES))
 def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme_name):
     kind, text = case
-    src = DirectSource.for_text(ModelSpec(kind), text)
+    if case not in SOURCES:  # one source per case for every theme: its analyses are computed once
+        SOURCES[case] = DirectSource.for_text(ModelSpec(kind), text)
+    src = SOURCES[case]
     assert src.obs.n_tokens == {"minilm": 512, "smollm2": 72}.get(kind, src.obs.n_tokens) and src.obs.n_tokens >= 6
     theme = THEMES[theme_name]
     problems, checked = [], 0

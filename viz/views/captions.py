@@ -22,14 +22,10 @@ def rank_correlation(x, y) -> float:
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
-    order = np.argsort(a, kind="stable")
-    ranks = np.empty(len(a))
-    ranks[order] = np.arange(len(a))
-    for value in np.unique(a):  # ties: the mean of their ranks
-        same = a == value
-        if same.sum() > 1:
-            ranks[same] = ranks[same].mean()
-    return ranks
+    """Ranks with ties at the mean of their ranks, in O(n log n) (262,144 cells at 512 tokens)."""
+    from scipy.stats import rankdata
+
+    return rankdata(a, method="average") - 1.0
 
 
 def mask_change(tokens: list[str], change, *, switched_on: bool, n_layers: int) -> str:

@@ -183,6 +183,7 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
     offered = targets_for(src.loaded.model)
     target = target if target in offered else offered[0]
     rows = method_shares(src, i, target)
+    att = src.attribution(i, target)
     names = list(rows)
     seen = np.flatnonzero(allowed_cells(src)[i])
     rho = np.array([[rank_correlation(rows[a][seen], rows[b][seen]) for b in names] for a in names])
@@ -200,11 +201,9 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
         f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank {quoted(obs.tokens[best])} "
         f"(token {best}) first; mean rank agreement between methods ρ = {off.mean():.2f} "
         f"(from {off.min():.2f} to {off.max():.2f}). Gradients are for the {TARGET_NAMES[target]}"
-        + (
-            f" of {quoted(src.loaded.tokenizer.id_to_token(src.attribution(i, target).target_token))}."
-            if target != "state"
-            else "."
-        )
+        + (f" of {quoted(src.loaded.tokenizer.id_to_token(att.target_token))}" if target != "state" else "")
+        + f"; integrated gradients in {att.steps} steps, their sum off f(x) − f(baseline) by "
+        f"{att.gap / max(abs(att.value - att.baseline_value), 1e-12):.1%}."
     )
     sub = f"gradients of the {TARGET_NAMES[target]} · " + subtitle(src)
     return {
