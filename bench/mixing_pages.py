@@ -37,8 +37,8 @@ def main() -> None:
         page.get_by_role("option", name=args.model).click()
         wait_idle(page)
         for n in args.tokens:
+            timed(page, link(page, "Attention map"))  # typed there, so nothing of this page is computed yet
             type_text(page, text_of(n - 2))
-            timed(page, link(page, "Attention map"))
             first = {MIXING_SECTIONS[0]: timed(page, link(page, TITLE))}
             for name in MIXING_SECTIONS[1:]:
                 first[name] = timed(page, radio(page, name))

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from model.capture import capture, hook_points, model_lock
 from model.transformer import Transformer
 
-ROW_CHUNK = 64  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
+ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
 ZERO_BATCH = 16  # value-zeroing variants recomputed per forward pass of one block
 
 
@@ -70,8 +70,10 @@ def _per_head_values(model: Transformer, layer: int, v: torch.Tensor) -> torch.T
 
 
 def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """ALTI's max(0, ‖y‖₁ − ‖y − T_j‖₁), normalised: terms (R, N, d), y (R, d) -> (R, N)."""
-    c = (y.abs().sum(-1, keepdim=True) - (y[:, None] - terms).abs().sum(-1)).clamp_min(0)  # (R, N)
+    """ALTI's max(0, ‖y‖₁ − ‖y − T_j‖₁), normalised: terms (R, N, d), y (R, d) -> (R, N). Overwrites ``terms``
+    (in place: at 512 tokens each temporary would be 50 MB)."""
+    distance = terms.sub_(y[:, None]).abs_().sum(-1)  # (R, N)
+    c = (y.abs().sum(-1, keepdim=True) - distance).clamp_min(0)
     return c / c.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
@@ -96,7 +98,7 @@ def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor])
         else:  # y = LN(Σ_j t_ij + b_o): split the LayerNorm linearly, its scale from the whole sum
             z = t.sum(1) + b_o  # (R, d)
             sigma = (z.var(-1, unbiased=False, keepdim=True) + block.ln1.eps).sqrt()  # (R, 1)
-            t = (t - t.mean(-1, keepdim=True)) / sigma[:, None] * block.ln1.weight.detach().float().cpu()
+            t.sub_(t.mean(-1, keepdim=True)).mul_(block.ln1.weight.detach().float().cpu() / sigma[:, None])
             y = acts["resid_mid"].float()[rows]
         alti[rows] = _l1_contributions(t, y)
     return norm_heads, norm, alti

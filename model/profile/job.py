@@ -24,7 +24,9 @@ from model.transformer import Transformer
 #: parquet column of each sink share
 SHARE_COLUMNS = {"[CLS]": "share_cls", "[SEP]": "share_sep", "punctuation": "share_punct", "position 0": "share_pos0"}
 COLUMNS = (*METRICS, *SHARE_COLUMNS.values())
-BATCH_SIZE = 32  # chosen by measurement (bench/corpus.py; bench/RESULTS.md)
+# chosen by measurement (bench/corpus.py): 1,000 MiniLM documents in 20.9 s at 8, 21.7 s at 32, 25.4 s at 1;
+# small batches also hold the model's lock for less time
+BATCH_SIZE = 8
 MAX_LEN = 128
 
 
