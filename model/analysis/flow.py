@@ -8,19 +8,29 @@ from __future__ import annotations
 import numpy as np
 
 
+def row_shares(m: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum, float32; a row with nothing in it stays zero. (..., N, M)."""
+    m = np.asarray(m, dtype=np.float64)
+    return (m / np.maximum(m.sum(-1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def aggregate(per_layer: np.ndarray) -> np.ndarray:
+    """Rollout-style product through the layers: (L, N, N) -> (L, N, N), entry l = C_l … C_0 (rows
+    renormalised first). Row i of entry l says how much of token i after layer l comes from each input token."""
+    c = row_shares(per_layer).astype(np.float64)
+    out, acc = np.empty_like(c), np.eye(c.shape[-1])
+    for layer in range(len(c)):
+        acc = c[layer] @ acc
+        out[layer] = acc
+    return out.astype(np.float32)
+
+
 def rollout_layers(patterns: np.ndarray, residual: float = 0.5) -> np.ndarray:
     """Rollout after every layer: (L, H, N, N) -> (L, N, N); entry l = Â_l … Â_0, where Â is the head-mean
     mixed with the identity (the residual stream), rows renormalised. Row i of entry l: how much of token i after
     layer l comes from each input token — Abnar & Zuidema's per-layer figures are one row of each entry."""
     p = np.asarray(patterns, dtype=np.float64).mean(1)  # (L, N, N)
-    n = p.shape[-1]
-    out, rollout = np.empty_like(p), np.eye(n)
-    for i, layer in enumerate(p):
-        a = residual * np.eye(n) + (1 - residual) * layer
-        a = a / np.maximum(a.sum(-1, keepdims=True), 1e-12)
-        rollout = a @ rollout
-        out[i] = rollout
-    return out.astype(np.float32)
+    return aggregate(residual * np.eye(p.shape[-1]) + (1 - residual) * p)
 
 
 def attention_rollout(patterns: np.ndarray, residual: float = 0.5) -> np.ndarray:

@@ -12,8 +12,8 @@
   that layer's output from the same input, and take the cosine distance of each token's new output from the
   original; rows normalised to sum to 1.
 
-Across layers, contribution matrices are multiplied as in rollout (:func:`aggregate`). Everything runs under
-the model's capture lock, with the hooks removed in ``finally``; nothing here changes the model.
+Across layers, contribution matrices are multiplied as in rollout (:func:`model.analysis.flow.aggregate`).
+Everything runs under the model's capture lock, with the hooks removed in ``finally``; nothing here changes the model.
 """
 
 from __future__ import annotations
@@ -47,18 +47,6 @@ class Mixing:
     norm: np.ndarray
     alti: np.ndarray
     value_zeroing: np.ndarray | None
-
-
-def aggregate(per_layer: np.ndarray) -> np.ndarray:
-    """Rollout-style product through the layers: (L, N, N) -> (L, N, N), entry l = C_l … C_0 (rows
-    renormalised first). Row i of entry l says how much of token i after layer l comes from each input token."""
-    c = np.asarray(per_layer, dtype=np.float64)
-    c = c / np.maximum(c.sum(-1, keepdims=True), 1e-12)
-    out, acc = np.empty_like(c), np.eye(c.shape[-1])
-    for layer in range(len(c)):
-        acc = c[layer] @ acc
-        out[layer] = acc
-    return out.astype(np.float32)
 
 
 def _per_head_values(model: Transformer, layer: int, v: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,7 @@ import unicodedata
 import numpy as np
 
 from model.analysis.decoder import SINK_THRESHOLD
+from model.analysis.flow import row_shares
 from model.analysis.metrics import diagonal_mass
 
 SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
@@ -69,8 +70,7 @@ def without_keys(pattern: np.ndarray, keys: np.ndarray) -> np.ndarray:
     again; a row whose only weight was on those keys stays 0."""
     p = np.array(pattern, dtype=np.float32)
     p[..., np.asarray(keys, dtype=bool)] = 0.0
-    total = p.sum(-1, keepdims=True)
-    return np.where(total > 1e-12, p / np.maximum(total, 1e-12), 0.0).astype(np.float32)
+    return row_shares(p)
 
 
 def sink_heads(shares: dict[str, np.ndarray], threshold: float = SINK_THRESHOLD) -> np.ndarray:

@@ -9,14 +9,10 @@ import json
 import pytest
 
 from scripts.browser import open_page, wait_idle
+from tests.e2e.test_decoder import no_errors
 from tests.e2e.test_interaction import click_at, marker_point
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-def no_errors(page, where: str) -> None:
-    assert page.locator('[data-testid="stException"]').count() == 0, f"exception on {where}"
-    assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"error box on {where}"
 
 
 @pytest.fixture

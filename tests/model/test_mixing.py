@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.analysis.flow import attention_flow, attention_rollout, flow_from, rollout_layers
+from model.analysis.flow import aggregate, attention_flow, attention_rollout, flow_from, rollout_layers
 from model.analysis.gradients import attribute, targets_for
-from model.analysis.mixing import aggregate, context_mixing
+from model.analysis.mixing import context_mixing
 from model.analysis.norms import value_contributions
 from model.analysis.sinks import head_types, is_punctuation, sink_heads, sink_shares
 from model.capture import capture, leftover_hooks

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, set_export_width, style
+from viz.figures.common import Theme, as_array, check_labels, downsample, set_export_width, style
 from viz.figures.heatmaps import add_cell_targets
 from viz.figures.text import thinned, tick_budget, token_labels
 
@@ -114,9 +114,9 @@ def method_rows(
     theme = theme or Theme()
     x = token_labels(check_labels("tokens", tokens, m.shape[1]), theme.positions)
     if m.shape[1] > MAX_COLUMNS:
-        edges = np.linspace(0, m.shape[1], MAX_COLUMNS + 1).astype(int)
+        edges = np.linspace(0, m.shape[1], MAX_COLUMNS + 1).astype(int)  # as downsample cuts them
         x = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
-        m = np.stack([_blocks(row, edges) for row in m])
+        m = downsample(m, MAX_COLUMNS)  # the K method rows stay rows
         title = f"{title} (block means)" if title else None
     width = 1400 if theme.presentation else 1200
     fig = go.Figure(
@@ -135,7 +135,3 @@ def method_rows(
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-90, **thinned(x, tick_budget(width - 360, theme.sizes.tick)))
     return style(set_export_width(fig, width), theme, title=title, height=height)
-
-
-def _blocks(row: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    return np.array([row[a:b].mean() for a, b in itertools.pairwise(edges)], dtype=np.float32)

@@ -41,8 +41,8 @@ if not docs:
     st.info("Choose a corpus to profile.")
     st.stop()
 
-path = jobs.profile_path(ctx.spec, ctx.loaded, docs, MAX_LEN)
-key = corpus_hash(docs, MAX_LEN)
+key = corpus_hash(docs, MAX_LEN)  # hashed once per run (a corpus may be 10 MB)
+path = jobs.profile_path(ctx.spec, ctx.loaded, key)
 job = jobs.job_for(ctx.spec, ctx.device, key)
 stored = ctx.source.profile(str(path))
 

@@ -47,8 +47,9 @@ _jobs: dict[tuple, Job] = {}
 _guard = threading.Lock()
 
 
-def profile_path(spec: ModelSpec, loaded: LoadedModel, docs: list[str], max_len: int) -> Path:
-    return profile_dir(profiles_root(), model_key(loaded, spec), corpus_hash(docs, max_len))
+def profile_path(spec: ModelSpec, loaded: LoadedModel, key: str) -> Path:
+    """Where the profile of corpus ``key`` (:func:`model.profile.corpus.corpus_hash`) on this model lives."""
+    return profile_dir(profiles_root(), model_key(loaded, spec), key)
 
 
 def job_for(spec: ModelSpec, device: str, key: str) -> Job | None:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.flow import MAX_FLOW_TOKENS, rollout_layers
+from model.analysis.flow import MAX_FLOW_TOKENS, aggregate, rollout_layers, row_shares
 from model.analysis.gradients import targets_for
-from model.analysis.mixing import aggregate
 from model.analysis.sinks import HEAD_TYPES, SINK_TARGETS, SINK_THRESHOLD, head_types, sink_heads, sink_shares
 from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
@@ -26,12 +25,6 @@ TARGET_NAMES = {
     "next": "next-token logit",
     "state": "final state (projected on itself)",
 }
-
-
-def rows_as_shares(m: np.ndarray) -> np.ndarray:
-    """Each row divided by its sum (zero rows stay zero): (..., N, M)."""
-    m = np.asarray(m, dtype=np.float64)
-    return (m / np.maximum(m.sum(-1, keepdims=True), 1e-12)).astype(np.float32)
 
 
 def _layer(src: Source, layer: int) -> None:
@@ -56,7 +49,7 @@ def method_matrices(src: Source, layer: int, across: bool) -> dict[str, np.ndarr
         if mix.value_zeroing is not None:
             out["value zeroing"] = aggregate(mix.value_zeroing)[layer]
         return out
-    out = {"attention (head mean)": mix.attention[layer], "norm-based ‖Σₕ α f(x)‖": rows_as_shares(mix.norm[layer])}
+    out = {"attention (head mean)": mix.attention[layer], "norm-based ‖Σₕ α f(x)‖": row_shares(mix.norm[layer])}
     out["ALTI"] = mix.alti[layer]
     if mix.value_zeroing is not None:
         out["value zeroing"] = mix.value_zeroing[layer]
@@ -163,14 +156,14 @@ def method_shares(src: Source, i: int, target: str) -> dict[str, np.ndarray]:
     rows = {
         "attention (last layer)": mix.attention[last][i],
         "attention rollout": rollout_layers(obs.patterns)[last][i],
-        "norm-based (last layer)": rows_as_shares(mix.norm[last])[i],
+        "norm-based (last layer)": row_shares(mix.norm[last])[i],
         "ALTI (all layers)": aggregate(mix.alti)[last][i],
     }
     if mix.value_zeroing is not None:
         rows["value zeroing (all layers)"] = aggregate(mix.value_zeroing)[last][i]
     attribution = src.attribution(i, target)
-    rows["gradient × input"] = rows_as_shares(np.abs(attribution.grad_input))
-    rows["integrated gradients"] = rows_as_shares(np.abs(attribution.integrated))
+    rows["gradient × input"] = row_shares(np.abs(attribution.grad_input))
+    rows["integrated gradients"] = row_shares(np.abs(attribution.integrated))
     return rows
 
 
