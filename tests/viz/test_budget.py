@@ -1,5 +1,6 @@
 """The shared cache is bounded in bytes: sizes, least-recently-used eviction, one computation per key."""
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,6 +26,17 @@ def test_size_of_counts_each_buffer_once():
 
     held = Held(np.ones(5000), (np.ones(1000), "text"))
     assert 48_000 <= size_of(held) < 50_000
+
+
+def test_long_lists_are_measured_on_a_sample_and_arrays_in_them_still_once():
+    ids = [[i, j, 0.25 * j] for i in range(64) for j in range(64)]  # a heatmap's click targets: 4,096 small lists
+    exact = sys.getsizeof(ids) + sum(sys.getsizeof(x) + sum(sys.getsizeof(v) for v in x) for x in ids)
+    assert 0.8 * exact < size_of(ids) < 1.25 * exact
+    labels = [f"token {i}" for i in range(500)]
+    assert 0.8 * sum(map(sys.getsizeof, labels)) < size_of(labels) < 1.25 * (sys.getsizeof(labels) + 500 * 60)
+    a = np.zeros(10_000)  # 80,000 bytes, listed 100 times: still counted once
+    assert 80_000 <= size_of([a] * 100) < 100_000
+    assert 80_000 <= size_of([[a]] * 100) < 100_000
 
 
 def test_evicts_the_least_recently_used_once_the_bytes_pass_the_budget():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.figures.common import CHAR_EM, Theme, style, thinned, tick_budget, token_labels, unique_labels
+from viz.figures.layout import figure, subplots, update_annotations, update_axes
 
 
 def change_bars(
@@ -22,12 +22,10 @@ def change_bars(
     theme = theme or Theme()
     labels = token_labels(tokens, theme.positions)
     colours = ["#3b5bdb" if i == highlight else "#e8590c" for i in range(len(labels))]
-    fig = go.Figure(
-        go.Bar(x=labels, y=list(values), marker_color=colours, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
-    )
+    fig = figure(go.Bar(x=labels, y=list(values), marker_color=colours, hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
     axis = thinned(labels, tick_budget(1000, theme.sizes.tick))
-    fig.update_xaxes(type="category", **axis)
-    fig.update_yaxes(title_text=x_title)
+    update_axes(fig, "x", type="category", **axis)
+    update_axes(fig, "y", title={"text": x_title})
     # Labels may stand on end below the bars: make the figure taller by their length so the bars keep room.
     longest = max((len(t) for t in axis["ticktext"]), default=0) if len(labels) > 12 else 0
     height = (440 if theme.presentation else 400) + int(min(240, longest * CHAR_EM * theme.sizes.tick))
@@ -38,7 +36,7 @@ def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | N
     """Top-k predictions as horizontal bars (best on top)."""
     labels = unique_labels(tokens)
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Bar(
             x=list(probs),
             y=labels,
@@ -47,8 +45,8 @@ def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | N
             hovertemplate="%{y}: %{x:.2%}<extra></extra>",
         )
     )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(title_text="probability", tickformat=".0%")
+    update_axes(fig, "y", autorange="reversed", type="category")
+    update_axes(fig, "x", title={"text": "probability"}, tickformat=".0%")
     return style(fig, theme, title=title, height=140 + (44 if theme.presentation else 32) * len(labels))
 
 
@@ -57,7 +55,7 @@ def metric_spread(
 ) -> go.Figure:
     """One strip per model: each dot a head's value of ``metric``. values: {model name: (K,)}."""
     theme = theme or Theme()
-    fig = go.Figure()
+    fig = figure()
     for name, v in values.items():
         v = np.asarray(v, dtype=float).ravel()
         fig.add_trace(
@@ -71,14 +69,14 @@ def metric_spread(
                 hovertemplate=f"{name}<br>{metric}: %{{y:.3f}}<extra></extra>",
             )
         )
-    fig.update_yaxes(title_text=metric)
+    update_axes(fig, "y", title={"text": metric})
     return style(fig, theme, title=title, height=460, legend=False)
 
 
 def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None = None) -> go.Figure:
     """Entropy, max weight and softmax-gradient norm against d_k, with and without 1/√d_k."""
     theme = theme or Theme()
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=3,
         horizontal_spacing=0.1,
@@ -100,7 +98,9 @@ def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None 
                 col,
             )
         d_ks = [int(d) for d in demo["d_k"]]
-        fig.update_xaxes(type="log", title_text="d_k", tickvals=d_ks, ticktext=[str(d) for d in d_ks], row=1, col=col)
+        update_axes(
+            fig, "x", type="log", title={"text": "d_k"}, tickvals=d_ks, ticktext=[str(d) for d in d_ks], row=1, col=col
+        )
     style(fig, theme, title="Random q, k: why attention divides by √d_k", height=460, legend=True, above=1)
-    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
+    update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig

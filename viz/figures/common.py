@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.figures.layout import relayout
 from viz.figures.text import CHAR_EM, MAX_TICKS, ZW, fit_title, thinned, tick_budget, token_labels, unique_labels, wrap
 from viz.figures.theme import COLORBLIND_SCALES, DEFAULT_THEME, LABEL_POSITIONS, Sizes, Theme
 
@@ -70,7 +71,8 @@ def style(
 ) -> go.Figure:
     """Apply the theme (colours, fonts, margins that fit the labels) and the title in one layout update.
 
-    One ``update_layout`` call: plotly's per-call validation is the main cost of a figure at 512 tokens.
+    One layout assignment (:func:`viz.figures.layout.relayout`): plotly's ``update_layout`` machinery was most of
+    a figure's cost.
     The title (and its subtitle) sits at the top of the image, wrapped to its width, and pushes the plot down
     (automargin); ``above`` lines of subplot titles get room between the title and the plot. Legends go below
     the plot so they never cover the title.
@@ -127,20 +129,12 @@ def style(
         layout["margin"]["b"] = int(2.4 * sizes.base)
     if height:
         layout["height"] = height
-    if (
-        getattr(fig, "_grid_ref", None) is None
-    ):  # (the subtitle may come later: with_subtitle re-measures)  # one pair of axes: style them in the same call
-        layout["xaxis"] = axis
-        layout["yaxis"] = axis
-        fig.update_layout(layout)
-    else:
-        fig.update_layout(layout)
-        fig.update_xaxes(axis)
-        fig.update_yaxes(axis)
     if fig.layout.yaxis.title.text:  # room for a y title beside numeric ticks (automargin only adds to it)
-        fig.update_layout(margin_l=int(1.6 * sizes.axis_title + 5 * CHAR_EM * sizes.tick + 16))
+        layout["margin"]["l"] = int(1.6 * sizes.axis_title + 5 * CHAR_EM * sizes.tick + 16)
     if above:
-        fig.update_layout(meta={**_meta(fig), "above": above})
+        layout["meta"] = {**_meta(fig), "above": above}
+    relayout(fig, layout, axes=axis)
+    if above:
         _reserve_top(fig, theme)
     return fig
 
@@ -153,7 +147,7 @@ def _meta(fig: go.Figure) -> dict:
 def set_export_width(fig: go.Figure, width: int) -> go.Figure:
     """Export this figure ``width`` px wide (e.g. several panels side by side); on screen it still fills the
     page's width. Call before :func:`style`, which fits the title to it."""
-    return fig.update_layout(meta={**_meta(fig), "width": int(width)})
+    return relayout(fig, meta={**_meta(fig), "width": int(width)})
 
 
 def _screen_width(height: int) -> int:
@@ -165,7 +159,7 @@ def _reserve_top(fig: go.Figure, theme: Theme) -> None:
     margins by themselves)."""
     above = _meta(fig).get("above", 0)
     if above:
-        fig.update_layout(margin_t=title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above) + 8)
+        relayout(fig, margin={"t": title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above) + 8})
 
 
 def safe_filename(*parts: object, limit: int = 150) -> str:
@@ -252,6 +246,6 @@ def downsample(matrix: np.ndarray, size: int) -> np.ndarray:
 def with_subtitle(fig: go.Figure, text: str, theme: Theme | None = None) -> go.Figure:
     """Set the figure's subtitle, wrapped to the image's width (and HTML-escaped: it quotes the user's text)."""
     theme = theme or DEFAULT_THEME
-    fig.update_layout(title_subtitle_text=wrap(text, export_size(fig)[0] - 36, theme.sizes.axis_title))
+    relayout(fig, title={"subtitle": {"text": wrap(text, export_size(fig)[0] - 36, theme.sizes.axis_title)}})
     _reserve_top(fig, theme)
     return fig

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, set_export_width, style
+from viz.figures.layout import figure, relayout, update_axes
 from viz.figures.text import thinned, tick_budget
 
 
@@ -20,7 +21,7 @@ def head_scatter(
         raise ValueError("x, y, layers and heads must have one entry per head")
     theme = theme or Theme()
     labels = [f"L{a}H{b}" for a, b in zip(layers, heads, strict=True)]
-    fig = go.Figure(
+    fig = figure(
         go.Scatter(
             x=x,
             y=y,
@@ -38,9 +39,9 @@ def head_scatter(
             name="heads",
         )
     )
-    fig.update_xaxes(title_text=x_name)
-    fig.update_yaxes(title_text=y_name)
-    fig.update_layout(clickmode="event+select")
+    update_axes(fig, "x", title={"text": x_name})
+    update_axes(fig, "y", title={"text": y_name})
+    relayout(fig, clickmode="event+select")
     return style(fig, theme, title=title, height=560 if theme.presentation else 480)
 
 
@@ -51,7 +52,7 @@ def metric_boxes(stats, labels: list[str], *, metric: str, title: str | None = N
     if s.shape != (len(labels), 5):
         raise ValueError(f"stats must be ({len(labels)}, 5), got {s.shape}")
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Box(
             x=labels,
             lowerfence=s[:, 0],
@@ -65,6 +66,6 @@ def metric_boxes(stats, labels: list[str], *, metric: str, title: str | None = N
         )
     )
     width = int(max(900, min(2400, 16 * len(labels) + 260)))
-    fig.update_xaxes(type="category", tickangle=-90, **thinned(labels, tick_budget(width - 260, theme.sizes.tick)))
-    fig.update_yaxes(title_text=metric)
+    update_axes(fig, "x", type="category", tickangle=-90, **thinned(labels, tick_budget(width - 260, theme.sizes.tick)))
+    update_axes(fig, "y", title={"text": metric})
     return style(set_export_width(fig, width), theme, title=title, height=520 if theme.presentation else 440)

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget
 from viz.figures.heatmaps import add_cell_targets
+from viz.figures.layout import add_shapes, figure, update_axes
 from viz.figures.text import token_labels
 
 
@@ -25,7 +26,7 @@ def head_scores(
     L, H = s.shape
     theme = theme or Theme()
     x, y = [f"H{h}" for h in range(H)], [f"L{i}" for i in range(L)]
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(z=s, x=x, y=y, colorscale=theme.colorscale, zmin=0, zmax=1, colorbar={"title": {"text": value_name}})
     )
     if threshold is not None:
@@ -44,18 +45,19 @@ def head_scores(
         ids = np.stack(np.meshgrid(np.arange(L), np.arange(H), indexing="ij"), axis=-1)  # (L, H, 2)
         add_cell_targets(fig, x, y, s, ids, value_name, size=12, where="layer %{y}, head %{x}")
     else:
-        fig.update_traces(
-            hovertemplate=f"layer %{{y}}, head %{{x}}<br>{value_name}: %{{z:.3f}}<extra></extra>",
-            selector={"type": "heatmap"},
-        )
+        for trace in fig.data:
+            if trace.type == "heatmap":
+                trace.hovertemplate = f"layer %{{y}}, head %{{x}}<br>{value_name}: %{{z:.3f}}<extra></extra>"
     height = max(360, min(900, (26 if theme.presentation else 20) * L + 200))
-    fig.update_yaxes(
+    update_axes(
+        fig,
+        "y",
         autorange="reversed",
         type="category",
-        title_text="layer",
+        title={"text": "layer"},
         **thinned(y, tick_budget(height - 200, theme.sizes.tick)),
     )
-    fig.update_xaxes(type="category", title_text="head", side="bottom")
+    update_axes(fig, "x", type="category", title={"text": "head"}, side="bottom")
     return style(fig, theme, title=title, height=height, legend=threshold is not None)
 
 
@@ -82,25 +84,35 @@ def generation_map(
     y = token_labels(check_labels("step_labels", step_labels, S), "none")  # the caller numbers them
     x = token_labels(check_labels("position_labels", position_labels, M), theme.positions)
     hover = "produced %{y}<br>looked at %{x}: %{z:.3f}<extra></extra>"
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(z=m, x=x, y=y, colorscale=theme.colorscale, zmin=0, zmax=1, hovertemplate=hover, name="weight")
     )
     line = {"color": theme.colors["text"], "width": 2 * theme.line_scale, "dash": "dash"}
-    fig.add_shape(type="line", x0=prompt_len - 0.5, x1=prompt_len - 0.5, y0=-0.5, y1=S - 0.5, line=line)
+    add_shapes(fig, dict(type="line", x0=prompt_len - 0.5, x1=prompt_len - 0.5, y0=-0.5, y1=S - 0.5, line=line))
     if earlier:
-        fig.add_annotation(
-            x=0,
-            y=-0.5,
-            yshift=4,
-            text=f"{earlier} earlier",
-            showarrow=False,
-            yanchor="bottom",
-            font={"size": theme.sizes.tick, "color": theme.colors["text"]},
+        add_shapes(
+            fig,
+            dict(
+                x=0,
+                y=-0.5,
+                yshift=4,
+                text=f"{earlier} earlier",
+                showarrow=False,
+                yanchor="bottom",
+                font={"size": theme.sizes.tick, "color": theme.colors["text"]},
+            ),
+            kind="annotations",
         )
     height = max(320, min(900, (26 if theme.presentation else 20) * S + 260))
-    fig.update_yaxes(autorange="reversed", type="category", title_text="generated token (step)", **thinned(y, 60))
-    fig.update_xaxes(
-        type="category", title_text="position attended to", **thinned(x, tick_budget(1000, theme.sizes.tick))
+    update_axes(
+        fig, "y", autorange="reversed", type="category", title={"text": "generated token (step)"}, **thinned(y, 60)
+    )
+    update_axes(
+        fig,
+        "x",
+        type="category",
+        title={"text": "position attended to"},
+        **thinned(x, tick_budget(1000, theme.sizes.tick)),
     )
     return style(fig, theme, title=title, height=height)
 
@@ -114,7 +126,7 @@ def group_distance_lines(within, across, *, title: str | None = None, theme: The
         raise ValueError(f"within and across must be (L,) of one length, got {w.shape} and {a.shape}")
     theme = theme or Theme()
     layers = np.arange(len(w))
-    fig = go.Figure()
+    fig = figure()
     for values, name, color in (
         (w, "heads sharing a K/V head", "#4263eb"),
         (a, "heads with different K/V heads", "#e8590c"),
@@ -129,6 +141,6 @@ def group_distance_lines(within, across, *, title: str | None = None, theme: The
                 hovertemplate="layer %{x}: %{y:.3f}<extra>" + name + "</extra>",
             )
         )
-    fig.update_xaxes(title_text="layer", dtick=max(1, len(w) // 15))
-    fig.update_yaxes(title_text="JS distance (lower: alike)", rangemode="tozero")
+    update_axes(fig, "x", title={"text": "layer"}, dtick=max(1, len(w) // 15))
+    update_axes(fig, "y", title={"text": "JS distance (lower: alike)"}, rangemode="tozero")
     return style(fig, theme, title=title, height=540 if theme.presentation else 420, legend=True)

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.figures.common import (
     Theme,
@@ -22,6 +21,7 @@ from viz.figures.common import (
     token_labels,
     wrap,
 )
+from viz.figures.layout import figure, relayout, subplots, update_annotations, update_axes
 
 GRID_MAX = 64  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
 GUTTER = "\u2063"  # invisible separator category between blocks
@@ -73,7 +73,7 @@ def heads_grid(
     x = [lab + "\u2060" * (c + 1) for c in range(cols) for lab in [*labels, GUTTER]]
     y = [lab + "\u2060" * (r + 1) for r in range(rows) for lab in [*[GUTTER * (g + 2) for g in range(gap)], *labels]]
     zmax = float(np.nanmax(w)) if w.size else 1.0
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=mosaic,
             x=x,
@@ -87,9 +87,11 @@ def heads_grid(
             name="heads",
         )
     )
-    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False, showgrid=False, ticks="")
-    fig.update_xaxes(type="category", showticklabels=False, showgrid=False, ticks="")
-    fig.update_layout(
+    hidden = {"type": "category", "showticklabels": False, "showgrid": False, "ticks": ""}
+    relayout(
+        fig,
+        xaxis=hidden,
+        yaxis={**hidden, "autorange": "reversed"},
         annotations=[
             {
                 "text": head_labels[i],
@@ -101,7 +103,7 @@ def heads_grid(
                 "font": {"size": theme.sizes.base},
             }
             for i in range(h)
-        ]
+        ],
     )
     return style(fig, theme, title=title, height=height)
 
@@ -117,7 +119,7 @@ def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = No
     c_norm = fit_to_screen(c_norm, labels, labels, theme.max_cells)[0]
     labels = screen_labels
     title = f"{title} (block means)" if title and edges is not None else title
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=2,
         subplot_titles=("weight α", "contribution α·‖v·W_o‖ (row share)"),
@@ -137,12 +139,12 @@ def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = No
             col,
         )
     height = max(420, min(900, (24 if theme.presentation else 16) * len(labels) + 240))
-    fig.update_layout(coloraxis={"colorscale": theme.colorscale, "cmin": 0, "cmax": zmax})
+    relayout(fig, coloraxis={"colorscale": theme.colorscale, "cmin": 0, "cmax": zmax})
     axes = thinned(labels, tick_budget(height - 240, theme.sizes.tick))
-    fig.update_yaxes(autorange="reversed", type="category", **axes)
-    fig.update_xaxes(type="category", **axes)
+    update_axes(fig, "y", autorange="reversed", type="category", **axes)
+    update_axes(fig, "x", type="category", **axes)
     style(fig, theme, title=title, height=height, above=1)
-    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=8)
+    update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 8})
     return fig
 
 
@@ -182,7 +184,7 @@ def heatmap_panels(
     # Panel titles are wrapped to their panel's width (they sit above it and must not reach the next one).
     panel_titles = [wrap(p[3], 0.8 * (width - 160) / k, theme.sizes.axis_title) for p in panels]
     spacing = 0.04 if shared_rows else 0.1
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=k,
         subplot_titles=panel_titles,
@@ -210,18 +212,19 @@ def heatmap_panels(
                 1,
                 i,
             )
-        fig.update_yaxes(autorange="reversed", type="category", **thinned(y, budget), row=1, col=i)
-        fig.update_xaxes(type="category", **thinned(x, x_budget), row=1, col=i)
+        update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget), row=1, col=i)
+        update_axes(fig, "x", type="category", **thinned(x, x_budget), row=1, col=i)
     scale = theme.diverging if diverging else theme.colorscale
-    fig.update_layout(
+    relayout(
+        fig,
         coloraxis={
             "colorscale": scale,
             "cmin": -bound if diverging else 0,
             "cmax": bound,
             "colorbar": {"title": {"text": value_name}},
-        }
+        },
     )
     set_export_width(fig, width)
     style(fig, theme, title=title, height=height, above=max(t.count("<br>") + 1 for t in panel_titles))
-    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
+    update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style, token_labels
+from viz.figures.layout import figure, update_axes
 
 HEAD_COLOURS = (
     "#0072B2",
@@ -55,7 +56,7 @@ def head_view(
     w, labels, n = w[:, start:stop, start:stop], labels[start:stop], stop - start
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
     ys = -np.arange(n, dtype=float)
-    fig = go.Figure()
+    fig = figure()
     top = float(np.nanmax(w)) if w.size else 1.0
     for i in range(h):
         colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
@@ -97,7 +98,7 @@ def head_view(
                 hovertemplate=side + ": %{text}<extra></extra>",
             )
         )
-    fig.update_xaxes(visible=False, range=[-0.6, 1.6])
-    fig.update_yaxes(visible=False, range=[-n + 0.3, 0.8])
+    update_axes(fig, "x", visible=False, range=[-0.6, 1.6])
+    update_axes(fig, "y", visible=False, range=[-n + 0.3, 0.8])
     row = 30 if theme.presentation else 22
     return style(fig, theme, title=title, height=max(380, row * n + 160), legend=True)

@@ -16,6 +16,7 @@ from viz.figures.common import (
     tick_budget,
     token_labels,
 )
+from viz.figures.layout import add_shapes, figure, relayout, update_axes
 
 # Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable: one transparent marker per
 # cell. Beyond, the markers cost more than a second to draw in a browser without a GPU (measured: 5,184 cost
@@ -54,8 +55,8 @@ def _masked_overlay(values: np.ndarray, x: list[str], y: list[str], hover: str) 
 def _label_axes(fig: go.Figure, x: list[str], y: list[str], height: int, theme: Theme, x_title, y_title) -> None:
     """Categorical axes with at most as many tick labels as fit; queries run down, keys along the bottom."""
     budget = tick_budget(height - 200, theme.sizes.tick)
-    fig.update_yaxes(autorange="reversed", type="category", title_text=y_title, **thinned(y, budget))
-    fig.update_xaxes(type="category", title_text=x_title, **thinned(x, budget))
+    update_axes(fig, "y", autorange="reversed", type="category", title={"text": y_title}, **thinned(y, budget))
+    update_axes(fig, "x", type="category", title={"text": x_title}, **thinned(x, budget))
 
 
 def attention_heatmap(
@@ -104,7 +105,7 @@ def attention_heatmap(
         zmin = -bound if zmin is None else zmin
         zmax = bound if zmax is None else zmax
         scale = colorscale or theme.diverging
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=finite,
             x=x,
@@ -147,7 +148,9 @@ def add_cell_targets(
     rows, cols = np.meshgrid(np.arange(len(y)), np.arange(len(x)), indexing="ij")
     values = z[rows, cols].ravel()
     width = ids.shape[-1]
-    fig.update_traces(hoverinfo="skip", selector={"type": "heatmap"})
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            trace.hoverinfo = "skip"
     fig.add_trace(
         go.Scattergl(
             x=[x[j] for j in cols.ravel()],
@@ -161,33 +164,19 @@ def add_cell_targets(
             name="cells",
         )
     )
-    fig.update_layout(clickmode="event+select")
+    relayout(fig, clickmode="event+select")
 
 
 def outline_focus(fig: go.Figure, focus: tuple[int, int], n: int, m: int, theme: Theme) -> None:
     """Outline the focus query's row and the focus key's column (category positions; -1: none)."""
     row, col = focus
-    width = 2.5 * theme.line_scale
+    line = {"width": 2.5 * theme.line_scale}
+    shapes = []
     if 0 <= row < n:
-        fig.add_shape(
-            type="rect",
-            x0=-0.5,
-            x1=m - 0.5,
-            y0=row - 0.5,
-            y1=row + 0.5,
-            line={"color": FOCUS_QUERY, "width": width},
-            layer="above",
-        )
+        shapes.append(dict(x0=-0.5, x1=m - 0.5, y0=row - 0.5, y1=row + 0.5, line={**line, "color": FOCUS_QUERY}))
     if 0 <= col < m:
-        fig.add_shape(
-            type="rect",
-            x0=col - 0.5,
-            x1=col + 0.5,
-            y0=-0.5,
-            y1=n - 0.5,
-            line={"color": FOCUS_KEY, "width": width},
-            layer="above",
-        )
+        shapes.append(dict(x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=n - 0.5, line={**line, "color": FOCUS_KEY}))
+    add_shapes(fig, *({**s, "type": "rect", "layer": "above"} for s in shapes))
 
 
 def difference_heatmap(
@@ -212,11 +201,10 @@ def difference_heatmap(
         colorscale=theme.diverging,
         theme=theme,
     )
-    fig.update_traces(
-        hovertemplate="query: %{y}<br>key: %{x}<br>A − B: %{z:+.5f}<extra></extra>",
-        colorbar={"title": {"text": "A − B"}},
-        selector={"name": "scores"},
-    )
+    for trace in fig.data:
+        if trace.name == "scores":
+            trace.hovertemplate = "query: %{y}<br>key: %{x}<br>A − B: %{z:+.5f}<extra></extra>"
+            trace.colorbar = {"title": {"text": "A − B"}}
     return fig
 
 
@@ -250,7 +238,7 @@ def matrix_heatmap(
     finite = np.where(np.isfinite(m), m, np.nan)
     bound = zmax if zmax is not None else (float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0)
     bound = bound or 1.0
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=finite,
             x=x,
@@ -268,8 +256,8 @@ def matrix_heatmap(
     per_row = 24 if theme.presentation else 16
     height = height or max(300, min(760, per_row * r + 200))
     budget = tick_budget(height - 200, theme.sizes.tick)
-    fig.update_yaxes(autorange="reversed", type="category", **thinned(y, budget))
-    fig.update_xaxes(type="category", **thinned(x, budget))
+    update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget))
+    update_axes(fig, "x", type="category", **thinned(x, budget))
     full = f"{title} — shape ({r}, {c})" if title else f"shape ({r}, {c})"
     return style(fig, theme, title=full, height=height)
 
@@ -289,7 +277,7 @@ def similarity_matrix(
         raise ValueError("order must be a permutation of the heads")
     ordered = [labels[i] for i in idx]
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=d[np.ix_(idx, idx)],
             x=ordered,
@@ -307,6 +295,6 @@ def similarity_matrix(
         size = max(6, min(40, (height - 220) / len(labels)))
         add_cell_targets(fig, ordered, ordered, d[np.ix_(idx, idx)], pairs, "JS distance", size, "%{y} vs %{x}")
     budget = tick_budget(height - 220, theme.sizes.tick)
-    fig.update_yaxes(autorange="reversed", type="category", **thinned(ordered, budget))
-    fig.update_xaxes(type="category", **thinned(ordered, budget))
+    update_axes(fig, "y", autorange="reversed", type="category", **thinned(ordered, budget))
+    update_axes(fig, "x", type="category", **thinned(ordered, budget))
     return style(fig, theme, title=title, height=height)

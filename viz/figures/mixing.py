@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, downsample, set_export_width, style
 from viz.figures.heatmaps import add_cell_targets
+from viz.figures.layout import figure, update_axes
 from viz.figures.text import thinned, tick_budget, token_labels
 
 MAX_COLUMNS = 256  # method rows over longer texts are drawn as block means
@@ -49,7 +50,7 @@ def type_grid(labels, types: tuple[str, ...], *, title: str | None = None, theme
     scale = [[v, TYPE_COLORS[i % len(TYPE_COLORS)]] for i in range(k) for v in (i / k, (i + 1) / k)]
     x, y = [f"H{h}" for h in range(H)], [f"L{i}" for i in range(L)]
     short = np.vectorize(lambda s: SHORT.get(s, s))(lab)
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=index,
             x=x,
@@ -69,8 +70,8 @@ def type_grid(labels, types: tuple[str, ...], *, title: str | None = None, theme
         ids = np.stack(np.meshgrid(np.arange(L), np.arange(H), indexing="ij"), axis=-1)
         add_cell_targets(fig, x, y, index, ids, "type", size=12, where="layer %{y}, head %{x}")
     height = max(360, min(900, (34 if theme.presentation else 26) * L + 200))
-    fig.update_yaxes(autorange="reversed", type="category", title_text="layer")
-    fig.update_xaxes(type="category", title_text="head", side="bottom")
+    update_axes(fig, "y", autorange="reversed", type="category", title={"text": "layer"})
+    update_axes(fig, "x", type="category", title={"text": "head"}, side="bottom")
     cell = max(56, int(4.2 * theme.sizes.tick))  # wide enough for a five-letter label
     return style(set_export_width(fig, max(800, cell * H + 220)), theme, title=title, height=height)
 
@@ -81,7 +82,7 @@ def agreement_matrix(rho, methods: list[str], *, title: str | None = None, theme
     if r.shape != (len(methods), len(methods)):
         raise ValueError(f"rho is {r.shape} for {len(methods)} methods")
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=r,
             x=methods,
@@ -96,8 +97,8 @@ def agreement_matrix(rho, methods: list[str], *, title: str | None = None, theme
             hovertemplate="%{y} vs %{x}: ρ = %{z:.2f}<extra></extra>",
         )
     )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-30)
+    update_axes(fig, "y", autorange="reversed", type="category")
+    update_axes(fig, "x", type="category", tickangle=-30)
     height = max(420, (34 if theme.presentation else 28) * len(methods) + 260)
     return style(fig, theme, title=title, height=height)
 
@@ -119,7 +120,7 @@ def method_rows(
         m = downsample(m, MAX_COLUMNS)  # the K method rows stay rows
         title = f"{title} (block means)" if title else None
     width = 1400 if theme.presentation else 1200
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=m,
             x=x,
@@ -132,6 +133,6 @@ def method_rows(
         )
     )
     height = max(380, (44 if theme.presentation else 36) * len(methods) + 300)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-90, **thinned(x, tick_budget(width - 360, theme.sizes.tick)))
+    update_axes(fig, "y", autorange="reversed", type="category")
+    update_axes(fig, "x", type="category", tickangle=-90, **thinned(x, tick_budget(width - 360, theme.sizes.tick)))
     return style(set_export_width(fig, width), theme, title=title, height=height)

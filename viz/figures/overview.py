@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, downsample, style
+from viz.figures.layout import add_shapes, figure, relayout, update_axes
 
 THUMB = 32  # thumbnails are at most THUMB × THUMB cells, whatever the sequence length
 
@@ -30,7 +31,7 @@ def model_overview(
     L, H = p.shape[:2]
     mosaic, t = tile_thumbnails(p)
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=mosaic.astype(np.float32), colorscale=theme.colorscale, showscale=False, hoverinfo="skip", zmin=0, zmax=1
         )
@@ -56,9 +57,11 @@ def model_overview(
     if selected is not None:
         lay, hd = selected
         x0, y0 = hd * (t + 1) - 0.5, lay * (t + 1) - 0.5
-        fig.add_shape(type="rect", x0=x0, y0=y0, x1=x0 + t, y1=y0 + t, line={"color": "#e03131", "width": 3})
+        add_shapes(fig, dict(type="rect", x0=x0, y0=y0, x1=x0 + t, y1=y0 + t, line={"color": "#e03131", "width": 3}))
     # Tick labels say "L3" and "H1": no axis titles (a top axis title would collide with the figure title).
-    fig.update_yaxes(
+    update_axes(
+        fig,
+        "y",
         autorange="reversed",
         **({"scaleanchor": "x"} if deep else {}),
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
@@ -66,7 +69,9 @@ def model_overview(
         showgrid=False,
         zeroline=False,
     )
-    fig.update_xaxes(
+    update_axes(
+        fig,
+        "x",
         tickvals=np.arange(H) * (t + 1) + (t - 1) / 2,
         ticktext=[f"H{i}" for i in range(H)],
         showgrid=False,
@@ -75,7 +80,7 @@ def model_overview(
         **({"constrain": "domain", "constraintoward": "left"} if deep else {}),  # square thumbnails, labels beside
     )
     style(fig, theme, title=title, height=height)
-    fig.update_layout(clickmode="event+select")  # a click selects a marker (a box-select drag mode would eat it)
+    relayout(fig, clickmode="event+select")  # a click selects a marker (a box-select drag mode would eat it)
     return fig
 
 
@@ -100,7 +105,7 @@ def ranked_heads(
         raise ValueError(f"{k} thumbnails need {k} labels and heads, got {len(labels)} and {len(heads)}")
     mosaic, t = tile_thumbnails(p[None])  # (t, K*(t+1)): one row
     theme = theme or Theme()
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=mosaic.astype(np.float32), colorscale=theme.colorscale, showscale=False, hoverinfo="skip", zmin=0, zmax=1
         )
@@ -120,18 +125,22 @@ def ranked_heads(
         )
     )
     n = p.shape[-1]
+    outlines = []
     for i in range(k):
         x0 = i * (t + 1) - 0.5
         for r in rows:  # the query's row
             y = int(r) * t // n - 0.5
-            fig.add_shape(type="rect", x0=x0, x1=x0 + t, y0=y, y1=y + 1, line={"color": "#3b5bdb", "width": 2})
+            outlines.append(dict(type="rect", x0=x0, x1=x0 + t, y0=y, y1=y + 1, line={"color": "#3b5bdb", "width": 2}))
         for c in cols:  # the key's column
             x = x0 + int(c) * t // n
-            fig.add_shape(type="rect", x0=x, x1=x + 1, y0=-0.5, y1=t - 0.5, line={"color": "#e8590c", "width": 2})
-    fig.update_yaxes(
-        autorange="reversed", showticklabels=False, ticks="", showgrid=False, zeroline=False, scaleanchor="x"
+            outlines.append(
+                dict(type="rect", x0=x, x1=x + 1, y0=-0.5, y1=t - 0.5, line={"color": "#e8590c", "width": 2})
+            )
+    add_shapes(fig, *outlines)
+    update_axes(
+        fig, "y", autorange="reversed", showticklabels=False, ticks="", showgrid=False, zeroline=False, scaleanchor="x"
     )
-    fig.update_xaxes(tickvals=centres, ticktext=labels, showgrid=False, zeroline=False)
+    update_axes(fig, "x", tickvals=centres, ticktext=labels, showgrid=False, zeroline=False)
     style(fig, theme, title=title, height=300 if theme.presentation else 260)
-    fig.update_layout(clickmode="event+select")
+    relayout(fig, clickmode="event+select")
     return fig

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.figures.common import Theme, as_array, style
+from viz.figures.layout import figure, relayout, subplots, update_annotations, update_axes
 
 
 def _screen_blocks(n: int, theme: Theme) -> tuple[np.ndarray, np.ndarray] | None:
@@ -50,7 +50,7 @@ def encoding_heatmap(
     parts = [(t[:, 0::2], dims[0::2], "sin: dimensions 2i"), (t[:, 1::2], dims[1::2], "cos: dimensions 2i + 1")]
     if not split_pairs:
         parts = [(t, dims, None)]
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=len(parts),
         shared_yaxes=True,
@@ -69,24 +69,25 @@ def encoding_heatmap(
             1,
             col,
         )
-        fig.update_xaxes(title_text=x_title, row=1, col=col)
-    fig.update_layout(
+        update_axes(fig, "x", title={"text": x_title}, row=1, col=col)
+    relayout(
+        fig,
         coloraxis={
             "colorscale": theme.diverging,
             "cmid": 0 if limit is None else None,
             "cmin": -limit if limit else None,
             "cmax": limit,
             "colorbar": {"title": {"text": f"value (clipped at ±{limit:.3g})" if limit else "value"}},
-        }
+        },
     )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_yaxes(title_text="position", row=1, col=1)
+    update_axes(fig, "y", autorange="reversed")
+    update_axes(fig, "y", title={"text": "position"}, row=1, col=1)
     averaged = " (block means)" if rows is not None else ""
     height = int(min(1600, max(480, 200 + 1.5 * t.shape[0])))
     title = f"{title} — shape {shape}{averaged}" if title else None
     fig = style(fig, theme, title=title, height=height, above=1 if split_pairs else 0)
     if split_pairs:
-        fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]})
+        update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
     return fig
 
 
@@ -94,7 +95,7 @@ def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | Non
     """Chosen dimensions of a positional table as curves over position. table: (P, D)."""
     t = as_array("table", table, 2)
     theme = theme or Theme()
-    fig = go.Figure()
+    fig = figure()
     for d in dims:
         if not 0 <= d < t.shape[1]:
             raise ValueError(f"dimension {d} is outside 0..{t.shape[1] - 1}")
@@ -107,8 +108,8 @@ def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | Non
                 hovertemplate=f"dim {d}<br>position %{{x}}<br>%{{y:.4f}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="position")
-    fig.update_yaxes(title_text="value")
+    update_axes(fig, "x", title={"text": "position"})
+    update_axes(fig, "y", title={"text": "value"})
     return style(fig, theme, title=title, height=420, legend=True)
 
 
@@ -122,7 +123,7 @@ def position_similarity(table, *, title: str | None = None, theme: Theme | None 
     if blocks is not None:  # on screen: block means (exports are exact)
         sim, axis = _block_mean(_block_mean(sim, blocks[0], 0), blocks[0], 1), blocks[1]
         title = f"{title} (block means)" if title else None
-    fig = go.Figure(
+    fig = figure(
         go.Heatmap(
             z=sim,
             x=axis,
@@ -132,6 +133,6 @@ def position_similarity(table, *, title: str | None = None, theme: Theme | None 
             colorbar={"title": {"text": "dot product"}},
         )
     )
-    fig.update_yaxes(autorange="reversed", title_text="position")
-    fig.update_xaxes(title_text="position")
+    update_axes(fig, "y", autorange="reversed", title={"text": "position"})
+    update_axes(fig, "x", title={"text": "position"})
     return style(fig, theme, title=title, height=480)

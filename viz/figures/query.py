@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
+from viz.figures.layout import add_shapes, figure, subplots, update_annotations, update_axes
 
 
 def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None) -> go.Figure:
@@ -16,7 +16,7 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
     theme = theme or Theme()
     keys = token_labels(tokens, theme.positions)
     m, d = qe.products.shape
-    fig = make_subplots(
+    fig = subplots(
         rows=1,
         cols=4,
         column_widths=[0.46, 0.18, 0.18, 0.18],
@@ -60,13 +60,13 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
             col,
         )
     height = max(340, min(940, (26 if theme.presentation else 20) * m + 180))
-    fig.update_yaxes(
-        autorange="reversed", type="category", **thinned(keys, tick_budget(height - 180, theme.sizes.tick))
+    update_axes(
+        fig, "y", autorange="reversed", type="category", **thinned(keys, tick_budget(height - 180, theme.sizes.tick))
     )
-    fig.update_xaxes(type="category", nticks=8, row=1, col=1)
-    fig.update_xaxes(nticks=4)
+    update_axes(fig, "x", type="category", nticks=8, row=1, col=1)
+    update_axes(fig, "x", nticks=4)
     style(fig, theme, title=f"How query “{query_label}” weighs every key", height=height, above=1)
-    fig.update_annotations(font={"size": theme.sizes.axis_title, "color": theme.colors["text"]}, yshift=6)
+    update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig
 
 
@@ -95,7 +95,7 @@ def qk_scatter(
     shown = set(range(min(n, 8)) if labelled is None else (int(i) for i in labelled if 0 <= int(i) < n))
     shown_keys = shown if labelled_keys is None else {int(i) for i in labelled_keys if 0 <= int(i) < n}
     pos = np.arange(n)
-    fig = go.Figure()
+    fig = figure()
     for coords, name, one, symbol in ((cq, "queries", "query", "circle"), (ck, "keys", "key", "diamond")):
         fig.add_trace(
             go.Scatter(
@@ -123,8 +123,8 @@ def qk_scatter(
     ]
     everything = np.concatenate([cq, ck])
     offsets = label_offsets(np.array([p for p, _ in named]).reshape(-1, 2), [t for _, t in named], everything, theme)
-    for (point, text), (dx, dy) in zip(named, offsets, strict=True):
-        fig.add_annotation(
+    notes = [
+        dict(
             x=float(point[0]),
             y=float(point[1]),
             text=text,
@@ -137,8 +137,11 @@ def qk_scatter(
             standoff=4,
             font={"size": theme.sizes.tick},
         )
-    fig.update_xaxes(title_text=f"PC1 ({ratio[0]:.0%} of variance)")
-    fig.update_yaxes(title_text=f"PC2 ({ratio[1]:.0%} of variance)")
+        for (point, text), (dx, dy) in zip(named, offsets, strict=True)
+    ]
+    add_shapes(fig, *notes, kind="annotations")
+    update_axes(fig, "x", title={"text": f"PC1 ({ratio[0]:.0%} of variance)"})
+    update_axes(fig, "y", title={"text": f"PC2 ({ratio[1]:.0%} of variance)"})
     return style(fig, theme, title=title, height=620 if theme.presentation else 560, legend=True)
 
 

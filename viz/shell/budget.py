@@ -34,6 +34,9 @@ def budget_from_env(environ=os.environ) -> int:
     return int((mb if mb > 0 else DEFAULT_MB) * 2**20)
 
 
+SAMPLE_OVER = 64  # lists longer than this are measured on a sample (see _long_sequence)
+
+
 def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
     """Bytes held by ``obj``: array and tensor buffers (shared ones counted once) plus a small amount per
     Python object. Walks containers, dataclasses, objects' ``__dict__`` and torch modules."""
@@ -68,6 +71,8 @@ def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
         return 32
     if isinstance(obj, dict):
         return 64 + sum(size_of(k, seen, depth + 1) + size_of(v, seen, depth + 1) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and len(obj) > SAMPLE_OVER:
+        return _long_sequence(obj, seen, depth)
     if isinstance(obj, (list, tuple, set, frozenset)):
         return 56 + sum(size_of(v, seen, depth + 1) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -79,6 +84,22 @@ def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
     if isinstance(attrs, dict):
         return 64 + size_of(attrs, seen, depth + 1)
     return sys.getsizeof(obj)
+
+
+def _long_sequence(obj: list | tuple, seen: set[int], depth: int) -> int:
+    """A long list of plain values (a figure's tick labels, click targets' ids): measured on an even sample of
+    its items, since walking 5,000 small lists on every cache write cost more than the figure they belong to.
+    A list holding arrays or tensors is walked in full (they may be shared and must be counted once)."""
+    picks = range(0, len(obj), -(-len(obj) // SAMPLE_OVER))
+    plain = (str, bytes, int, float, bool, list, tuple)
+    if not all(isinstance(obj[i], plain) and not _holds_buffers(obj[i]) for i in picks):
+        return 56 + sum(size_of(v, seen, depth + 1) for v in obj)
+    sample = sum(size_of(obj[i], set(), depth + 1) for i in picks)
+    return 56 + 8 * len(obj) + int(sample * len(obj) / len(picks))
+
+
+def _holds_buffers(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and any(not isinstance(v, (str, int, float, bool)) for v in value[:8])
 
 
 class ByteBudgetCache:

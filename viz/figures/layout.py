@@ -1,0 +1,111 @@
+"""Layout edits at the cost of one layout construction, not plotly's update machinery.
+
+``fig.update_layout`` / ``update_xaxes`` / ``add_shape`` run plotly's batch-update machinery: every key path is
+parsed, checked against the property tree and replayed as a relayout, which took 17 ms of a 19 ms heatmap (and
+most of a page's server time with a class of 30 on the server: py-spy, bench/RESULTS.md). These helpers merge
+the change into the layout as plain data and assign only the top-level properties it touched (a fraction of a
+millisecond each); the result is the same figure (tests/viz/test_layout.py compares them with plotly's methods).
+
+Changes are nested dicts (``title={"text": "layer"}``), not plotly's "magic underscore" paths (``title_text``):
+some property names have underscores of their own (``paper_bgcolor``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+__all__ = ["add_shapes", "figure", "relayout", "subplots", "update_annotations", "update_axes"]
+
+
+def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``patch`` into ``base`` as plotly's update does: dicts recursively, anything else replaced."""
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = _copy(value)
+    return base
+
+
+def _copy(value: Any) -> Any:
+    return {k: _copy(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _apply(fig: go.Figure, changes: dict[str, Any], layout: dict[str, Any]) -> go.Figure:
+    """Merge ``{top-level layout key: change}`` into ``layout`` (a copy of the figure's) and assign those keys."""
+    for key, change in changes.items():
+        merged = _merge(layout.get(key) or {}, change) if isinstance(change, dict) else _copy(change)
+        fig.layout[key] = merged
+    return fig
+
+
+def _axis_keys(fig: go.Figure, layout: dict[str, Any], axis: str, row: int | None, col: int | None) -> list[str]:
+    """Layout keys of the ``axis`` ("x" or "y") axes that ``update_xaxes(row=, col=)`` would select."""
+    if axis not in ("x", "y"):
+        raise ValueError('axis must be "x" or "y"')
+    if row is None and col is None:
+        found = [k for k in layout if re.fullmatch(rf"{axis}axis\d*", k)]
+        return [f"{axis}axis", *(k for k in found if k != f"{axis}axis")]
+    grid = getattr(fig, "_grid_ref", None)
+    if grid is None:
+        raise ValueError("row and col select subplots: this figure was not made with make_subplots")
+    rows = range(len(grid)) if row is None else [row - 1]
+    cols = range(len(grid[0])) if col is None else [col - 1]
+    index = 0 if axis == "x" else 1
+    return [grid[r][c][0].layout_keys[index] for r in rows for c in cols if grid[r][c]]
+
+
+def relayout(
+    fig: go.Figure, patch: dict[str, Any] | None = None, *, axes: dict[str, Any] | None = None, **props: Any
+) -> go.Figure:
+    """``fig.update_layout(patch, **props)``; ``axes`` is merged into every x and y axis as well
+    (``update_xaxes(axes)`` and ``update_yaxes(axes)``)."""
+    layout = fig.layout.to_plotly_json()
+    changes = {**(patch or {}), **props}
+    for key in (*_axis_keys(fig, layout, "x", None, None), *_axis_keys(fig, layout, "y", None, None)) if axes else ():
+        changes[key] = _merge(_copy(axes), changes[key]) if isinstance(changes.get(key), dict) else axes
+    return _apply(fig, changes, layout)
+
+
+def update_axes(
+    fig: go.Figure,
+    axis: str,
+    patch: dict[str, Any] | None = None,
+    *,
+    row: int | None = None,
+    col: int | None = None,
+    **props: Any,
+) -> go.Figure:
+    """``fig.update_xaxes`` (``axis="x"``) or ``update_yaxes`` (``"y"``), with the same row/col selection."""
+    layout = fig.layout.to_plotly_json()
+    change = {**(patch or {}), **props}
+    return _apply(fig, {key: change for key in _axis_keys(fig, layout, axis, row, col)}, layout)
+
+
+def add_shapes(fig: go.Figure, *shapes: dict[str, Any], kind: str = "shapes") -> go.Figure:
+    """``fig.add_shape(**s)`` for each shape (``kind="annotations"``: ``add_annotation``), in one assignment."""
+    if kind not in ("shapes", "annotations"):
+        raise ValueError('kind must be "shapes" or "annotations"')
+    fig.layout[kind] = [*(item.to_plotly_json() for item in fig.layout[kind]), *(_copy(s) for s in shapes)]
+    return fig
+
+
+def update_annotations(fig: go.Figure, patch: dict[str, Any]) -> go.Figure:
+    """``fig.update_annotations(patch)``: ``patch`` merged into every annotation (e.g. subplot titles)."""
+    fig.layout["annotations"] = [_merge(note.to_plotly_json(), patch) for note in fig.layout["annotations"]]
+    return fig
+
+
+def figure(data: Any = None, layout: dict[str, Any] | None = None) -> go.Figure:
+    """``go.Figure`` with the empty template from the start (:func:`style` sets it anyway): the default
+    template is a large layout that every later edit would copy."""
+    return go.Figure(data, layout={"template": "none", **(layout or {})})
+
+
+def subplots(**kwargs: Any) -> go.Figure:
+    """``make_subplots(**kwargs)`` on a :func:`figure`."""
+    return make_subplots(figure=figure(), **kwargs)
