@@ -5,8 +5,11 @@
     trace.get("pattern", 0)  # (B, H, N, N), detached, on the CPU
 
 Hooks live only inside the ``with`` block and are removed in ``finally``. A model object is shared by
-every user of a server, so each capture holds that model's lock for the whole block and its hooks act
-only on the thread that opened it: two threads never see each other's activations.
+every user of a server, and captures on it run at the same time: each capture's hooks act only on the
+thread that opened it, and everything a capture records or edits is its own (per call), so two threads never
+see each other's activations and nobody waits for another's forward pass. (A lock per model used to
+serialise captures: with 30 students' first pages at once, its holder's forward pass stretched from 20 ms to
+0.6 s under the GIL and the queue behind it reached 3.5 s; see bench/RESULTS.md.)
 """
 
 from __future__ import annotations
@@ -38,17 +41,7 @@ KIND_PATHS: dict[str, str] = {
 }
 KINDS: tuple[str, ...] = tuple(KIND_PATHS)
 
-_locks: weakref.WeakKeyDictionary[nn.Module, threading.RLock] = weakref.WeakKeyDictionary()
-_locks_guard = threading.Lock()
-
-
-def model_lock(model: nn.Module) -> threading.RLock:
-    """The lock that serialises captures on one model instance."""
-    with _locks_guard:
-        lock = _locks.get(model)
-        if lock is None:
-            lock = _locks[model] = threading.RLock()
-        return lock
+_points_guard = threading.Lock()
 
 
 def hook_name(kind: str, layer: int) -> str:
@@ -66,7 +59,7 @@ def hook_points(model: nn.Module) -> dict[str, HookPoint]:
     points = _points_cache.get(model)
     if points is None:
         points = {name: mod for name, mod in model.named_modules() if isinstance(mod, HookPoint)}
-        with _locks_guard:
+        with _points_guard:
             _points_cache[model] = points
     return points
 
@@ -153,7 +146,6 @@ def capture(
             if heads is None or not 0 <= head < heads:
                 raise ValueError(f"head ({layer}, {head}) does not exist in this model")
 
-    lock = model_lock(model)
     owner = threading.get_ident()
     handles: list[torch.utils.hooks.RemovableHandle] = []
     last_scores: dict[int, torch.Tensor] = {}  # per-call state for "uniform" replacement
@@ -214,27 +206,26 @@ def capture(
 
         return hook
 
-    with lock:
-        try:
-            # Interventions first: hooks run in registration order, so recorders see edited values.
-            uniform_layers = {lay for (lay, _), new in replace_patterns.items() if isinstance(new, str)}
-            for layer in sorted(uniform_layers):
-                handles.append(points[hook_name("scores", layer)].register_forward_hook(scores_keeper(layer)))
-            pattern_layers = {lay for lay, _ in replace_patterns}
-            if ablate_mode == "pattern":
-                pattern_layers |= {lay for lay, _ in ablate}
-            for layer in sorted(pattern_layers):
-                handles.append(points[hook_name("pattern", layer)].register_forward_hook(pattern_editor(layer)))
-            if ablate_mode == "output":
-                for layer in sorted({lay for lay, _ in ablate}):
-                    handles.append(points[hook_name("z", layer)].register_forward_hook(z_editor(layer)))
-            for name in wanted:
-                handles.append(points[name].register_forward_hook(recorder(name)))
-            yield trace
-        finally:
-            for handle in handles:
-                handle.remove()
-            last_scores.clear()
+    try:
+        # Interventions first: hooks run in registration order, so recorders see edited values.
+        uniform_layers = {lay for (lay, _), new in replace_patterns.items() if isinstance(new, str)}
+        for layer in sorted(uniform_layers):
+            handles.append(points[hook_name("scores", layer)].register_forward_hook(scores_keeper(layer)))
+        pattern_layers = {lay for lay, _ in replace_patterns}
+        if ablate_mode == "pattern":
+            pattern_layers |= {lay for lay, _ in ablate}
+        for layer in sorted(pattern_layers):
+            handles.append(points[hook_name("pattern", layer)].register_forward_hook(pattern_editor(layer)))
+        if ablate_mode == "output":
+            for layer in sorted({lay for lay, _ in ablate}):
+                handles.append(points[hook_name("z", layer)].register_forward_hook(z_editor(layer)))
+        for name in wanted:
+            handles.append(points[name].register_forward_hook(recorder(name)))
+        yield trace
+    finally:
+        for handle in handles:
+            handle.remove()
+        last_scores.clear()
 
 
 def leftover_hooks(model: nn.Module) -> int:

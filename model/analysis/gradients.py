@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.capture import model_lock
 from model.transformer import Transformer
 
 TARGETS = ("mlm", "next", "state")
@@ -100,7 +99,7 @@ def attribute(
         raise ValueError(f"position {position} is outside the text's {len(ids)} tokens")
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
-    with model_lock(model), torch.inference_mode(False), torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad():
         emb = model.tok_emb(batch).detach()  # (1, N, d)
         base = model.tok_emb.weight[model.cfg.pad_token_id].detach().expand_as(emb)  # (1, N, d)
         with torch.no_grad():

@@ -13,7 +13,7 @@
   original; rows normalised to sum to 1.
 
 Across layers, contribution matrices are multiplied as in rollout (:func:`model.analysis.flow.aggregate`).
-Everything runs under the model's capture lock, with the hooks removed in ``finally``; nothing here changes the model.
+Hooks act only on the calling thread and are removed in ``finally``; nothing here changes the model.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model.capture import capture, hook_points, model_lock
+from model.capture import capture, hook_points
 from model.transformer import Transformer
 
 ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
@@ -134,7 +134,7 @@ def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = 
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
     kinds = ["resid_pre", "v", "pattern", "resid_mid", "resid_post"]
-    with model_lock(model), torch.inference_mode():  # the lock is re-entrant: capture takes it too
+    with torch.inference_mode():
         with capture(model, kinds=kinds) as trace:
             model(batch)
         L = len(model.blocks)

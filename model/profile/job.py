@@ -2,8 +2,8 @@
 document and head the metrics of :mod:`model.analysis.metrics` and the sink shares of :mod:`model.analysis.sinks`,
 computed on that document's own tokens (padding never enters a metric). One row per (document, layer, head).
 
-Each batch holds the model's capture lock only for its own forward pass, so other users' requests run between
-batches; ``progress(done, total)`` is called after every batch and ``cancel()`` is checked before each one.
+Captures on a shared model run side by side (:mod:`model.capture`), so other users' requests are served while a
+corpus runs; ``progress(done, total)`` is called after every batch and ``cancel()`` is checked before each one.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from model.transformer import Transformer
 SHARE_COLUMNS = {"[CLS]": "share_cls", "[SEP]": "share_sep", "punctuation": "share_punct", "position 0": "share_pos0"}
 COLUMNS = (*METRICS, *SHARE_COLUMNS.values())
 # chosen by measurement (bench/corpus.py): 1,000 MiniLM documents in 20.9 s at 8, 21.7 s at 32, 25.4 s at 1;
-# small batches also hold the model's lock for less time
+# small batches also give way to other users' requests sooner (each batch is one stretch of work for the GIL)
 BATCH_SIZE = 8
 MAX_LEN = 128
 

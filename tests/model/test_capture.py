@@ -1,4 +1,5 @@
 import threading
+import time
 
 import pytest
 import torch
@@ -129,6 +130,48 @@ def test_concurrent_threads_get_their_own_activations():
     assert not errors, errors
     assert sorted(results) == list(range(8))
     assert leftover_hooks(model) == 0
+
+
+def test_captures_on_one_model_overlap_and_stay_apart(tiny_model):
+    """Thread A opens a capture (with an intervention) and waits inside it; thread B captures and runs the same
+    model meanwhile. With a lock per model B would wait for A and A for B: the timeouts turn that into a failure."""
+    x_a, x_b = torch.randint(0, 64, (1, 6)), torch.randint(0, 64, (1, 9))
+    clean_b = run_with_cache(tiny_model, x_b, kinds=["pattern"])[1].get("pattern", 0)
+    ablated_a = run_with_cache(tiny_model, x_a, kinds=["z"], ablate=[(0, 1)])[1].get("z", 0)
+    b_done = threading.Event()
+    got: dict[str, torch.Tensor] = {}
+    errors: list[BaseException] = []
+
+    def a() -> None:
+        try:
+            with capture(tiny_model, kinds=["z"], ablate=[(0, 1)]) as trace, torch.inference_mode():
+                assert b_done.wait(timeout=20), "B never ran while A's capture was open"
+                tiny_model(x_a)
+            got["a"] = trace.get("z", 0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def b() -> None:
+        try:
+            _, trace = run_with_cache(tiny_model, x_b, kinds=["pattern"])  # A's hooks are attached right now
+            got["b"] = trace.get("pattern", 0)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            b_done.set()
+
+    first = threading.Thread(target=a)
+    first.start()
+    while leftover_hooks(tiny_model) == 0 and first.is_alive():  # until A's hooks are in place
+        time.sleep(0.001)
+    second = threading.Thread(target=b)
+    second.start()
+    second.join(timeout=30)
+    first.join(timeout=30)
+    assert not errors, errors
+    assert torch.equal(got["b"], clean_b), "B's pattern was touched by A's ablation"
+    assert torch.equal(got["a"], ablated_a) and torch.all(got["a"][:, 1] == 0)
+    assert leftover_hooks(tiny_model) == 0
 
 
 def test_run_with_cache_refuses_training_mode(tiny_model, ids):

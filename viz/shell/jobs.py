@@ -1,6 +1,6 @@
 """Corpus runs in the background: one thread per (model, device, corpus), shared by every session, with progress
-and a cancel switch. A run takes the model's capture lock one batch at a time, so other students' requests are
-served between its batches. Profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles)."""
+and a cancel switch. Other students' requests are served while it runs (captures on a shared model run side
+by side: model/capture.py). Profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles)."""
 
 from __future__ import annotations
 
