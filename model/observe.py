@@ -14,6 +14,7 @@ import torch
 
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
+from model.config import TransformerConfig
 from model.io.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
 from model.positional import rope_angles
 from model.transformer import Transformer
@@ -155,6 +156,23 @@ def encode_text(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded,
             f"piece looks the same to the model): {shown}."
         )
     return enc, notices
+
+
+def expected_bytes(model: Transformer, tokenizer: Tokenizer, text: str, options: Options = Options()) -> int:
+    """A generous estimate of the bytes :func:`observe` holds at its peak for ``text``: the float32 activations
+    it keeps (what ``Observation.capture_bytes`` reports) counted twice, for the forward pass's own temporaries
+    (scores, softmax, the feed-forward's inner width). For admission control (viz/shell/gate.py), not accounting."""
+    cfg = model.cfg
+    max_len = min(options.max_len or cfg.max_seq_len, cfg.max_seq_len)
+    n = len(tokenizer.encode(text[:MAX_TEXT_CHARS], max_len=max_len))
+    return 2 * capture_bytes(cfg, n, (*options.kinds, "pattern"))
+
+
+def capture_bytes(cfg: TransformerConfig, n: int, kinds) -> int:
+    """Bytes of float32 activations a capture of ``kinds`` keeps for ``n`` tokens (one text, every layer)."""
+    per_token = {"q": cfg.n_heads * cfg.d_k, "z": cfg.n_heads * cfg.d_k, "k": cfg.kv_heads * cfg.d_k}
+    per_token |= {"v": per_token["k"], "pattern": cfg.n_heads * n, "scores": cfg.n_heads * n}  # (H, N) per token
+    return 4 * cfg.n_layers * n * sum(per_token.get(k, cfg.d_model) for k in set(kinds))
 
 
 def observe(

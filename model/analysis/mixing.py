@@ -31,6 +31,7 @@ from model.capture import capture, hook_points
 from model.transformer import Transformer
 
 ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
+KINDS = ("resid_pre", "v", "pattern", "resid_mid", "resid_post")  # what context_mixing captures
 ZERO_BATCH = 16  # value-zeroing variants recomputed per forward pass of one block
 
 
@@ -133,12 +134,11 @@ def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = 
         raise ValueError("context_mixing needs a model in eval() mode")
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
-    kinds = ["resid_pre", "v", "pattern", "resid_mid", "resid_post"]
     with torch.inference_mode():
-        with capture(model, kinds=kinds) as trace:
+        with capture(model, kinds=KINDS) as trace:
             model(batch)
         L = len(model.blocks)
-        acts = [{k: trace.get(k, layer)[0] for k in kinds} for layer in range(L)]
+        acts = [{k: trace.get(k, layer)[0] for k in KINDS} for layer in range(L)]
         mask = model.build_mask(batch.size(1), None, model.cfg.causal, device, 0)
         zeroed = []
         if value_zeroing:

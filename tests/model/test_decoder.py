@@ -163,3 +163,21 @@ def test_predictions_from_an_observation_equal_a_fresh_forward(decoder):
     reused = predictions_from_hidden(decoder, hidden, temperature=0.7, k=5)
     assert [[t for t, _ in row] for row in fresh] == [[t for t, _ in row] for row in reused]
     assert max(abs(a - b) for r1, r2 in zip(fresh, reused) for (_, a), (_, b) in zip(r1, r2)) < 1e-6
+
+
+@pytest.mark.parametrize("extra", [(), ("scores",)])
+def test_expected_bytes_are_twice_what_a_capture_keeps(extra):
+    """The admission estimate (viz/shell/gate.py) is computed before the forward pass, from the token count and
+    the config; it must match what the capture then holds (GQA: K and V have fewer heads than Q)."""
+    from model.io.tokenizer import byte_level_bpe
+    from model.observe import ATTENTION_KINDS, Options, expected_bytes, observe
+    from tests.security.gguf_files import _vocab
+
+    tokens, merges, _ = _vocab()
+    tok = byte_level_bpe(tokens, merges, ["<|endoftext|>"], split_digits=True)
+    model = Transformer(decoder_cfg(vocab_size=len(tokens))).eval()
+    options = Options(kinds=(*ATTENTION_KINDS, *extra))
+    text = "the then there 42 " * 5
+    obs = observe(model, tok, text, options)
+    assert model.cfg.kv_heads < model.cfg.n_heads
+    assert expected_bytes(model, tok, text, options) == 2 * obs.capture_bytes

@@ -19,6 +19,7 @@ import torch
 
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
+from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
@@ -27,10 +28,11 @@ from model.experiments import induction_run, masked_predictions, padded_batch, p
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.state import LoadedModel
-from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
+from model.observe import ATTENTION_KINDS, Observation, Options, capture_bytes, expected_bytes, head_weights, observe
 from model.profile.store import Profile, read_profile
 from viz.shell.cache import shared
 from viz.shell.context import PageContext
+from viz.shell.gate import ByteGate, inflight_from_env
 from viz.views import View, build
 
 
@@ -52,9 +54,14 @@ def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> Loade
     return _build_model(spec, device, _data)
 
 
+# forward passes of all sessions run side by side up to this many bytes in flight (viz/shell/gate.py)
+IN_FLIGHT = ByteGate(inflight_from_env())
+
+
 @shared("Running the model…")
 def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _loaded: LoadedModel) -> Observation:
-    return observe(_loaded.model, _loaded.tokenizer, text, options, device)
+    with IN_FLIGHT.hold(expected_bytes(_loaded.model, _loaded.tokenizer, text, options)):
+        return observe(_loaded.model, _loaded.tokenizer, text, options, device)
 
 
 @shared("Measuring the heads…")
@@ -81,7 +88,9 @@ def get_flow(spec, device, text, options, token: int | None, _patterns: np.ndarr
 
 @shared("Measuring context mixing (norm-based, ALTI, value zeroing)…")
 def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, _model) -> Mixing:
-    return context_mixing(_model, list(ids), value_zeroing=value_zeroing)
+    kept = capture_bytes(_model.cfg, len(ids), MIXING_KINDS)  # ALTI's and value zeroing's work: as much again
+    with IN_FLIGHT.hold(2 * kept):
+        return context_mixing(_model, list(ids), value_zeroing=value_zeroing)
 
 
 @shared("Reading the corpus profile…")
