@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--texts", type=int, default=1000)
     p.add_argument("--budget-mb", type=float, default=512)
     args = p.parse_args(argv)
-    os.environ["ATTENTION_LAB_CACHE_MB"] = str(args.budget_mb)  # read when services is first imported
+    os.environ["ATTENTION_LAB_CACHE_MB"] = str(args.budget_mb)  # read when viz.shell.cache is first imported
 
     import torch
 
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> str:
     from model.train.english import PROBE_SENTENCES
     from viz.figures.theme import Theme
     from viz.shell import services
+    from viz.shell.cache import CACHE
 
     keep_freed_memory()
     torch.set_num_threads(2)
@@ -62,10 +63,9 @@ def main(argv: list[str] | None = None) -> str:
         for key, selection in (("attention", (("layer", 0), ("head", 0))), ("overview", ())):
             services._cached_views(spec, "cpu", text, Options(), False, Theme(), key, selection, src)
         if n % 100 == 0 or n == args.texts:
-            cache = services.CACHE
             row = (
-                f"| {n} | {time.perf_counter() - t0:.0f} | {rss_mb():.0f} | {cache.nbytes / 2**20:.0f} | "
-                f"{len(cache)} | {cache.evictions} |"
+                f"| {n} | {time.perf_counter() - t0:.0f} | {rss_mb():.0f} | {CACHE.nbytes / 2**20:.0f} | "
+                f"{len(CACHE)} | {CACHE.evictions} |"
             )
             lines.append(row)
             print(row, flush=True)
