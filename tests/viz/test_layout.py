@@ -8,7 +8,7 @@ import plotly.io as pio
 import pytest
 from plotly.subplots import make_subplots
 
-from viz.figures.layout import add_shapes, figure, relayout, subplots, update_annotations, update_axes
+from viz.figures.layout import add_annotations, add_shapes, figure, relayout, subplots, update_annotations, update_axes
 
 
 def same(a: go.Figure, b: go.Figure) -> None:
@@ -72,10 +72,8 @@ def test_shapes_annotations_and_their_update():
     theirs.add_shape(**rect).add_shape(**{**rect, "x0": 2}).add_annotation(**note)
     theirs.update_annotations(font={"size": 13}, yshift=6)
     add_shapes(add_shapes(ours, rect), {**rect, "x0": 2})
-    add_shapes(ours, note, kind="annotations")
+    add_annotations(ours, note)
     update_annotations(ours, {"font": {"size": 13}, "yshift": 6})
     same(theirs, ours)
     assert [a.text for a in ours.layout.annotations] == ["left", "right", "here"]
     assert len(ours.layout.shapes) == 2
-    with pytest.raises(ValueError, match="shapes"):
-        add_shapes(ours, rect, kind="images")

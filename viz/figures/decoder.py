@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget
 from viz.figures.heatmaps import add_cell_targets
-from viz.figures.layout import add_shapes, figure, update_axes
+from viz.figures.layout import add_annotations, add_shapes, figure, update_axes
 from viz.figures.text import token_labels
 
 
@@ -90,7 +90,7 @@ def generation_map(
     line = {"color": theme.colors["text"], "width": 2 * theme.line_scale, "dash": "dash"}
     add_shapes(fig, dict(type="line", x0=prompt_len - 0.5, x1=prompt_len - 0.5, y0=-0.5, y1=S - 0.5, line=line))
     if earlier:
-        add_shapes(
+        add_annotations(
             fig,
             dict(
                 x=0,
@@ -101,7 +101,6 @@ def generation_map(
                 yanchor="bottom",
                 font={"size": theme.sizes.tick, "color": theme.colors["text"]},
             ),
-            kind="annotations",
         )
     height = max(320, min(900, (26 if theme.presentation else 20) * S + 260))
     update_axes(

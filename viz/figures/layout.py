@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-__all__ = ["add_shapes", "figure", "relayout", "subplots", "update_annotations", "update_axes"]
+__all__ = ["add_annotations", "add_shapes", "figure", "relayout", "subplots", "update_annotations", "update_axes"]
 
 
 def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -86,11 +86,18 @@ def update_axes(
     return _apply(fig, {key: change for key in _axis_keys(fig, layout, axis, row, col)}, layout)
 
 
-def add_shapes(fig: go.Figure, *shapes: dict[str, Any], kind: str = "shapes") -> go.Figure:
-    """``fig.add_shape(**s)`` for each shape (``kind="annotations"``: ``add_annotation``), in one assignment."""
-    if kind not in ("shapes", "annotations"):
-        raise ValueError('kind must be "shapes" or "annotations"')
-    fig.layout[kind] = [*(item.to_plotly_json() for item in fig.layout[kind]), *(_copy(s) for s in shapes)]
+def add_shapes(fig: go.Figure, *shapes: dict[str, Any]) -> go.Figure:
+    """``fig.add_shape(**s)`` for each shape, in one assignment."""
+    return _append(fig, "shapes", shapes)
+
+
+def add_annotations(fig: go.Figure, *notes: dict[str, Any]) -> go.Figure:
+    """``fig.add_annotation(**n)`` for each note, in one assignment."""
+    return _append(fig, "annotations", notes)
+
+
+def _append(fig: go.Figure, kind: str, items) -> go.Figure:
+    fig.layout[kind] = [*(item.to_plotly_json() for item in fig.layout[kind]), *(_copy(i) for i in items)]
     return fig
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
-from viz.figures.layout import add_shapes, figure, subplots, update_annotations, update_axes
+from viz.figures.layout import add_annotations, figure, subplots, update_annotations, update_axes
 
 
 def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None) -> go.Figure:
@@ -139,7 +139,7 @@ def qk_scatter(
         )
         for (point, text), (dx, dy) in zip(named, offsets, strict=True)
     ]
-    add_shapes(fig, *notes, kind="annotations")
+    add_annotations(fig, *notes)
     update_axes(fig, "x", title={"text": f"PC1 ({ratio[0]:.0%} of variance)"})
     update_axes(fig, "y", title={"text": f"PC2 ({ratio[1]:.0%} of variance)"})
     return style(fig, theme, title=title, height=620 if theme.presentation else 560, legend=True)
