@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import streamlit_server
+from scripts.browser import streamlit_server, wait_idle
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +17,16 @@ def profiles(tmp_path_factory):
 def server(profiles):
     with streamlit_server(env={"ATTENTION_LAB_PROFILES": str(profiles)}) as url:
         yield url
+
+
+@pytest.fixture
+def page(server, browser):
+    """A fresh tab on the app, opened and idle; the test fails if the page threw a JavaScript error."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server)
+    wait_idle(page)
+    yield page
+    assert not errors, errors
+    page.close()

@@ -15,18 +15,6 @@ from tests.e2e.test_interaction import click_at, marker_point
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-@pytest.fixture
-def page(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server)
-    wait_idle(page)
-    yield page
-    assert not errors, errors
-    page.close()
-
-
 def titles(page) -> list[str]:
     return [t.text_content() for t in page.locator("svg .gtitle").all()]
 

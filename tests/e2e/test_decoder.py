@@ -25,12 +25,7 @@ def section(page, name: str) -> None:
     wait_idle(page)
 
 
-def test_smollm2_every_page_and_the_decoder_lessons(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(str(exc)))
-    page.goto(server)
-    wait_idle(page)
+def test_smollm2_every_page_and_the_decoder_lessons(server, page):
     page.get_by_label("Model source").click()
     page.get_by_role("option", name=SMOLLM).click()
     wait_idle(page)
@@ -69,5 +64,3 @@ def test_smollm2_every_page_and_the_decoder_lessons(server, browser):
     titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
     assert titles[0].startswith(f"Layer {best[0]}, head {best[1]}"), titles
     assert best[0] in (17, 18), best  # SmolLM2's induction heads sit in layers 17-18
-    assert not problems, problems
-    page.close()

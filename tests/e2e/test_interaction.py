@@ -41,17 +41,10 @@ def click_at(page, point: dict) -> None:
 
 
 @pytest.fixture
-def app_page(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server)
-    wait_idle(page)
+def app_page(page):
     type_text(page, SENTENCE)
     SENTENCE_TOKENS[:] = strip_tokens(page)
-    yield page
-    assert not errors, errors
-    page.close()
+    return page
 
 
 def test_a_click_on_an_overview_thumbnail_opens_that_head(server, app_page):
