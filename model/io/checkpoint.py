@@ -5,29 +5,35 @@ tokenizer.json text) and free-form info, so one file restores model + tokenizer.
 ``model.safetensors`` + ``config.json`` (+ ``tokenizer.json``) works too, and Hugging Face BERT folders
 are recognised and imported (see :mod:`model.io.bert`).
 
+The post's encoder, saved as its readers save it (``torch.save(model.state_dict(), ...)`` or
+``safetensors.torch.save_file(model.state_dict(), ...)``), is recognised by its parameter names and imported
+(see :mod:`model.io.post`); it does not store its number of heads, so ``n_heads`` says it (or a config.json /
+metadata hint beside it).
+
 Plain PyTorch files (``.pt``/``.pth``) go through ``torch.load(weights_only=True)`` only: nothing in a
 checkpoint is ever unpickled into arbitrary objects or executed.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import pickle  # only for its exception type: nothing is ever unpickled
 import tempfile
 from pathlib import Path
 
 import torch
 from safetensors.torch import save as st_save
 
-from model.errors import CheckpointError
+from model.errors import CheckpointError, foreign_module
 from model.io.bert import load_bert_folder
+from model.io.contents import FORMAT, Contents, Questions, file_kind, questions, read_contents, unrecognised
 from model.io.gguf import load_gguf
-from model.io.state import LoadedModel, build_from_state, config_from_dict, config_from_json, read_safetensors
+from model.io.post import load_post_state
+from model.io.post_layout import is_post_state
+from model.io.state import LoadedModel, build_from_state, config_from_dict, config_from_json
 from model.io.tokenizer import Tokenizer
 from model.transformer import Transformer
 
-FORMAT = "attention-lab/1"
+__all__ = ["FORMAT", "Questions", "load_bytes", "load_checkpoint", "questions", "questions_at", "save_checkpoint"]
 
 
 def save_checkpoint(
@@ -54,6 +60,8 @@ def to_bytes(
     dtype: torch.dtype | None = None,
     state: dict[str, torch.Tensor] | None = None,
 ) -> bytes:
+    if not isinstance(model, Transformer):
+        raise TypeError(foreign_module(model, "save_checkpoint"))
     meta = {"format": FORMAT, "config": model.cfg.to_json(), "info": json.dumps(info or {})}
     if tokenizer is not None:
         meta["tokenizer"] = tokenizer.to_str()
@@ -66,103 +74,133 @@ def to_bytes(
     return st_save(tensors, metadata=meta)
 
 
-def load_bytes(data: bytes, name: str = "upload") -> LoadedModel:
-    """Load a checkpoint given as bytes (an upload). ``name`` chooses the format by extension."""
-    suffix = Path(name).suffix.lower()
-    if suffix in (".pt", ".pth", ".bin"):
-        return _load_torch_bytes(data)
-    if suffix == ".gguf":
+def _build(contents: Contents, kind: str, n_heads: int | None, norm: str | None) -> LoadedModel:
+    if contents.config is not None:
+        raw = contents.config
+        cfg = config_from_json(raw) if isinstance(raw, str) else config_from_dict(raw)
+        return build_from_state(cfg, contents.state, contents.tokenizer, contents.info)
+    if is_post_state(contents.state):
+        return load_post_state(
+            contents.state,
+            n_heads=n_heads,
+            norm=norm,
+            hint=contents.hint,
+            tokenizer=contents.tokenizer,
+            info=contents.info,
+        )
+    raise unrecognised(contents.state, kind)
+
+
+def load_bytes(
+    data: bytes, name: str = "upload", *, n_heads: int | None = None, norm: str | None = None, hint: dict | None = None
+) -> LoadedModel:
+    """Load a checkpoint given as bytes (an upload). ``name`` chooses the format by extension; ``n_heads`` and
+    ``norm`` ("pre"/"post") answer what the post's encoder does not store; ``hint`` is a config found beside the
+    file (its own stored values win)."""
+    if Path(name).suffix.lower() == ".gguf":
         with tempfile.TemporaryDirectory() as folder:  # the gguf reader maps a file; it never runs its contents
             path = Path(folder) / "upload.gguf"
             path.write_bytes(data)
             return load_gguf(path)
-    tensors, meta = read_safetensors(data)
-    if meta.get("format") != FORMAT or "config" not in meta:
-        raise CheckpointError(
-            "this safetensors file has no Attention Lab config in its metadata; load its folder "
-            "(with config.json) instead, or save it with model.io.checkpoint.save_checkpoint"
-        )
-    cfg = config_from_json(meta["config"])
-    tokenizer = Tokenizer.from_str(meta["tokenizer"]) if "tokenizer" in meta else None
-    try:
-        info = json.loads(meta.get("info", "{}"))
-    except json.JSONDecodeError:
-        info = {}
-    return build_from_state(cfg, tensors, tokenizer, info if isinstance(info, dict) else {})
+    contents = read_contents(data, name)
+    contents.hint = {**(hint or {}), **contents.hint}
+    return _build(contents, file_kind(name), n_heads, norm)
 
 
-ACCEPTED = (
-    "Attention Lab reads .safetensors files (its own, or a folder with config.json such as a Hugging Face BERT "
-    "folder), LLaMA-architecture .gguf files and .pt/.pth files that hold only tensors, numbers, strings, lists "
-    "and dicts: "
-    "{'config': {...}, 'state_dict': {...}}"
-)
-
-
-def torch_load_problem(data: bytes, exc: Exception) -> str:
-    """What is wrong with bytes that ``torch.load(weights_only=True)`` refused, in our words (PyTorch's message
-    suggests disabling the safety check, which is the wrong advice for an untrusted file)."""
-    if data[:4] == b"PK\x03\x04":
-        if isinstance(exc, pickle.UnpicklingError):
-            return (
-                "this PyTorch file holds Python objects beyond plain tensors and containers (a pickled class or "
-                "function); they are never unpickled here, because unpickling can run code"
-            )
-        return "this PyTorch file is damaged or cut short: its zip archive cannot be read"
-    if data[:1] == b"\x80":
-        return "this is a bare pickle, not a file written by torch.save; it is never unpickled here"
-    return "this is not a PyTorch file: it has neither the zip archive of torch.save nor a pickle header"
-
-
-def _load_torch_bytes(data: bytes) -> LoadedModel:
-    if not data:
-        raise CheckpointError("the file is empty")
-    try:
-        obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except Exception as exc:  # PyTorch's own text would advise weights_only=False: never pass it on
-        raise CheckpointError(f"{torch_load_problem(data, exc)}. {ACCEPTED}") from None
-    if not isinstance(obj, dict) or "config" not in obj or "state_dict" not in obj:
-        raise CheckpointError(
-            "a .pt checkpoint must be a dict {'config': {...}, 'state_dict': {...}}; a bare state dict "
-            "has no config (save it with model.io.checkpoint.save_checkpoint instead)"
-        )
-    cfg = config_from_dict(obj["config"])
-    if not isinstance(obj["state_dict"], dict):
-        raise CheckpointError("'state_dict' must be a dict of tensors")
-    tok = obj.get("tokenizer")
-    return build_from_state(cfg, obj["state_dict"], Tokenizer.from_str(tok) if isinstance(tok, str) else None)
-
-
-def load_checkpoint(path: str | Path) -> LoadedModel:
-    """Load a native file, a ``.pt``, a native folder or a Hugging Face BERT folder."""
+def questions_at(path: str | Path) -> Questions:
+    """:func:`questions` for a local file or folder, with the config.json and tokenizer.json beside it."""
     path = Path(path)
     if path.is_dir():
-        return _load_folder(path)
+        raw = _read_config(path)
+        weights = weights_in(path) if raw is None or "model_type" not in raw else None
+        if weights is None:
+            return Questions()  # a Hugging Face folder, or nothing to load (loading says so)
+        return questions(weights.read_bytes(), weights.name, hint=raw, tokenizer_beside=_has_tokenizer(path))
+    if not path.is_file() or path.suffix.lower() == ".gguf":
+        return Questions()
+    return questions(
+        path.read_bytes(), path.name, hint=_hint_beside(path.parent), tokenizer_beside=_has_tokenizer(path)
+    )
+
+
+def _has_tokenizer(path: Path) -> bool:
+    return tokenizer_beside(path) is not None
+
+
+def load_checkpoint(path: str | Path, *, n_heads: int | None = None, norm: str | None = None) -> LoadedModel:
+    """Load a native file, a ``.pt``, the post's state dict (``n_heads``: its number of heads), a native folder,
+    a folder holding the post's weights or a Hugging Face BERT folder. A ``tokenizer.json`` and a
+    ``config.json`` beside a file are used when the file brings none."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_folder(path, n_heads, norm)
     if not path.is_file():
         raise CheckpointError(f"no such file or folder: {path}")
     if path.suffix.lower() == ".gguf":
         return load_gguf(path)
-    return load_bytes(path.read_bytes(), path.name)
+    loaded = load_bytes(path.read_bytes(), path.name, n_heads=n_heads, norm=norm, hint=_hint_beside(path.parent))
+    _tokenizer_beside(loaded, path.parent)
+    return loaded
 
 
-def _load_folder(folder: Path) -> LoadedModel:
+def tokenizer_beside(path: Path) -> Path | None:
+    """The tokenizer.json in a folder, or beside a file."""
+    folder = path if path.is_dir() else path.parent
+    found = folder / "tokenizer.json"
+    return found if found.is_file() else None
+
+
+def _tokenizer_beside(loaded: LoadedModel, folder: Path) -> None:
+    found = tokenizer_beside(folder)
+    if loaded.tokenizer is None and found is not None:
+        loaded.attach_tokenizer(Tokenizer.from_file(found))
+
+
+def _read_config(folder: Path) -> dict | None:
     cfg_path = folder / "config.json"
     if not cfg_path.is_file():
-        files = sorted(folder.glob("*.safetensors"))
-        if len(files) == 1:
-            return load_checkpoint(files[0])
-        raise CheckpointError(f"{folder} has no config.json and no single .safetensors checkpoint")
+        return None
     try:
         raw = json.loads(cfg_path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"config.json is not valid JSON: {exc}") from None
-    if isinstance(raw, dict) and raw.get("model_type") == "bert":
+    if not isinstance(raw, dict):
+        raise CheckpointError("config.json must hold a JSON object")
+    return raw
+
+
+def _hint_beside(folder: Path) -> dict:
+    """A config.json beside a weights file, as a hint (never a Hugging Face config, which names its family)."""
+    try:
+        raw = _read_config(folder)
+    except CheckpointError:
+        return {}
+    return raw if raw is not None and "model_type" not in raw else {}
+
+
+def weights_in(folder: Path) -> Path | None:
+    """The weights file of a folder: model.safetensors, else its only .safetensors, else its only .pt/.pth/.bin."""
+    if (folder / "model.safetensors").is_file():
+        return folder / "model.safetensors"
+    for suffixes in ((".safetensors",), (".pt", ".pth", ".bin")):
+        files = sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in suffixes)
+        if len(files) == 1:
+            return files[0]
+    return None
+
+
+def _load_folder(folder: Path, n_heads: int | None, norm: str | None) -> LoadedModel:
+    raw = _read_config(folder)
+    if raw is not None and raw.get("model_type") == "bert":
         return load_bert_folder(folder)
-    weights = folder / "model.safetensors"
-    if not weights.is_file():
-        raise CheckpointError(f"{folder} has config.json but no model.safetensors")
-    cfg = config_from_dict(raw)
-    tensors, _ = read_safetensors(weights.read_bytes())
-    tok_path = folder / "tokenizer.json"
-    tokenizer = Tokenizer.from_file(tok_path) if tok_path.is_file() else None
-    return build_from_state(cfg, tensors, tokenizer)
+    weights = weights_in(folder)
+    if weights is None:
+        what = "config.json but no weights file" if raw is not None else "no config.json and no single weights file"
+        raise CheckpointError(f"{folder} has {what} (model.safetensors, or one .safetensors / .pt / .pth file)")
+    contents = read_contents(weights.read_bytes(), weights.name)
+    if contents.config is None and raw is not None and not is_post_state(contents.state):
+        contents.config = raw  # a native folder: config.json is our config
+    contents.hint = {**(raw or {}), **contents.hint}
+    loaded = _build(contents, file_kind(weights.name), n_heads, norm)
+    _tokenizer_beside(loaded, folder)
+    return loaded

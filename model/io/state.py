@@ -38,6 +38,15 @@ class LoadedModel:
     info: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
+    def attach_tokenizer(self, tokenizer: Tokenizer) -> None:
+        """Give a model whose file brought no tokenizer one: refused when it can produce ids outside the embedding
+        table, warned about when it is much smaller than the table."""
+        tokenizer.check_fits(self.model.cfg.vocab_size)
+        note = tokenizer.fit_note(self.model.cfg.vocab_size)
+        if note:
+            self.warnings.append(note)
+        self.tokenizer = tokenizer
+
     @property
     def name(self) -> str:
         name = self.info.get("name")
@@ -169,6 +178,7 @@ def build_from_state(
         warnings.warn(note, stacklevel=2)
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in state.items()}, strict=True)
     model.eval()
+    loaded = LoadedModel(model=model, tokenizer=None, info=dict(info or {}), warnings=notes)
     if tokenizer is not None:
-        tokenizer.check_fits(cfg.vocab_size)
-    return LoadedModel(model=model, tokenizer=tokenizer, info=dict(info or {}), warnings=notes)
+        loaded.attach_tokenizer(tokenizer)
+    return loaded

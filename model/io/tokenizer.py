@@ -145,6 +145,18 @@ class Tokenizer:
             text=text,
         )
 
+    def fit_note(self, vocab_size: int) -> str | None:
+        """A warning when the tokenizer is much smaller than the embedding table (below 80 % of its rows): the
+        model was almost surely trained with another tokenizer. Vocabularies padded to a round size (GPT-2's
+        50,257 in 50,304 rows) stay well above that."""
+        if self.vocab_size >= 0.8 * vocab_size:
+            return None
+        return (
+            f"The tokenizer has {self.vocab_size:,} tokens but the model's embedding table has {vocab_size:,} "
+            f"rows, so {vocab_size - self.vocab_size:,} rows are never used: this is probably not the tokenizer "
+            "the model was trained with, and its ids then mean other words to the model."
+        )
+
     def check_fits(self, vocab_size: int) -> None:
         """Refuse a tokenizer that can produce ids outside the model's embedding table."""
         if self.vocab_size > vocab_size:
@@ -152,6 +164,35 @@ class Tokenizer:
                 f"the tokenizer has {self.vocab_size} tokens but the model's embedding table has only "
                 f"{vocab_size} rows; use the tokenizer the model was trained with"
             )
+
+
+class IdTokenizer(Tokenizer):
+    """Token ids typed as text ("12 873 5"): for a model that came without its tokenizer. Each id is one token,
+    labelled by its number; anything that is not an id from 0 to vocab_size − 1 is refused with an example."""
+
+    def __init__(self, vocab_size: int) -> None:
+        inner = _HFTokenizer(models.WordLevel(vocab={str(i): i for i in range(vocab_size)}, unk_token="[UNK]"))
+        inner.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        super().__init__(inner)
+        self.rows = vocab_size
+
+    @property
+    def vocab_size(self) -> int:
+        return self.rows
+
+    @property
+    def unk_token(self) -> str | None:
+        return None
+
+    def encode(self, text: str, max_len: int | None = None) -> Encoded:
+        bad = [w for w in str(text)[:MAX_TEXT_CHARS].split() if not (w.isdigit() and int(w) < self.rows)]
+        if bad:
+            example = " ".join(str(i) for i in range(min(self.rows, 5)))
+            raise ValueError(
+                f"with the tokenizer “token ids” the text is token ids from 0 to {self.rows - 1:,} separated by "
+                f"spaces (for example “{example}”); “{bad[0][:40]}” is not one"
+            )
+        return super().encode(text, max_len)
 
 
 def _bytes_to_unicode() -> dict[int, str]:

@@ -7,7 +7,8 @@ from tests.app.conftest import figures, new_app
 from tests.security.gguf_files import write_tiny_gguf
 
 
-def test_generate_on_request_then_append(tmp_path):
+def test_generate_on_request_then_append(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))  # the folder this server shares for models
     path = write_tiny_gguf(tmp_path / "tiny.gguf")
     at = new_app()
     at.sidebar.selectbox(key="model_kind").set_value("folder").run()

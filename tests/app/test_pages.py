@@ -168,10 +168,11 @@ def test_hide_special_tokens(app):
     assert "[CLS]" not in y and "[SEP]" not in y
 
 
-def test_bad_upload_keeps_previous_model_and_text(app):
+def test_bad_upload_keeps_previous_model_and_text(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))
     app.sidebar.text_area(key="text").set_value("Keep this text.").run()
     app.sidebar.selectbox(key="model_kind").set_value("folder").run()
-    app.sidebar.text_input(key="folder_path").set_value("/nonexistent/model").run()
+    app.sidebar.text_input(key="folder_path").set_value(str(tmp_path / "nonexistent" / "model")).run()
     assert not app.exception
     assert any("no such file or folder" in e.value for e in app.sidebar.error)
     assert app.sidebar.text_area(key="text").value == "Keep this text."

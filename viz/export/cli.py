@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from model.errors import CheckpointError
-from model.io.catalog import ModelSpec
+from model.io.catalog import SOURCES, ModelSpec
 from viz.export.offline import figure_html
 from viz.export.pack import build_pack
 from viz.export.render import render_image
@@ -25,6 +25,8 @@ from viz.views import REGISTRY, ViewUnavailableError, build, page_views
 from viz.views.base import View
 from viz.views.source import DirectSource
 
+#: catalog entries the command reaches by name (an upload is the app's; a path is any other --model)
+NAMED = tuple(kind for kind in SOURCES if kind not in ("upload", "folder"))
 #: older view names of this command, kept working
 ALIASES = {"heatmap": ("attention", {"mode": "weights"}), "scores": ("attention", {"mode": "scores"})}
 #: what --pack exports without --page or --view: the attention page, the head view and the overview
@@ -96,7 +98,13 @@ def list_views() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m viz.export", description="Export Attention Lab figures.")
     p.add_argument("--list", action="store_true", help="list every view and its settings, then stop")
-    p.add_argument("--model", default="bundled", help="bundled, minilm, random, or a checkpoint file/folder path")
+    p.add_argument("--model", default="bundled", help=f"{', '.join(NAMED)}, or a checkpoint file/folder path")
+    p.add_argument("--heads", type=int, help="heads per layer of a checkpoint that does not store them (the post's)")
+    p.add_argument("--norm", choices=("pre", "post"), help="block order of the post's encoder (default: pre-norm)")
+    p.add_argument(
+        "--tokenizer",
+        help="for a checkpoint without one: bundled (BERT uncased), ids (the text is token ids) or a tokenizer.json",
+    )
     p.add_argument("--text")
     p.add_argument("--view", action="append", help=f"a view key (see --list; also {', '.join(ALIASES)}); repeatable")
     p.add_argument("--page", help="with --pack: every view of this page (url path, e.g. attention, qkv)")
@@ -122,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give --text")
     if not args.out and not args.pack:
         p.error("give --out FILE or --pack FILE.zip")
-    known = ("bundled", "minilm", "random")
-    spec = ModelSpec(args.model) if args.model in known else ModelSpec("folder", path=args.model)
+    answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or ""}
+    spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
     theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale, positions=args.positions)
     try:
         src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special)
-        for notice in src.obs.notices:
+        for notice in [*src.loaded.warnings, *src.obs.notices]:
             print(f"note: {notice}", file=sys.stderr)
         if args.out:
             key, selection = selection_for((args.view or ["attention"])[0], args)

@@ -24,9 +24,11 @@ from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
+from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
+from model.io.checkpoint import Questions, questions, questions_at
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, capture_bytes, expected_bytes, head_weights, observe
 from model.profile.store import Profile, read_profile
@@ -36,7 +38,7 @@ from viz.shell.gate import ByteGate, inflight_from_env
 from viz.views import View, build
 
 
-def _build_model(spec: ModelSpec, device: str, data: bytes | None) -> LoadedModel:
+def _build_model(spec: ModelSpec, device: str, data: dict[str, bytes] | None) -> LoadedModel:
     """Load ``spec`` on ``device`` (not cached). A random re-init of another model starts from that model's cached
     copy, not a second load of its file."""
     if spec.kind == "reinit" and spec.base is not None:
@@ -49,7 +51,7 @@ def _build_model(spec: ModelSpec, device: str, data: bytes | None) -> LoadedMode
 
 
 @shared("Loading model…")
-def get_model(spec: ModelSpec, device: str, _data: bytes | None = None) -> LoadedModel:
+def get_model(spec: ModelSpec, device: str, _data: dict[str, bytes] | None = None) -> LoadedModel:
     """One loaded model per (spec, device), shared by all sessions (uploads are keyed by their digest)."""
     return _build_model(spec, device, _data)
 
@@ -65,7 +67,7 @@ def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _
 
 
 @shared("Measuring the heads…")
-def get_metrics(spec, device, text, options, _data: bytes | None = None) -> dict[str, np.ndarray]:
+def get_metrics(spec, device, text, options, _data: dict[str, bytes] | None = None) -> dict[str, np.ndarray]:
     """Head metrics {name: (L, H)} of a text with other options or on another model. Only the metrics are kept:
     a random re-init of a big model (SmolLM2: 538 MB) is built, run and dropped rather than cached."""
     loaded = _build_model(spec, device, _data) if spec.kind == "reinit" else get_model(spec, device, _data)
@@ -251,7 +253,21 @@ def views(ctx: PageContext, key: str, /, **selection) -> list[View]:
     return _cached_views(src.spec, src.device, src.obs.text, src.options, src.hide_special, ctx.theme, key, items, src)
 
 
-def upload_bytes(spec: ModelSpec) -> bytes | None:
-    """This session's bytes behind an upload spec (or behind the base of a re-initialised one)."""
+def upload_bytes(spec: ModelSpec) -> dict[str, bytes] | None:
+    """This session's uploads behind a spec (or behind the base of a re-initialised one), by sha256 digest: the
+    checkpoint's bytes and an uploaded tokenizer.json's."""
     root = spec.root
-    return st.session_state["uploads"].get(root.digest, (None, None))[1] if root.kind == "upload" else None
+    wanted = [root.digest if root.kind == "upload" else "", root.tokenizer.removeprefix("upload:")]
+    mine = st.session_state["uploads"]
+    found = {d: mine[d][1] for d in wanted if d and d in mine}
+    return found or None
+
+
+@shared("Reading the file…")
+def get_questions(key: str, name: str, _data: bytes | None, _path: str | None = None) -> Questions | str:
+    """What a checkpoint does not say (heads, block order, tokenizer), keyed by an upload's digest or a path with
+    its size and time; the loader's message (str) when it cannot be read — loading then shows it."""
+    try:
+        return questions(_data, name) if _data is not None else questions_at(_path)
+    except (CheckpointError, OSError) as exc:
+        return str(exc)

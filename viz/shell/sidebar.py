@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
 from model.devices import available_devices, device_label
 from model.io.bert import MINILM_INSTALL
-from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, ModelSpec, available, digest
+from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, TOKENIZER_CHOICES, ModelSpec, available, digest
+from model.io.checkpoint import Questions
 from model.io.gguf import SMOLLM_INSTALL
 from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
+from viz.shell.paths import REFUSED, SWITCHED_OFF, allowed, model_dirs
+from viz.shell.services import get_questions, upload_bytes
 
 
 @dataclass
@@ -62,8 +65,8 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         return spec, None
     if kind == "upload":
         up = st.file_uploader(
-            "Checkpoint (.safetensors from Attention Lab, .pt/.pth, or a LLaMA .gguf)",
-            type=["safetensors", "pt", "pth", "gguf"],
+            "Checkpoint (.safetensors or .pt/.pth: the post's state dict or Attention Lab's; a LLaMA .gguf)",
+            type=["safetensors", "pt", "pth", "bin", "gguf"],
             key="upload_file",
             max_upload_size=MAX_UPLOAD_BYTES // 2**20,
         )
@@ -73,20 +76,89 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         data = up.getvalue()
         d = digest(data)
         st.session_state["uploads"][d] = (up.name, data)
-        return ModelSpec("upload", digest=d, name=up.name), data
+        asked = get_questions(d, up.name, data)
+        spec = _answered(ModelSpec("upload", digest=d, name=up.name), asked, d)
+        return spec, (upload_bytes(spec) if spec is not None else None)
     if kind == "folder":
-        path = st.text_input(
+        roots = model_dirs(st.get_option("server.address"))
+        if not roots:
+            st.info(SWITCHED_OFF)
+            return None, None
+        text = st.text_input(
             "Path to a checkpoint file or folder",
             key="folder_path",
-            placeholder="/path/to/model.safetensors, a Hugging Face BERT folder or a LLaMA .gguf",
+            placeholder="/path/to/encoder.pt, model.safetensors, a Hugging Face BERT folder or a LLaMA .gguf",
         )
-        if not path.strip():
+        if not text.strip():
             return None, None
-        return ModelSpec("folder", path=path.strip()), None
+        path = allowed(text, roots)
+        if path is None:
+            st.error(REFUSED)
+            return None, None
+        try:
+            stat = path.stat()
+            key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        except OSError:
+            key = str(path)
+        asked = get_questions(key, path.name, None, str(path))
+        spec = _answered(ModelSpec("folder", path=str(path)), asked, key)
+        return spec, (upload_bytes(spec) if spec is not None else None)
     return ModelSpec(kind), None
 
 
-def draw_sidebar() -> tuple[ModelSpec | None, bytes | None, SidebarSlots]:
+def _answered(spec: ModelSpec, asked: Questions | str, file_key: str) -> ModelSpec | None:
+    """Ask what the file does not say (the post's encoder: heads and block order; a tokenizer when none comes
+    with it) and put the answers in the spec; None while an answer is missing (a tokenizer still to upload)."""
+    if isinstance(asked, str):
+        return spec  # unreadable: loading it shows the loader's message
+    if st.session_state["_asked_for"] != file_key:  # a new file: offer its own defaults
+        st.session_state["_asked_for"] = file_key
+        st.session_state["ckpt_heads"] = asked.heads
+        st.session_state["ckpt_norm"] = "pre"
+    changes: dict = {}
+    if asked.head_choices:
+        if st.session_state.get("ckpt_heads") not in asked.head_choices:
+            st.session_state["ckpt_heads"] = asked.heads
+        changes["heads"] = int(
+            st.selectbox(
+                "Heads per layer (not stored in the file)",
+                asked.head_choices,
+                key="ckpt_heads",
+                help=f"The weights fix d_model = {asked.d_model} but not how it is split into heads; choose the "
+                "n_heads the model was built with (the post's default is 8).",
+            )
+        )
+    if asked.ask_norm:
+        changes["norm"] = st.radio(
+            "Blocks",
+            BY_KEY["ckpt_norm"].allowed,
+            key="ckpt_norm",
+            horizontal=True,
+            format_func={"pre": "pre-norm (as in the post)", "post": "post-norm"}.get,
+            help="Pre- and post-norm blocks have the same weights; say which order your forward pass uses.",
+        )
+    if asked.needs_tokenizer:
+        choice = st.radio(
+            "Tokenizer (none comes with the file)",
+            BY_KEY["ckpt_tokenizer"].allowed,
+            key="ckpt_tokenizer",
+            format_func=TOKENIZER_CHOICES.get,
+        )
+        if choice == "upload":
+            up = st.file_uploader("tokenizer.json", type=["json"], key="tokenizer_file")
+            if up is None:
+                st.info("Choose the tokenizer.json the model was trained with.")
+                return None
+            data = up.getvalue()
+            st.session_state["uploads"][digest(data)] = (up.name, data)
+            choice = f"upload:{digest(data)}"
+        elif choice == "ids":
+            st.caption(f"Type token ids (0 to {asked.vocab_size - 1:,}) separated by spaces in the text box.")
+        changes["tokenizer"] = choice
+    return replace(spec, **changes)
+
+
+def draw_sidebar() -> tuple[ModelSpec | None, dict[str, bytes] | None, SidebarSlots]:
     """Draw every sidebar widget. Returns the requested model (spec, upload bytes) and the message slots."""
     with st.sidebar:
         st.subheader("Model")

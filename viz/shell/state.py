@@ -14,6 +14,7 @@ INTERNAL = {
     "active_spec": None,  # the last model spec that loaded successfully
     "failed": {},  # spec -> message, so a bad file is not re-parsed on every rerun
     "uploads": {},  # digest -> (name, bytes): this session's uploads only
+    "_asked_for": None,  # the file whose questions (heads, block order) the sidebar's answers belong to
 }
 
 
