@@ -63,6 +63,8 @@ with st.sidebar:
     session_controls(page.url_path)
 if context is None:
     st.title("Attention Lab")
+    for problem in slots.problems:
+        st.error(problem)
     st.info("Fix the problem shown in the sidebar to continue; your text and settings are kept.")
     st.stop()
 st.session_state["_ctx"] = context

@@ -152,7 +152,9 @@ def load_post_state(
             f"{listed(list(layout.left_out), 4)}. The dashboard shows the encoder; its output is the final "
             "hidden state."
         )
-    meta = {"model_type": "attention-from-scratch", "heads_stored": stored is not None, **(info or {})}
+    how = "as chosen" if n_heads else "stored with the weights" if stored else "assumed: the post's default"
+    family = f"the post's TransformerEncoder: {heads} heads ({how}), {block}-norm blocks"
+    meta = {"model_type": "attention-from-scratch", "family": family, **(info or {})}
     loaded = build_from_state(cfg, map_post_weights(state, layout), tokenizer, meta)
     if layout.positional == "sinusoidal" and layout.table is not None:
         table = state[layout.table].reshape(layout.max_seq_len, layout.d_model)  # (L, d_model)

@@ -68,6 +68,7 @@ class LoadedModel:
         return {
             "name": self.name,
             "source": str(self.info.get("source", "")),
+            "family": str(self.info.get("family", "")),  # how an importer read the file (the post's encoder)
             "architecture": f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model {cfg.d_model}, d_k {cfg.d_k}, "
             f"d_ff {cfg.d_ff}",
             "norm_kind": cfg.norm_kind,

@@ -164,7 +164,7 @@ def test_anything_else_lists_unexpected_and_missing_keys(post):
     text = str(err.value)
     assert "unexpected keys: layers.0.attn.rel_bias" in text and "missing keys: layers.1.norm2.bias" in text
     assert "Expected, per layer: layers.{i}.attn.W_q.weight" in text
-    with pytest.raises(CheckpointError, match="neither the post's encoder nor an Attention Lab checkpoint. Found: w"):
+    with pytest.raises(CheckpointError, match=r"neither the post's encoder nor an Attention Lab checkpoint\. Found: w"):
         load_bytes(st_save({"w": torch.zeros(2)}), "other.safetensors")
 
 
@@ -178,7 +178,7 @@ def test_pickled_module_refused_with_the_cure(post, tmp_path):
 
 
 def test_save_checkpoint_and_capture_say_how_to_convert(post, tok, tmp_path):
-    with pytest.raises(TypeError, match="from model.io.post import from_module") as err:
+    with pytest.raises(TypeError, match=r"from model\.io\.post import from_module") as err:
         save_checkpoint(tmp_path / "x.safetensors", post)
     assert "TransformerEncoder has none of its hook points" in str(err.value)
     with pytest.raises(TypeError, match="capture needs an Attention Lab Transformer"):

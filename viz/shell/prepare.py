@@ -97,7 +97,9 @@ def prepare_context(
     try:
         context = build_context(active, device, page)
     except Exception as exc:
-        slots.status.error(f"The model could not process this text: {type(exc).__name__}: {exc}")
+        problem = f"The model could not process this text: {type(exc).__name__}: {exc}"
+        slots.status.error(problem)
+        slots.problems.append(problem)
         return None
     draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget))
     return context

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import streamlit as st
 
@@ -23,6 +23,7 @@ class SidebarSlots:
     model: st.delta_generator.DeltaGenerator  # under the model picker: load errors
     device: st.delta_generator.DeltaGenerator  # under the device picker: fallbacks
     status: st.delta_generator.DeltaGenerator  # at the end: the model's description, token count, timing
+    problems: list[str] = field(default_factory=list)  # what stops the page, repeated in the main area
 
 
 def _set_example() -> None:
@@ -223,6 +224,8 @@ def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None) -> None
                 + (" · causal, next-token head" if desc["decoder"] else "")
             )
             st.caption(f"Source: {desc['source']}")
+            if desc["family"]:
+                st.caption(f"Read as {desc['family']}.")
         for w in loaded.warnings:
             st.warning(w)
         st.caption(

@@ -1,0 +1,51 @@
+"""A reader of the post uploads torch.save(model.state_dict()) in a real browser, answers the heads question and
+sees the attention map: the heatmap's numbers in the page equal the post's own softmax weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.io.catalog import BUNDLED_TOKENIZER
+from model.io.tokenizer import Tokenizer
+from scripts.browser import ROOT, type_text, wait_idle
+from tests.reference import post_encoder as ref
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TEXT = "The animal didn't cross the street because it was too tired."
+SHOTS = ROOT / "build" / "screenshots"
+
+
+def pick(page, label: str, option: str) -> None:
+    page.get_by_role("combobox", name=label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    wait_idle(page)
+
+
+def test_upload_the_posts_state_dict_answer_heads_see_the_map(page, tmp_path):
+    model = ref.make(seed=6)
+    path = tmp_path / "encoder.pt"
+    torch.save(model.state_dict(), path)
+    type_text(page, TEXT)
+    pick(page, "Model source", "Upload a checkpoint file")
+    page.locator('input[type="file"][accept*=".pt"]').set_input_files(str(path))
+    wait_idle(page)
+    heads = page.get_by_role("combobox", name="Heads per layer (not stored in the file)")
+    heads.wait_for(timeout=30_000)
+    assert heads.input_value() == "8"  # the post's default, offered first
+    pick(page, "Heads per layer (not stored in the file)", "4")
+    page.get_by_text("About: encoder.pt").click()
+    page.get_by_text("2 layers × 4 heads, d_model 64, d_k 16").wait_for(timeout=30_000)
+    pick(page, "Head", "2")
+    plot = page.locator(".js-plotly-plot").first
+    plot.wait_for(timeout=30_000)
+    title = plot.locator(".gtitle").first.text_content()
+    assert "Layer 0, head 2" in title
+    z = np.array(plot.evaluate("el => Array.from(el._fullData[0].z, row => Array.from(row))"), dtype=float)
+    ids = torch.tensor([Tokenizer.from_file(BUNDLED_TOKENIZER).encode(TEXT).ids])
+    expected = ref.run(model, ids)[1][0][0, 2].numpy()
+    assert z.shape == expected.shape and np.abs(z - expected).max() <= 1e-5
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "post-upload.png"), full_page=True)
