@@ -30,7 +30,7 @@ LAYER_MAP = {
 #: names readers give a learned position table, in the order they are tried
 LEARNED_TABLES = ("pos_enc.weight", "pos_enc.embedding.weight", "pos_embedding.weight", "pos_emb.weight")
 _ENCODER_MODULES = ("embedding.", "pos_enc.", "layers.", "norm.")
-SINUSOID_TOLERANCE = 1e-4  # a stored table this close to the formula is the formula (float32 rounding)
+SINUSOID_TOLERANCE = 1e-4  # a float32 table this close to the formula is the formula; half precision: its rounding
 NAME_MAP_DOC = (
     "embedding → tok_emb · pos_enc.pe → the sinusoidal table · layers.{i} → blocks.{i} · attn.W_q/W_k/W_v/W_o → "
     "attn.w_q/w_k/w_v/w_o · ff.0 → ff.fc1 · ff.3 → ff.fc2 · norm1 → ln1 · norm2 → ln2 · norm → ln_f"
@@ -135,7 +135,10 @@ def read_layout(state: Mapping[str, Any]) -> PostLayout:
             flat = state[table].reshape(rows, d_model).float()  # (L, d_model)
             if name != "pos_enc.pe":
                 positional = "learned"
-            elif d_model % 2 or (flat - sinusoidal_table(rows, d_model)).abs().max() > SINUSOID_TOLERANCE:
+            elif d_model % 2 or (flat - sinusoidal_table(rows, d_model)).abs().max() > max(
+                SINUSOID_TOLERANCE,
+                float(torch.finfo(state[table].dtype).eps),  # |values| ≤ 1: eps/2 is the rounding
+            ):
                 positional = "learned"
                 notes.append(f"{table} is not the sinusoidal table, so it is used as a learned table")
             break

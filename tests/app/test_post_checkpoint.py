@@ -10,6 +10,7 @@ import io
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import save as st_save
 from safetensors.torch import save_file
 
 from model.io.catalog import BUNDLED_TOKENIZER
@@ -48,13 +49,20 @@ def sidebar_text(at) -> str:
     return " ".join(e.value for e in [*at.sidebar.error, *at.sidebar.warning, *at.sidebar.info])
 
 
-def test_upload_asks_for_heads_and_shows_the_posts_weights(post):
-    buf = io.BytesIO()
-    torch.save(post.state_dict(), buf)
+def saved(post, name: str) -> bytes:
+    if name.endswith(".pt"):
+        buf = io.BytesIO()
+        torch.save(post.state_dict(), buf)
+        return buf.getvalue()
+    return st_save({k: v.contiguous() for k, v in post.state_dict().items()})
+
+
+@pytest.mark.parametrize("name", ["encoder.pt", "encoder.safetensors"])
+def test_upload_asks_for_heads_and_shows_the_posts_weights(post, name):
     at = new_app()
     at.sidebar.text_area(key="text").set_value(TEXT).run()
     at.sidebar.selectbox(key="model_kind").set_value("upload").run()
-    at.sidebar.file_uploader(key="upload_file").set_value(("encoder.pt", buf.getvalue(), "application/x")).run()
+    at.sidebar.file_uploader(key="upload_file").set_value((name, saved(post, name), "application/x")).run()
     assert not at.exception, at.exception
     heads = at.sidebar.selectbox(key="ckpt_heads")
     assert heads.options == ["1", "2", "4", "8", "16", "32", "64"] and heads.value == 8  # the post's default
@@ -65,7 +73,10 @@ def test_upload_asks_for_heads_and_shows_the_posts_weights(post):
     title, shown = shown_map(at)
     assert "Layer 1, head 3" in title
     assert np.abs(shown - reference_pattern(post, 1, 3)).max() <= 1e-5
-    assert "About: encoder.pt" in [e.label for e in at.sidebar.expander]
+    assert f"About: {name}" in [e.label for e in at.sidebar.expander]
+    assert "Read as the post's TransformerEncoder: 4 heads (as chosen), pre-norm blocks." in [
+        c.value for c in at.sidebar.caption
+    ]
 
 
 def test_local_folder_with_tokenizer_and_paths_outside_refused_alike(post, tmp_path, monkeypatch):

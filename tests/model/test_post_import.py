@@ -254,6 +254,14 @@ def test_much_smaller_tokenizer_is_warned_about_larger_refused(post):
         from_module(tiny).attach_tokenizer(Tokenizer.from_file(BUNDLED_TOKENIZER))
 
 
+def test_half_precision_state_dict_keeps_the_sinusoidal_table(post, tok):
+    for dtype in (torch.float16, torch.bfloat16):
+        half = {k: v.to(dtype) for k, v in post.state_dict().items()}
+        loaded = load_bytes(pt(half), "half.pt", n_heads=4)
+        assert loaded.model.cfg.positional == "sinusoidal" and not loaded.warnings
+        assert torch.equal(loaded.model.pos_enc.table, half["pos_enc.pe"][0].float())
+
+
 def test_layout_reads_every_size_from_the_shapes():
     model = ref.make(vocab_size=777, d_model=48, n_heads=6, n_layers=3, d_ff=96, max_seq_len=40)
     layout = read_layout(model.state_dict())
