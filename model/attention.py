@@ -111,6 +111,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = False,
         rope: nn.Module | None = None,
         n_kv_heads: int = 0,
+        o_bias: bool | None = None,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -124,7 +125,7 @@ class MultiHeadAttention(nn.Module):
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias if o_bias is None else o_bias)
         self.rope = rope
         self.hook_q = HookPoint()  # (B, H, N, d_k), after RoPE when used
         self.hook_k = HookPoint()  # (B, H_kv, M, d_k), after RoPE; every cached position when generating

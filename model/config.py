@@ -53,8 +53,30 @@ class TransformerConfig:
     pad_token_id: int = 0
     rope_base: float = 10000.0  # θ of RoPE
     rope_style: RopeStyle = "interleaved"  # pairs RoPE rotates: (2i, 2i+1), or (i, i + d_k/2) as in HF LLaMA
+    layer_types: tuple[str, ...] = ()  # per layer "global" or "sliding" (sees sliding_window keys); (): all global
+    sliding_window: int = 0  # a sliding layer's window: causal, the w latest keys (itself too); else |i − j| ≤ w // 2
+    o_bias: bool | None = None  # a bias on W_o; None: as `bias` (Qwen2 biases q, k and v but not o)
+    tie_lm_head: bool = True  # next-token logits through the token embeddings; False: their own lm_head matrix
+    position_offset: int = 0  # learned positions start at this row of the table (RoBERTa: padding_idx + 1)
 
     def __post_init__(self) -> None:
+        if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
+            object.__setattr__(self, "layer_types", tuple(self.layer_types))
+        if self.layer_types and (
+            len(self.layer_types) != self.n_layers or set(self.layer_types) - {"global", "sliding"}
+        ):
+            raise ValueError(
+                f"layer_types must name 'global' or 'sliding' for each of the {self.n_layers} layers, got "
+                f"{list(self.layer_types)}"
+            )
+        if "sliding" in self.layer_types and not (isinstance(self.sliding_window, int) and self.sliding_window >= 1):
+            raise ValueError(f"sliding layers need sliding_window ≥ 1, got {self.sliding_window!r}")
+        if (
+            isinstance(self.position_offset, bool)
+            or not isinstance(self.position_offset, int)
+            or self.position_offset < 0
+        ):
+            raise ValueError(f"position_offset must be a non-negative integer, got {self.position_offset!r}")
         ints = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len", "n_token_types", "n_kv_heads")
         for name in ints:
             value = getattr(self, name)
@@ -129,6 +151,14 @@ class TransformerConfig:
         return self.causal and self.lm_head
 
     @property
+    def use_o_bias(self) -> bool:
+        return self.bias if self.o_bias is None else self.o_bias
+
+    def is_sliding(self, layer: int) -> bool:
+        """Does ``layer`` see only a window of keys (Mistral, Gemma's local layers, ModernBERT)?"""
+        return bool(self.layer_types) and self.layer_types[layer] == "sliding"
+
+    @property
     def use_final_layer_norm(self) -> bool:
         return self.norm == "pre" if self.final_layer_norm is None else self.final_layer_norm
 
@@ -136,18 +166,20 @@ class TransformerConfig:
         """Exact number of parameters, computed without building the model."""
         d, f = self.d_model, self.d_ff
         kv = self.kv_heads * self.d_k
-        attn = 2 * d * d + 2 * d * kv + ((2 * d + 2 * kv) if self.bias else 0)
+        attn = 2 * d * d + 2 * d * kv + ((d + 2 * kv) if self.bias else 0) + (d if self.use_o_bias else 0)
         gated = self.activation == "swiglu"
         ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
         norm = d if self.norm_kind == "rmsnorm" else 2 * d
         block = attn + ff + 2 * norm
         emb = self.vocab_size * d + self.n_token_types * d
         if self.positional == "learned":
-            emb += self.max_seq_len * d
+            emb += (self.max_seq_len + self.position_offset) * d
         if self.embedding_layer_norm:
             emb += norm
         final = norm if self.use_final_layer_norm else 0
-        head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0  # the LM head is tied: no parameters
+        head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0
+        if self.lm_head and not self.tie_lm_head:
+            head += self.vocab_size * d  # a tied LM head has no parameters of its own
         return emb + self.n_layers * block + final + head
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,7 +200,7 @@ class TransformerConfig:
         clean: dict[str, Any] = {}
         for key, value in data.items():
             default = names[key].default
-            if isinstance(default, bool) or key == "final_layer_norm":
+            if isinstance(default, bool) or key in ("final_layer_norm", "o_bias"):
                 if value is not None and not isinstance(value, bool):
                     raise ValueError(f"{key} must be true or false, got {value!r}")
             elif isinstance(default, float):
@@ -177,6 +209,10 @@ class TransformerConfig:
                 value = float(value)
             elif isinstance(default, str) and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
+            elif isinstance(default, tuple):
+                if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                    raise ValueError(f"{key} must be a list of strings, got {value!r}")
+                value = tuple(value)
             clean[key] = value
         return cls(**clean)
 

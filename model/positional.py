@@ -44,18 +44,21 @@ class SinusoidalPositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """A trained (max_len, d_model) table, as in BERT and GPT-2."""
+    """A trained (max_len, d_model) table, as in BERT and GPT-2. ``offset`` rows come first and are never used
+    (RoBERTa numbers positions from padding_idx + 1 = 2): position p reads row p + offset."""
 
-    def __init__(self, d_model: int, max_len: int) -> None:
+    def __init__(self, d_model: int, max_len: int, offset: int = 0) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(max_len, d_model)
+        self.offset = offset
+        self.embedding = nn.Embedding(max_len + offset, d_model)
 
     @property
     def table(self) -> torch.Tensor:
-        return self.embedding.weight
+        """(max_len, d_model): the rows positions 0, 1, … read."""
+        return self.embedding.weight[self.offset :]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.size(1), device=x.device)
+        positions = torch.arange(x.size(1), device=x.device) + self.offset
         return x + self.embedding(positions)  # (B, N, d_model)
 
 

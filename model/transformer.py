@@ -75,7 +75,7 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.norm = cfg.norm
         self.attn = MultiHeadAttention(
-            cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, rope=rope, n_kv_heads=cfg.kv_heads
+            cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, rope=rope, n_kv_heads=cfg.kv_heads, o_bias=cfg.o_bias
         )
         self.ln1 = make_norm(cfg)
         self.ff = FeedForward(cfg)
@@ -139,7 +139,7 @@ class Transformer(nn.Module):
         if cfg.positional == "sinusoidal":
             self.pos_enc = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_seq_len)
         elif cfg.positional == "learned":
-            self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len)
+            self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len, cfg.position_offset)
         elif cfg.positional == "rope":
             rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style)
         self.rope = rope  # one shared module; blocks hold a reference, not a copy
@@ -149,6 +149,8 @@ class Transformer(nn.Module):
         self.blocks = nn.ModuleList(TransformerBlock(cfg, rope) for _ in range(cfg.n_layers))
         self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
+        untied = cfg.lm_head and not cfg.tie_lm_head
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if untied else None  # (V, d_model)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -180,6 +182,22 @@ class Transformer(nn.Module):
             tri = torch.ones(n, m, dtype=torch.bool, device=device).tril(diagonal=offset)[None, None]  # (1, 1, N, M)
             mask = tri if mask is None else mask & tri
         return mask
+
+    def build_masks(
+        self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
+    ) -> list[torch.Tensor | None]:
+        """One mask per layer: :meth:`build_mask`'s, and for a sliding layer that mask with only the window
+        left — causal: the ``sliding_window`` latest keys, the query's own included (key j > i − w, as Mistral);
+        bidirectional: keys with |i − j| ≤ w // 2 (ModernBERT's local attention)."""
+        full = self.build_mask(n, attention_mask, causal, device, offset)
+        if "sliding" not in self.cfg.layer_types:
+            return [full] * self.cfg.n_layers
+        w = self.cfg.sliding_window
+        i = torch.arange(offset, offset + n, device=device)[:, None]  # (N, 1) query positions
+        j = torch.arange(offset + n, device=device)[None, :]  # (1, M) key positions
+        near = (j > i - w) if causal else ((i - j).abs() <= w // 2)  # (N, M)
+        window = near[None, None] if full is None else full & near[None, None]  # (B or 1, 1, N, M)
+        return [window if self.cfg.is_sliding(layer) else full for layer in range(self.cfg.n_layers)]
 
     def embed(
         self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, positions: bool = True
@@ -226,10 +244,10 @@ class Transformer(nn.Module):
         causal = self.cfg.causal if causal is None else causal
         if cache is not None and (self.pos_enc is not None or not causal):
             raise ValueError("a KV cache needs a causal model with RoPE or no positions (earlier keys never change)")
-        mask = self.build_mask(n, attention_mask, causal, ids.device, offset)
+        masks = self.build_masks(n, attention_mask, causal, ids.device, offset)
         x = self.hook_embed(self.embed(ids, token_type_ids, positions))
         for i, block in enumerate(self.blocks):
-            x = block(x, mask=mask, scale=scale, positions=positions, cache=cache, layer=i)
+            x = block(x, mask=masks[i], scale=scale, positions=positions, cache=cache, layer=i)
         return self.ln_f(x) if self.ln_f is not None else x
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -237,7 +255,7 @@ class Transformer(nn.Module):
         ``cfg.lm_head``."""
         if not self.cfg.lm_head:
             raise ValueError("this model has no next-token head")
-        return hidden @ self.tok_emb.weight.t()
+        return hidden @ (self.tok_emb.weight if self.lm_head is None else self.lm_head.weight).t()  # (B, N, V)
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, N, d_model) -> vocabulary logits (B, N, V); needs ``cfg.mlm_head``."""

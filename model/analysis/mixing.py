@@ -139,12 +139,12 @@ def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = 
             model(batch)
         L = len(model.blocks)
         acts = [{k: trace.get(k, layer)[0] for k in KINDS} for layer in range(L)]
-        mask = model.build_mask(batch.size(1), None, model.cfg.causal, device, 0)
+        masks = model.build_masks(batch.size(1), None, model.cfg.causal, device, 0)
         zeroed = []
         if value_zeroing:
             for layer in range(L):
                 x, y = (acts[layer][k].to(device) for k in ("resid_pre", "resid_post"))
-                zeroed.append(_value_zeroing(model, layer, x, y, mask).cpu())
+                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer]).cpu())
         parts = [_layer_mixing(model, layer, acts[layer]) for layer in range(L)]
 
     def np32(t) -> np.ndarray:

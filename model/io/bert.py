@@ -77,9 +77,10 @@ def bert_config(raw: dict) -> TransformerConfig:
         raise CheckpointError(f"invalid BERT config: {exc}") from None
 
 
-def map_bert_weights(hf: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
-    """Rename HF BERT weights onto this project's module names (pooler and buffers dropped)."""
-    hf = {k.removeprefix("bert."): v for k, v in hf.items()}
+def map_bert_weights(hf: dict[str, torch.Tensor], n_layers: int, prefix: str = "bert.") -> dict[str, torch.Tensor]:
+    """Rename HF BERT weights onto this project's module names (pooler, heads and buffers dropped); ``prefix`` is
+    the base model's name in a model with a head ("bert.", RoBERTa's "roberta.")."""
+    hf = {k.removeprefix(prefix): v for k, v in hf.items()}
     out: dict[str, torch.Tensor] = {}
     for src, dst in _EMBED_MAP.items():
         if src in hf:
@@ -91,7 +92,7 @@ def map_bert_weights(hf: dict[str, torch.Tensor], n_layers: int) -> dict[str, to
                 if key in hf:
                     out[f"blocks.{i}.{dst}.{p}"] = hf[key]
     known = {f"encoder.layer.{i}.{s}.{p}" for i in range(n_layers) for s in _LAYER_MAP for p in ("weight", "bias")}
-    ignorable = ("pooler.", "embeddings.position_ids", "cls.")
+    ignorable = ("pooler.", "embeddings.position_ids", "embeddings.token_type_ids", "cls.", "lm_head.")
     for key, value in hf.items():
         if key not in known and key not in _EMBED_MAP and not key.startswith(ignorable):
             out[key] = value  # surfaces as an "unexpected key" in the error message
@@ -113,7 +114,12 @@ def load_bert_folder(folder: str | Path) -> LoadedModel:
     tensors, _ = read_safetensors(weights.read_bytes())
     tok_path = folder / "tokenizer.json"
     tokenizer = Tokenizer.from_file(tok_path) if tok_path.is_file() else None
-    info = {"name": raw.get("_name_or_path") or folder.name, "source": str(folder), "model_type": "bert"}
+    info = {
+        "name": raw.get("_name_or_path") or folder.name,
+        "source": str(folder),
+        "model_type": "bert",
+        "family": "BERT (post-norm encoder, learned positions, token types)",
+    }
     return build_from_state(cfg, map_bert_weights(tensors, cfg.n_layers), tokenizer, info)
 
 

@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import save as st_save
 
 from model.errors import CheckpointError, foreign_module
-from model.io.bert import load_bert_folder
 from model.io.contents import FORMAT, Contents, Questions, file_kind, questions, read_contents, unrecognised
+from model.io.families import load_hf_folder
 from model.io.gguf import load_gguf
 from model.io.post import load_post_state
 from model.io.post_layout import is_post_state
@@ -191,8 +191,8 @@ def weights_in(folder: Path) -> Path | None:
 
 def _load_folder(folder: Path, n_heads: int | None, norm: str | None) -> LoadedModel:
     raw = _read_config(folder)
-    if raw is not None and raw.get("model_type") == "bert":
-        return load_bert_folder(folder)
+    if raw is not None and "model_type" in raw:  # a Hugging Face folder: its family's importer
+        return load_hf_folder(folder, raw)
     weights = weights_in(folder)
     if weights is None:
         what = "config.json but no weights file" if raw is not None else "no config.json and no single weights file"

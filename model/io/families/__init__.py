@@ -1,0 +1,38 @@
+"""One importer per Hugging Face model family, chosen by config.json's ``model_type``: each module holds the
+config translation, the name map and any weight surgery, nothing else (as TransformerLens keeps its weight
+conversions). A family not listed is refused by name, with the list of those that are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from model.errors import CheckpointError
+from model.io.bert import load_bert_folder
+from model.io.families import distilbert, gpt2, llama, mistral, qwen2, roberta
+from model.io.state import LoadedModel
+
+FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
+    "bert": lambda folder, raw: load_bert_folder(folder),
+    "roberta": roberta.load,
+    "xlm-roberta": roberta.load,
+    "distilbert": distilbert.load,
+    "gpt2": gpt2.load,
+    "llama": llama.load,
+    "mistral": mistral.load,
+    "qwen2": qwen2.load,
+}
+
+
+def load_hf_folder(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
+    """Import a ``save_pretrained`` folder whose config.json names its ``model_type``."""
+    kind = raw.get("model_type")
+    if kind not in FAMILIES:
+        arch = raw.get("architectures")
+        named = f" ({', '.join(map(str, arch))})" if isinstance(arch, list) and arch else ""
+        raise CheckpointError(
+            f"config.json says this is a {kind!r} model{named}; Attention Lab does not carry that family yet. "
+            f"Supported Hugging Face families: {', '.join(FAMILIES)}"
+        )
+    return FAMILIES[kind](folder, raw)

@@ -1,0 +1,95 @@
+"""LLaMA-architecture folders (``model_type: llama``), and the base of Mistral and Qwen2: pre-norm RMSNorm blocks,
+SwiGLU, grouped-query attention, rotate-half RoPE, a causal mask and a tied or untied next-token head."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from model.config import TransformerConfig
+from model.errors import CheckpointError
+from model.io.families.common import build, config, layer_types, leftovers, need, rope_base
+from model.io.state import LoadedModel
+
+# HF name (below "model.layers.{i}.") -> ours (below "blocks.{i}.")
+LAYER_MAP = {
+    "self_attn.q_proj": "attn.w_q",
+    "self_attn.k_proj": "attn.w_k",
+    "self_attn.v_proj": "attn.w_v",
+    "self_attn.o_proj": "attn.w_o",
+    "mlp.gate_proj": "ff.gate",
+    "mlp.up_proj": "ff.fc1",
+    "mlp.down_proj": "ff.fc2",
+    "input_layernorm": "ln1",
+    "post_attention_layernorm": "ln2",
+}
+TOP_MAP = {"model.embed_tokens.weight": "tok_emb.weight", "model.norm.weight": "ln_f.weight"}
+
+
+def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrides: Any) -> TransformerConfig:
+    """The from-scratch config of a LLaMA-like config.json; ``overrides`` are a family's differences."""
+    d, heads = need(raw, "hidden_size"), need(raw, "num_attention_heads")
+    n_layers = need(raw, "num_hidden_layers")
+    if raw.get("hidden_act", "silu") != "silu":
+        raise CheckpointError(f"hidden_act {raw.get('hidden_act')!r}: LLaMA-style models use silu (SwiGLU)")
+    head_dim = raw.get("head_dim") or d // heads
+    if head_dim * heads != d:
+        raise CheckpointError(
+            f"head_dim {head_dim} × {heads} heads ≠ hidden_size {d}: heads wider or narrower than "
+            "hidden_size / heads are not supported yet"
+        )
+    types, w = layer_types(raw, n_layers, window)
+    fields = dict(
+        vocab_size=need(raw, "vocab_size"),
+        d_model=d,
+        n_heads=heads,
+        n_kv_heads=raw.get("num_key_value_heads") or heads,
+        n_layers=n_layers,
+        d_ff=need(raw, "intermediate_size"),
+        max_seq_len=min(need(raw, "max_position_embeddings"), 65_536),
+        norm="pre",
+        norm_kind="rmsnorm",
+        activation="swiglu",
+        positional="rope",
+        rope_style="half",
+        rope_base=rope_base(raw),
+        bias=bool(raw.get("attention_bias", False)),
+        ff_bias=bool(raw.get("mlp_bias", False)),
+        layer_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
+        scale_embeddings=False,
+        final_layer_norm=True,
+        causal=True,
+        lm_head=True,
+        tie_lm_head=bool(raw.get("tie_word_embeddings", False)),
+        layer_types=types,
+        sliding_window=w,
+    )
+    pad = raw.get("pad_token_id")
+    fields["pad_token_id"] = pad if isinstance(pad, int) and 0 <= pad < fields["vocab_size"] else 0
+    return config(**{**fields, **overrides})
+
+
+def map_llama_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
+    out, used = {}, set()
+    for src, dst in TOP_MAP.items():
+        if src in hf:
+            out[dst], _ = hf[src], used.add(src)
+    if not cfg.tie_lm_head and "lm_head.weight" in hf:
+        out["lm_head.weight"], _ = hf["lm_head.weight"], used.add("lm_head.weight")
+    for i in range(cfg.n_layers):
+        for src, dst in LAYER_MAP.items():
+            for part in ("weight", "bias"):
+                key = f"model.layers.{i}.{src}.{part}"
+                if key in hf:
+                    out[f"blocks.{i}.{dst}.{part}"], _ = hf[key], used.add(key)
+    # a tied head may be saved beside the embedding; rotary caches of older exports are buffers, not weights
+    ignorable = ("lm_head.weight", "rotary_emb.inv_freq")
+    return {**out, **leftovers(hf, used, ignorable)}
+
+
+def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
+    cfg = llama_config(raw)
+    return build(folder, raw, cfg, map_llama_weights, "LLaMA (pre-norm RMSNorm, SwiGLU, RoPE, GQA)")

@@ -1,0 +1,125 @@
+"""Every supported Hugging Face family, as a tiny save_pretrained folder, against what transformers computed on it
+(tests/fixtures/hf/<family>/reference.safetensors, made by scripts/make_hf_fixtures.py): the same token ids, every
+attention pattern within 1e-5, logits (decoders) or the last hidden state (encoders) within 1e-4, on an input
+longer than any sliding window."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from model.capture import run_with_cache
+from model.errors import CheckpointError
+from model.io.catalog import ModelSpec, load
+from model.io.checkpoint import load_checkpoint
+from model.io.families import FAMILIES
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+TEXTS = {
+    "short": "The animal didn't cross the street because it was too tired.",
+    "long": "The query asks, the keys answer, and the values come back weighted by how well each key fits the query.",
+}
+FOLDERS = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())
+#: what each family must come in as (a feature dropped in translation fails here before the numbers do)
+EXPECTED = {
+    "bert": dict(norm="post", positional="learned", n_token_types=2),
+    "roberta": dict(norm="post", position_offset=2, pad_token_id=1),
+    "xlm-roberta": dict(norm="post", position_offset=2),
+    "distilbert": dict(norm="post", n_token_types=0, embedding_layer_norm=True),
+    "gpt2": dict(norm="pre", positional="learned", activation="gelu_tanh", causal=True, tie_lm_head=True),
+    "llama": dict(norm_kind="rmsnorm", activation="swiglu", n_kv_heads=2, tie_lm_head=False, rope_style="half"),
+    "mistral": dict(layer_types=("sliding",) * 3, sliding_window=6, tie_lm_head=False),
+    "qwen2": dict(bias=True, o_bias=False, tie_lm_head=True),
+}
+
+
+def test_every_family_has_a_fixture():
+    assert set(FOLDERS) == set(FAMILIES) == set(EXPECTED)
+
+
+@pytest.fixture(scope="module", params=FOLDERS)
+def family(request):
+    folder = FIXTURES / request.param
+    return request.param, load_checkpoint(folder), load_file(str(folder / "reference.safetensors"))
+
+
+def test_config_translation(family):
+    name, loaded, _ = family
+    cfg = loaded.model.cfg
+    for field, value in EXPECTED[name].items():
+        assert getattr(cfg, field) == value, (name, field, getattr(cfg, field))
+    assert loaded.info["model_type"] == name and loaded.info["family"] and not loaded.warnings
+
+
+@pytest.mark.parametrize("key", sorted(TEXTS))
+def test_matches_transformers(family, key):
+    name, loaded, ref = family
+    ids = ref[f"{key}.ids"]
+    assert loaded.tokenizer.encode(TEXTS[key]).ids == tuple(ids.tolist())  # the same token ids
+    hidden, trace = run_with_cache(loaded.model, ids[None], kinds=["pattern"])
+    cfg = loaded.model.cfg
+    if "sliding" in cfg.layer_types:
+        assert len(ids) > cfg.sliding_window  # the window cuts something off
+    for layer in range(cfg.n_layers):
+        diff = (trace.get("pattern", layer)[0] - ref[f"{key}.attentions"][layer]).abs().max()
+        assert diff <= 1e-5, (name, layer, float(diff))
+    if cfg.lm_head:
+        with torch.inference_mode():
+            logits = loaded.model.lm_logits(hidden)[0]
+        assert (logits - ref[f"{key}.logits"]).abs().max() <= 1e-4
+    else:
+        assert (hidden[0] - ref[f"{key}.hidden"]).abs().max() <= 1e-4
+
+
+def _dtypes(folder: Path) -> set[str]:
+    found = set()
+    for path in folder.glob("*.safetensors"):
+        if path.name == "reference.safetensors":
+            continue
+        data = path.read_bytes()
+        (n,) = struct.unpack("<Q", data[:8])
+        found |= {v["dtype"] for k, v in json.loads(data[8 : 8 + n]).items() if k != "__metadata__"}
+    return found
+
+
+def test_fixtures_cover_half_precision_and_shards():
+    assert _dtypes(FIXTURES / "llama") == {"BF16"} and _dtypes(FIXTURES / "qwen2") == {"F16"}
+    assert (FIXTURES / "gpt2" / "model.safetensors.index.json").is_file()
+    assert not (FIXTURES / "gpt2" / "model.safetensors").exists()
+
+
+def test_local_path_through_the_catalog():
+    loaded = load(ModelSpec("folder", path=str(FIXTURES / "mistral")))
+    assert loaded.name == "mistral" and "sliding window 6" in loaded.info["family"]
+
+
+def test_unsupported_family_is_refused_by_name(tmp_path):
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]})
+    )
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(tmp_path)
+    text = str(err.value)
+    assert "'t5' model (T5ForConditionalGeneration)" in text and "unknown config keys" not in text
+    assert "Supported Hugging Face families: bert, roberta" in text and "qwen2" in text
+
+
+def test_missing_pieces_are_named(tmp_path):
+    folder = tmp_path / "gpt2"
+    shutil.copytree(FIXTURES / "gpt2", folder)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match=r"tokenizer\.json"):
+        load(ModelSpec("folder", path=str(folder)))
+    (folder / "model-00003-of-00005.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"the index names model-00003-of-00005\.safetensors"):
+        load_checkpoint(folder)
+    raw = json.loads((FIXTURES / "llama" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "rope_parameters": {"rope_type": "yarn"}}))
+    with pytest.raises(CheckpointError, match="RoPE scaling 'yarn' is not supported yet"):
+        load_checkpoint(tmp_path)
