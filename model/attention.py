@@ -112,6 +112,7 @@ class MultiHeadAttention(nn.Module):
         rope: nn.Module | None = None,
         n_kv_heads: int = 0,
         o_bias: bool | None = None,
+        qk_norm: tuple[nn.Module, nn.Module] | None = None,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -127,6 +128,8 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias if o_bias is None else o_bias)
         self.rope = rope
+        # QK-norm (Qwen3, Gemma 3): a norm over d_k of each head's q and k, before RoPE
+        self.q_norm, self.k_norm = qk_norm if qk_norm is not None else (None, None)
         self.hook_q = HookPoint()  # (B, H, N, d_k), after RoPE when used
         self.hook_k = HookPoint()  # (B, H_kv, M, d_k), after RoPE; every cached position when generating
         self.hook_v = HookPoint()  # (B, H_kv, M, d_k)
@@ -169,6 +172,8 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(self.w_q(x))  # (B, H, N, d_k)
         k = self.split_heads(self.w_k(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
         v = self.split_heads(self.w_v(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # over d_k, each head and position apart
         if self.rope is not None and positions:
             q, k = self.rope(q, offset), self.rope(k, offset)
         if cache is not None:

@@ -58,6 +58,9 @@ class TransformerConfig:
     o_bias: bool | None = None  # a bias on W_o; None: as `bias` (Qwen2 biases q, k and v but not o)
     tie_lm_head: bool = True  # next-token logits through the token embeddings; False: their own lm_head matrix
     position_offset: int = 0  # learned positions start at this row of the table (RoBERTa: padding_idx + 1)
+    rotary_dim: int = 0  # RoPE rotates the first rotary_dim dimensions of each head (GPT-NeoX: d_k / 4); 0: all
+    qk_norm: bool = False  # RMSNorm over each head's q and k before RoPE (Qwen3, Gemma 3)
+    parallel_residual: bool = False  # x + attn(LN1(x)) + FF(LN2(x)): both sublayers read x (GPT-NeoX, Pythia)
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
@@ -77,7 +80,17 @@ class TransformerConfig:
             or self.position_offset < 0
         ):
             raise ValueError(f"position_offset must be a non-negative integer, got {self.position_offset!r}")
-        ints = ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len", "n_token_types", "n_kv_heads")
+        ints = (
+            "vocab_size",
+            "d_model",
+            "n_heads",
+            "n_layers",
+            "d_ff",
+            "max_seq_len",
+            "n_token_types",
+            "n_kv_heads",
+            "rotary_dim",
+        )
         for name in ints:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -109,6 +122,10 @@ class TransformerConfig:
             raise ValueError(f"positional must be one of sinusoidal, learned, rope, none; got {self.positional!r}")
         if self.activation not in ("gelu", "gelu_tanh", "relu", "swiglu"):
             raise ValueError(f"activation must be gelu, gelu_tanh, relu or swiglu; got {self.activation!r}")
+        if self.rotary_dim < 0 or self.rotary_dim > self.d_k or self.rotary_dim % 2:
+            raise ValueError(f"rotary_dim must be an even number from 0 to d_k = {self.d_k}, got {self.rotary_dim}")
+        if self.parallel_residual and self.norm != "pre":
+            raise ValueError("a parallel residual reads the normalised input of the block: it needs norm='pre'")
         if self.positional == "rope" and self.d_k % 2:
             raise ValueError(
                 f"RoPE rotates pairs of dimensions, so d_k = d_model / n_heads must be even "
@@ -151,6 +168,11 @@ class TransformerConfig:
         return self.causal and self.lm_head
 
     @property
+    def rope_dims(self) -> int:
+        """How many dimensions of each head RoPE rotates."""
+        return self.rotary_dim or self.d_k
+
+    @property
     def use_o_bias(self) -> bool:
         return self.bias if self.o_bias is None else self.o_bias
 
@@ -170,7 +192,8 @@ class TransformerConfig:
         gated = self.activation == "swiglu"
         ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
         norm = d if self.norm_kind == "rmsnorm" else 2 * d
-        block = attn + ff + 2 * norm
+        qk = 2 * (self.d_k if self.norm_kind == "rmsnorm" else 2 * self.d_k) if self.qk_norm else 0
+        block = attn + ff + 2 * norm + qk
         emb = self.vocab_size * d + self.n_token_types * d
         if self.positional == "learned":
             emb += (self.max_seq_len + self.position_offset) * d

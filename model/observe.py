@@ -294,5 +294,5 @@ def position_table(model: Transformer, n: int) -> tuple[str, np.ndarray]:
     if cfg.positional in ("sinusoidal", "learned"):
         return cfg.positional, model.pos_enc.table[:n].detach().cpu().float().numpy()
     if cfg.positional == "rope":
-        return "rope", rope_angles(n, cfg.d_k, cfg.rope_base).numpy()
+        return "rope", rope_angles(n, cfg.rope_dims, cfg.rope_base).numpy()
     return "none", np.zeros((n, 0), dtype=np.float32)

@@ -83,12 +83,15 @@ class RotaryEmbedding(nn.Module):
     permuted head: q·k does not change, only which coordinates of q and k pair up.
     """
 
-    def __init__(self, d_k: int, max_len: int, base: float = 10000.0, style: str = "interleaved") -> None:
+    def __init__(
+        self, d_k: int, max_len: int, base: float = 10000.0, style: str = "interleaved", dims: int = 0
+    ) -> None:
         super().__init__()
         if style not in ("interleaved", "half"):
             raise ValueError(f"RoPE style must be 'interleaved' or 'half', got {style!r}")
         self.style = style
-        angles = rope_angles(max_len, d_k, base)
+        self.dims = dims or d_k  # partial rotary (GPT-NeoX): only the first ``dims`` of each head turn
+        angles = rope_angles(max_len, self.dims, base)
         self.register_buffer("cos", angles.cos(), persistent=False)  # (P, d_k/2)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
@@ -97,8 +100,14 @@ class RotaryEmbedding(nn.Module):
         n = x.size(-2)
         if offset + n > self.cos.size(0):
             raise ValueError(f"RoPE table holds {self.cos.size(0)} positions; asked for {offset + n}")
-        cos = self.cos[offset : offset + n].to(x.dtype)  # (N, d_k/2)
+        cos = self.cos[offset : offset + n].to(x.dtype)  # (N, dims/2)
         sin = self.sin[offset : offset + n].to(x.dtype)
+        if self.dims < x.size(-1):
+            turned = self._rotate(x[..., : self.dims], cos, sin)  # (B, H, N, dims)
+            return torch.cat((turned, x[..., self.dims :]), dim=-1)  # (B, H, N, d_k)
+        return self._rotate(x, cos, sin)
+
+    def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         if self.style == "half":
             half = x.size(-1) // 2
             x1, x2 = x[..., :half], x[..., half:]  # (B, H, N, d_k/2) each

@@ -34,11 +34,12 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
-def make_norm(cfg: TransformerConfig) -> nn.Module:
-    """The config's normalisation layer over d_model."""
+def make_norm(cfg: TransformerConfig, width: int | None = None) -> nn.Module:
+    """The config's normalisation layer over d_model (or ``width``: d_k for QK-norm)."""
+    width = width or cfg.d_model
     if cfg.norm_kind == "rmsnorm":
-        return RMSNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        return RMSNorm(width, eps=cfg.layer_norm_eps)
+    return nn.LayerNorm(width, eps=cfg.layer_norm_eps)
 
 
 class FeedForward(nn.Module):
@@ -74,9 +75,18 @@ class TransformerBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig, rope: nn.Module | None = None) -> None:
         super().__init__()
         self.norm = cfg.norm
+        qk_norm = (make_norm(cfg, cfg.d_k), make_norm(cfg, cfg.d_k)) if cfg.qk_norm else None
         self.attn = MultiHeadAttention(
-            cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, rope=rope, n_kv_heads=cfg.kv_heads, o_bias=cfg.o_bias
+            cfg.d_model,
+            cfg.n_heads,
+            cfg.dropout,
+            cfg.bias,
+            rope=rope,
+            n_kv_heads=cfg.kv_heads,
+            o_bias=cfg.o_bias,
+            qk_norm=qk_norm,
         )
+        self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg)
         self.ff = FeedForward(cfg)
         self.ln2 = make_norm(cfg)
@@ -103,6 +113,10 @@ class TransformerBlock(nn.Module):
         def attend(h: torch.Tensor) -> torch.Tensor:
             return self.attn(h, mask=mask, scale=scale, positions=positions, cache=cache, layer=layer)
 
+        if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
+            h = self.hook_attn_in(self.ln1(x))
+            mid = self.hook_resid_mid(x + self.drop(attend(h)))
+            return self.hook_resid_post(mid + self.drop(self.ff(self.ln2(x))))
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
@@ -141,7 +155,7 @@ class Transformer(nn.Module):
         elif cfg.positional == "learned":
             self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len, cfg.position_offset)
         elif cfg.positional == "rope":
-            rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style)
+            rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style, cfg.rotary_dim)
         self.rope = rope  # one shared module; blocks hold a reference, not a copy
         self.emb_ln = make_norm(cfg) if cfg.embedding_layer_norm else None
         self.drop = nn.Dropout(cfg.dropout)

@@ -26,15 +26,23 @@ from transformers import (
     BertModel,
     DistilBertConfig,
     DistilBertModel,
+    ElectraConfig,
+    ElectraModel,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
     GPT2Config,
     GPT2LMHeadModel,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
     RobertaConfig,
     RobertaModel,
     XLMRobertaConfig,
@@ -129,6 +137,15 @@ def families():
     yield "mistral", MistralForCausalLM(mistral), llama_tok, {}
     qwen2 = Qwen2Config(vocab_size=VOCAB, tie_word_embeddings=True, **DECODER)
     yield "qwen2", Qwen2ForCausalLM(qwen2), gpt_tok, {"dtype": torch.float16}
+    electra = ElectraConfig(vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **ENCODER)
+    yield "electra", ElectraModel(electra), bert_tok, {}
+    qwen3 = Qwen3Config(vocab_size=VOCAB, head_dim=8, tie_word_embeddings=False, **DECODER)
+    yield "qwen3", Qwen3ForCausalLM(qwen3), gpt_tok, {}
+    phi3 = Phi3Config(vocab_size=VOCAB, sliding_window=6, pad_token_id=0, **DECODER)
+    yield "phi3", Phi3ForCausalLM(phi3), llama_tok, {}
+    neox = {k: v for k, v in DECODER.items() if k != "num_key_value_heads"}
+    neox = GPTNeoXConfig(vocab_size=VOCAB, rotary_pct=0.5, use_parallel_residual=True, **neox)
+    yield "gpt_neox", GPTNeoXForCausalLM(neox), gpt_tok, {}
 
 
 def main() -> None:

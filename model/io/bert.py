@@ -92,7 +92,17 @@ def map_bert_weights(hf: dict[str, torch.Tensor], n_layers: int, prefix: str = "
                 if key in hf:
                     out[f"blocks.{i}.{dst}.{p}"] = hf[key]
     known = {f"encoder.layer.{i}.{s}.{p}" for i in range(n_layers) for s in _LAYER_MAP for p in ("weight", "bias")}
-    ignorable = ("pooler.", "embeddings.position_ids", "embeddings.token_type_ids", "cls.", "lm_head.")
+    # pooler and task heads (BERT's cls., RoBERTa's lm_head., ELECTRA's discriminator/generator heads), buffers
+    ignorable = (
+        "pooler.",
+        "embeddings.position_ids",
+        "embeddings.token_type_ids",
+        "cls.",
+        "lm_head.",
+        "discriminator_predictions.",
+        "generator_predictions.",
+        "generator_lm_head.",
+    )
     for key, value in hf.items():
         if key not in known and key not in _EMBED_MAP and not key.startswith(ignorable):
             out[key] = value  # surfaces as an "unexpected key" in the error message

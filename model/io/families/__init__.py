@@ -10,7 +10,7 @@ from typing import Any
 
 from model.errors import CheckpointError
 from model.io.bert import load_bert_folder
-from model.io.families import distilbert, gpt2, llama, mistral, qwen2, roberta
+from model.io.families import distilbert, electra, gpt2, gpt_neox, llama, mistral, phi3, qwen2, qwen3, roberta
 from model.io.state import LoadedModel
 
 FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
@@ -18,10 +18,14 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "roberta": roberta.load,
     "xlm-roberta": roberta.load,
     "distilbert": distilbert.load,
+    "electra": electra.load,
     "gpt2": gpt2.load,
+    "gpt_neox": gpt_neox.load,
     "llama": llama.load,
     "mistral": mistral.load,
     "qwen2": qwen2.load,
+    "qwen3": qwen3.load,
+    "phi3": phi3.load,
 }
 
 
