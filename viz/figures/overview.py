@@ -24,9 +24,15 @@ def tile_thumbnails(patterns: np.ndarray, size: int = THUMB) -> tuple[np.ndarray
 
 
 def model_overview(
-    patterns, *, title: str | None = None, theme: Theme | None = None, selected: tuple[int, int] | None = None
+    patterns,
+    *,
+    title: str | None = None,
+    theme: Theme | None = None,
+    selected: tuple[int, int] | None = None,
+    layer_labels: list[str] | None = None,
 ) -> go.Figure:
-    """All heads at a glance; click a head (its centre marker) to select it. patterns: (L, H, N, N)."""
+    """All heads at a glance; click a head (its centre marker) to select it. patterns: (L, H, N, N);
+    ``layer_labels``: one tick label per layer (default "L0", "L1", …; "L1 w6" marks a sliding-window layer)."""
     p = as_array("patterns", patterns, 4)
     L, H = p.shape[:2]
     mosaic, t = tile_thumbnails(p)
@@ -65,7 +71,7 @@ def model_overview(
         autorange="reversed",
         **({"scaleanchor": "x"} if deep else {}),
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
-        ticktext=[f"L{i}" for i in range(L)],
+        ticktext=layer_labels if layer_labels is not None and len(layer_labels) == L else [f"L{i}" for i in range(L)],
         showgrid=False,
         zeroline=False,
     )

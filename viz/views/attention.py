@@ -18,6 +18,7 @@ from viz.figures import (
 )
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.headview import WINDOW
+from viz.views import captions
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 
 MODES = ("weights", "scores")
@@ -70,6 +71,8 @@ def attention(
     obs, hide = src.obs, src.hide_special
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
+    cfg = src.loaded.model.cfg
+    name = f"Layer {layer} (sliding window {cfg.sliding_window})" if cfg.is_sliding(layer) else f"Layer {layer}"
     if mode == "scores":
         full = obs if obs.scores is not None else src.full()  # one head's scores come from its q and k
         label = "QKᵀ/√d_k" if src.options.scale else "QKᵀ (unscaled)"
@@ -77,7 +80,7 @@ def attention(
             obs.shown(full.score_matrix(layer, head), hide),
             obs.shown_tokens(hide),
             mode="scores",
-            title=f"Layer {layer}, head {head} — scores {label}",
+            title=f"{name}, head {head} — scores {label}",
             theme=theme,
             focus=shown_focus(src, query, key),
             cell_ids=cell_ids(src),
@@ -88,12 +91,15 @@ def attention(
         fig = attention_heatmap(
             obs.shown(obs.patterns[layer, head], hide),
             obs.shown_tokens(hide),
-            title=f"Layer {layer}, head {head} — attention weights",
+            title=f"{name}, head {head} — attention weights",
             theme=theme,
             focus=shown_focus(src, query, key),
             cell_ids=cell_ids(src),
         )
-    return with_subtitle(fig, subtitle(src), theme)
+    fig = with_subtitle(fig, subtitle(src), theme)
+    if cfg.is_sliding(layer):
+        return Captioned(fig, captions.window(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal))
+    return fig
 
 
 def _without_sink(src: Source, theme: Theme, layer: int, head: int, query: int, key: int) -> Captioned:
@@ -184,11 +190,18 @@ def headview(
 @view("overview", page="overview")
 def overview(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     """The focus head (layer, head) is outlined."""
+    cfg = src.loaded.model.cfg
     fig = model_overview(
         src.obs.shown(src.obs.patterns, src.hide_special),
-        title=f"{src.loaded.name}: every head",
+        title=f"{src.loaded.name}: every head"
+        + (
+            f" (w{cfg.sliding_window}: a sliding window of {cfg.sliding_window})"
+            if "sliding" in cfg.layer_types
+            else ""
+        ),
         theme=theme,
         selected=(layer, head),
+        layer_labels=[f"L{i} w{cfg.sliding_window}" if cfg.is_sliding(i) else f"L{i}" for i in range(cfg.n_layers)],
     )
     return with_subtitle(fig, subtitle(src), theme)
 
