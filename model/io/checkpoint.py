@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import save as st_save
 
 from model.errors import CheckpointError, foreign_module
+from model.io.archive import unpacked
 from model.io.contents import FORMAT, Contents, Questions, file_kind, questions, read_contents, unrecognised
 from model.io.families import load_hf_folder
 from model.io.gguf import load_gguf
@@ -33,7 +34,16 @@ from model.io.state import LoadedModel, build_from_state, config_from_dict, conf
 from model.io.tokenizer import Tokenizer
 from model.transformer import Transformer
 
-__all__ = ["FORMAT", "Questions", "load_bytes", "load_checkpoint", "questions", "questions_at", "save_checkpoint"]
+__all__ = [
+    "FORMAT",
+    "Questions",
+    "load_bytes",
+    "load_checkpoint",
+    "questions",
+    "questions_at",
+    "save_checkpoint",
+    "upload_questions",
+]
 
 
 def save_checkpoint(
@@ -102,9 +112,20 @@ def load_bytes(
             path = Path(folder) / "upload.gguf"
             path.write_bytes(data)
             return load_gguf(path)
+    if Path(name).suffix.lower() == ".zip":  # a whole folder in one upload
+        with unpacked(data) as folder:
+            return _load_folder(folder, n_heads, norm)
     contents = read_contents(data, name)
     contents.hint = {**(hint or {}), **contents.hint}
     return _build(contents, file_kind(name), n_heads, norm)
+
+
+def upload_questions(data: bytes, name: str) -> Questions:
+    """:func:`questions` for an uploaded file, a zipped folder included."""
+    if Path(name).suffix.lower() == ".zip":
+        with unpacked(data) as folder:
+            return questions_at(folder)
+    return questions(data, name)
 
 
 def questions_at(path: str | Path) -> Questions:

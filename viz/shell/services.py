@@ -28,7 +28,7 @@ from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
-from model.io.checkpoint import Questions, questions, questions_at
+from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
 from model.observe import ATTENTION_KINDS, Observation, Options, capture_bytes, expected_bytes, head_weights, observe
 from model.profile.store import Profile, read_profile
@@ -268,6 +268,6 @@ def get_questions(key: str, name: str, _data: bytes | None, _path: str | None = 
     """What a checkpoint does not say (heads, block order, tokenizer), keyed by an upload's digest or a path with
     its size and time; the loader's message (str) when it cannot be read — loading then shows it."""
     try:
-        return questions(_data, name) if _data is not None else questions_at(_path)
+        return upload_questions(_data, name) if _data is not None else questions_at(_path)
     except (CheckpointError, OSError) as exc:
         return str(exc)

@@ -66,8 +66,9 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         return spec, None
     if kind == "upload":
         up = st.file_uploader(
-            "Checkpoint (.safetensors or .pt/.pth: the post's state dict or Attention Lab's; a LLaMA .gguf)",
-            type=["safetensors", "pt", "pth", "bin", "gguf"],
+            "Checkpoint: .safetensors or .pt/.pth (the post's state dict, Attention Lab's), a LLaMA .gguf, or a "
+            "Hugging Face folder as one .zip",
+            type=["safetensors", "pt", "pth", "bin", "gguf", "zip"],
             key="upload_file",
             max_upload_size=MAX_UPLOAD_BYTES // 2**20,
         )

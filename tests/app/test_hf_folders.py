@@ -1,0 +1,55 @@
+"""Hugging Face folders in the dashboard: a zipped folder uploaded, a folder as a local path; the map equals what
+transformers computed and the sidebar names the family."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+from safetensors.torch import load_file
+
+from tests.app.conftest import figures, new_app
+from tests.app.test_post_checkpoint import matrix
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+SHORT = "The animal didn't cross the street because it was too tired."
+
+
+def zipped(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for path in sorted(folder.iterdir()):
+            zf.write(path, f"{folder.name}/{path.name}")
+    return buf.getvalue()
+
+
+def captions(at) -> list[str]:
+    return [c.value for c in at.sidebar.caption]
+
+
+def test_zipped_folder_upload_shows_transformers_weights():
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(SHORT).run()
+    at.sidebar.selectbox(key="model_kind").set_value("upload").run()
+    at.sidebar.file_uploader(key="upload_file").set_value(("qwen2.zip", zipped(FIXTURES / "qwen2"), "application/zip"))
+    at.run()
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+    assert "Read as Qwen2 (LLaMA with Q/K/V biases)." in captions(at)
+    at.selectbox(key="head").set_value(3).run()
+    shown = matrix(figures(at)[0]["data"][0]["z"])
+    reference = load_file(str(FIXTURES / "qwen2" / "reference.safetensors"))["short.attentions"][0, 3].numpy()
+    assert np.abs(shown - reference).max() <= 1e-5
+
+
+def test_local_folder_with_a_sliding_window(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(FIXTURES))
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(SHORT).run()
+    at.sidebar.selectbox(key="model_kind").set_value("folder").run()
+    at.sidebar.text_input(key="folder_path").set_value(str(FIXTURES / "mistral")).run()
+    assert not at.exception and not at.sidebar.error
+    assert "Read as Mistral (LLaMA with a sliding window 6)." in captions(at)
+    assert figures(at)[0]["layout"]["title"]["text"].startswith("Layer 0 (sliding window 6), head 0")
+    assert any("attends through a sliding window" in c.value for c in at.main.caption)
