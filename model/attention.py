@@ -15,15 +15,18 @@ from model.hooks import HookPoint
 
 
 def attention_scores(
-    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True
+    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True, factor: float = 0.0
 ) -> torch.Tensor:
-    """QKᵀ (divided by √d_k when ``scale``) with blocked cells set to −inf.
+    """QKᵀ (divided by √d_k when ``scale``; multiplied by ``factor`` instead when one is given, as Gemma's
+    query_pre_attn_scalar^-½) with blocked cells set to −inf.
 
     q: (B, H, N, d_k), k: (B, H, M, d_k), mask: broadcastable to (B, H, N, M), 0 = blocked.
     Returns (B, H, N, M).
     """
     scores = q @ k.transpose(-2, -1)  # (B, H, N, M)
-    if scale:
+    if scale and factor:
+        scores = scores * factor
+    elif scale:
         # Dot products of d_k-dim vectors with unit-variance entries have variance d_k; dividing by
         # sqrt(d_k) keeps the softmax out of its saturated, near-one-hot region.
         scores = scores / math.sqrt(q.size(-1))
@@ -113,6 +116,7 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads: int = 0,
         o_bias: bool | None = None,
         qk_norm: tuple[nn.Module, nn.Module] | None = None,
+        scale_factor: float = 0.0,
     ) -> None:
         super().__init__()
         if d_model % n_heads:
@@ -123,6 +127,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.n_kv_heads, self.group = n_kv_heads, n_heads // n_kv_heads
         self.dropout = dropout
+        self.scale_factor = scale_factor  # 0: 1/√d_k
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
@@ -179,7 +184,7 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.extend(layer, k, v)  # (B, H_kv, P + N, d_k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
-        scores = self.hook_scores(attention_scores(q, self.expand_kv(k), mask, scale))  # (B, H, N, M)
+        scores = self.hook_scores(attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor))  # (B,H,N,M)
         pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 NormPlacement = Literal["pre", "post"]
 PositionalKind = Literal["sinusoidal", "learned", "rope", "none"]
-Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm"]
 RopeStyle = Literal["interleaved", "half"]
 
@@ -61,6 +61,11 @@ class TransformerConfig:
     rotary_dim: int = 0  # RoPE rotates the first rotary_dim dimensions of each head (GPT-NeoX: d_k / 4); 0: all
     qk_norm: bool = False  # RMSNorm over each head's q and k before RoPE (Qwen3, Gemma 3)
     parallel_residual: bool = False  # x + attn(LN1(x)) + FF(LN2(x)): both sublayers read x (GPT-NeoX, Pythia)
+    sandwich_norm: bool = False  # a norm after each sublayer too: x + N(attn(LN(x))) (Gemma 2 and 3)
+    norm_offset: float = 0.0  # RMSNorm scales by (offset + weight): Gemma's weights are stored around 0, offset 1
+    attn_scale: float = 0.0  # q·k is multiplied by this when scaled; 0: 1/√d_k (Gemma: query_pre_attn_scalar^-½)
+    rope_local_base: float = 0.0  # θ of RoPE on sliding layers (Gemma 3: 10,000 locally, 1e6 globally); 0: rope_base
+    logit_softcap: float = 0.0  # next-token logits become c·tanh(logits / c) (Gemma 2); 0: off
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
@@ -120,8 +125,16 @@ class TransformerConfig:
             raise ValueError(f"norm must be 'pre' or 'post', got {self.norm!r}")
         if self.positional not in ("sinusoidal", "learned", "rope", "none"):
             raise ValueError(f"positional must be one of sinusoidal, learned, rope, none; got {self.positional!r}")
-        if self.activation not in ("gelu", "gelu_tanh", "relu", "swiglu"):
-            raise ValueError(f"activation must be gelu, gelu_tanh, relu or swiglu; got {self.activation!r}")
+        if self.activation not in ("gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"):
+            raise ValueError(
+                f"activation must be gelu, gelu_tanh, relu, swiglu, geglu or geglu_tanh; got {self.activation!r}"
+            )
+        if self.sandwich_norm and (self.norm != "pre" or self.parallel_residual):
+            raise ValueError("sandwich norms wrap pre-norm sublayers: they need norm='pre' and no parallel residual")
+        for name in ("attn_scale", "rope_local_base", "logit_softcap", "norm_offset"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if self.rotary_dim < 0 or self.rotary_dim > self.d_k or self.rotary_dim % 2:
             raise ValueError(f"rotary_dim must be an even number from 0 to d_k = {self.d_k}, got {self.rotary_dim}")
         if self.parallel_residual and self.norm != "pre":
@@ -168,6 +181,11 @@ class TransformerConfig:
         return self.causal and self.lm_head
 
     @property
+    def gated(self) -> bool:
+        """A gated feed-forward: act(gate(x)) · up(x) (SwiGLU, GeGLU)."""
+        return self.activation in ("swiglu", "geglu", "geglu_tanh")
+
+    @property
     def rope_dims(self) -> int:
         """How many dimensions of each head RoPE rotates."""
         return self.rotary_dim or self.d_k
@@ -189,11 +207,11 @@ class TransformerConfig:
         d, f = self.d_model, self.d_ff
         kv = self.kv_heads * self.d_k
         attn = 2 * d * d + 2 * d * kv + ((d + 2 * kv) if self.bias else 0) + (d if self.use_o_bias else 0)
-        gated = self.activation == "swiglu"
+        gated = self.gated
         ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
         norm = d if self.norm_kind == "rmsnorm" else 2 * d
         qk = 2 * (self.d_k if self.norm_kind == "rmsnorm" else 2 * self.d_k) if self.qk_norm else 0
-        block = attn + ff + 2 * norm + qk
+        block = attn + ff + (4 if self.sandwich_norm else 2) * norm + qk
         emb = self.vocab_size * d + self.n_token_types * d
         if self.positional == "learned":
             emb += (self.max_seq_len + self.position_offset) * d

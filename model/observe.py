@@ -68,6 +68,8 @@ class Observation:
     notices: list[str] = field(default_factory=list)
     causal: bool = False  # the mask this pass used (the model's, or the options' override)
     kv_group: int = 1  # query heads per key/value head (grouped-query attention when > 1)
+    windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
+    score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -91,10 +93,16 @@ class Observation:
             raise ValueError("neither scores nor q and k were captured")
         q, k = self.q[layer, head], self.k[layer, self.kv_head(head)]  # (N, d_k) each
         scores = (q @ k.T).astype(np.float32)  # (N, N)
-        if self.options.scale:
+        if self.options.scale and self.score_factor:
+            scores *= np.float32(self.score_factor)
+        elif self.options.scale:
             scores /= np.float32(np.sqrt(q.shape[-1]))
         if self.causal:
             scores[np.triu_indices(len(scores), 1)] = -np.inf
+        w = self.windows[layer] if self.windows else 0
+        if w:  # the layer's sliding window, as the model masks it (model.transformer.Transformer.build_masks)
+            i, j = np.indices(scores.shape)
+            scores[(j <= i - w) if self.causal else (np.abs(i - j) > w // 2)] = -np.inf
         scores.setflags(write=False)
         return scores
 
@@ -231,6 +239,10 @@ def observe(
         notices=notices,
         causal=bool(cfg.causal if options.causal is None else options.causal),
         kv_group=cfg.group_size,
+        windows=tuple(cfg.sliding_window if cfg.is_sliding(i) else 0 for i in range(cfg.n_layers))
+        if cfg.layer_types
+        else (),
+        score_factor=cfg.attn_scale,
     )
 
 

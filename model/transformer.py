@@ -23,14 +23,17 @@ class RMSNorm(nn.Module):
     Computed in float32 whatever the input dtype, as LLaMA does: the residual stream of a decoder reaches
     ~1e4, and squaring that in float16 overflows."""
 
-    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
+    def __init__(self, d_model: int, eps: float = 1e-6, offset: float = 0.0) -> None:
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))
+        self.offset = offset  # Gemma stores weight − 1 and scales by (1 + weight), in float32
+        self.weight = nn.Parameter(torch.full((d_model,), 1.0 - offset))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # (B, N, d_model)
+        if self.offset:
+            return (h * (self.offset + self.weight.float())).to(x.dtype)
         return self.weight * h.to(x.dtype)
 
 
@@ -38,8 +41,11 @@ def make_norm(cfg: TransformerConfig, width: int | None = None) -> nn.Module:
     """The config's normalisation layer over d_model (or ``width``: d_k for QK-norm)."""
     width = width or cfg.d_model
     if cfg.norm_kind == "rmsnorm":
-        return RMSNorm(width, eps=cfg.layer_norm_eps)
+        return RMSNorm(width, eps=cfg.layer_norm_eps, offset=cfg.norm_offset)
     return nn.LayerNorm(width, eps=cfg.layer_norm_eps)
+
+
+_TANH = {"geglu_tanh": "tanh", "geglu": "none"}
 
 
 class FeedForward(nn.Module):
@@ -50,13 +56,15 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias)  # "up" in LLaMA
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)  # "down"
-        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.activation == "swiglu" else None
+        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.gated else None
         self.activation = cfg.activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)  # (B, N, d_ff)
-        if self.gate is not None:
-            h = F.silu(self.gate(x)) * h
+        if self.gate is not None:  # SwiGLU: silu(gate) · up; GeGLU (Gemma, ModernBERT): gelu(gate) · up
+            g = self.gate(x)
+            act = F.silu(g) if self.activation == "swiglu" else F.gelu(g, approximate=_TANH[self.activation])
+            h = act * h
         elif self.activation == "relu":
             h = F.relu(h)
         else:
@@ -85,11 +93,15 @@ class TransformerBlock(nn.Module):
             n_kv_heads=cfg.kv_heads,
             o_bias=cfg.o_bias,
             qk_norm=qk_norm,
+            scale_factor=cfg.attn_scale,
         )
         self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg)
         self.ff = FeedForward(cfg)
         self.ln2 = make_norm(cfg)
+        # Gemma's sandwich: a norm on each sublayer's output too, before it joins the residual stream
+        self.ln1_post = make_norm(cfg) if cfg.sandwich_norm else None
+        self.ln2_post = make_norm(cfg) if cfg.sandwich_norm else None
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_resid_pre = HookPoint()  # (B, N, d_model)
         self.hook_attn_in = HookPoint()  # (B, N, d_model), what attention reads: LN(x) pre-norm, x post-norm
@@ -117,6 +129,10 @@ class TransformerBlock(nn.Module):
             h = self.hook_attn_in(self.ln1(x))
             mid = self.hook_resid_mid(x + self.drop(attend(h)))
             return self.hook_resid_post(mid + self.drop(self.ff(self.ln2(x))))
+        if self.ln1_post is not None and self.ln2_post is not None:
+            h = self.hook_attn_in(self.ln1(x))
+            x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
+            return self.hook_resid_post(x + self.drop(self.ln2_post(self.ff(self.ln2(x)))))
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
@@ -157,10 +173,17 @@ class Transformer(nn.Module):
         elif cfg.positional == "rope":
             rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style, cfg.rotary_dim)
         self.rope = rope  # one shared module; blocks hold a reference, not a copy
+        local = None  # Gemma 3's sliding layers turn with their own, slower base
+        if rope is not None and cfg.rope_local_base and cfg.rope_local_base != cfg.rope_base:
+            local = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_local_base, cfg.rope_style, cfg.rotary_dim)
+        self.rope_local = local
         self.emb_ln = make_norm(cfg) if cfg.embedding_layer_norm else None
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_embed = HookPoint()  # (B, N, d_model), input to the first block
-        self.blocks = nn.ModuleList(TransformerBlock(cfg, rope) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(
+            TransformerBlock(cfg, local if local is not None and cfg.is_sliding(i) else rope)
+            for i in range(cfg.n_layers)
+        )
         self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
         untied = cfg.lm_head and not cfg.tie_lm_head
@@ -181,7 +204,7 @@ class Transformer(nn.Module):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
             elif isinstance(module, RMSNorm):
-                nn.init.ones_(module.weight)
+                nn.init.constant_(module.weight, 1.0 - module.offset)  # a unit scale, whatever the storage
 
     def build_mask(
         self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
@@ -269,7 +292,9 @@ class Transformer(nn.Module):
         ``cfg.lm_head``."""
         if not self.cfg.lm_head:
             raise ValueError("this model has no next-token head")
-        return hidden @ (self.tok_emb.weight if self.lm_head is None else self.lm_head.weight).t()  # (B, N, V)
+        logits = hidden @ (self.tok_emb.weight if self.lm_head is None else self.lm_head.weight).t()  # (B, N, V)
+        c = self.cfg.logit_softcap
+        return torch.tanh(logits / c) * c if c else logits
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, N, d_model) -> vocabulary logits (B, N, V); needs ``cfg.mlm_head``."""

@@ -28,6 +28,8 @@ from transformers import (
     DistilBertModel,
     ElectraConfig,
     ElectraModel,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GPT2Config,
     GPT2LMHeadModel,
     GPTNeoXConfig,
@@ -146,6 +148,16 @@ def families():
     neox = {k: v for k, v in DECODER.items() if k != "num_key_value_heads"}
     neox = GPTNeoXConfig(vocab_size=VOCAB, rotary_pct=0.5, use_parallel_residual=True, **neox)
     yield "gpt_neox", GPTNeoXForCausalLM(neox), gpt_tok, {}
+    gemma = Gemma3TextConfig(
+        vocab_size=VOCAB,
+        head_dim=8,
+        query_pre_attn_scalar=6,
+        sliding_window=6,
+        sliding_window_pattern=2,
+        final_logit_softcapping=30.0,
+        **{**DECODER, "num_hidden_layers": 4},
+    )
+    yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
 
 
 def main() -> None:

@@ -40,6 +40,18 @@ EXPECTED = {
     "qwen3": dict(qk_norm=True, bias=False, tie_lm_head=False),
     "phi3": dict(layer_types=("sliding",) * 3, sliding_window=6, activation="swiglu"),
     "gpt_neox": dict(parallel_residual=True, rotary_dim=4, bias=True, tie_lm_head=False),
+    "gemma3_text": dict(
+        layer_types=("sliding", "global") * 2,
+        sandwich_norm=True,
+        qk_norm=True,
+        norm_offset=1.0,
+        activation="geglu_tanh",
+        scale_embeddings=True,
+        attn_scale=6**-0.5,
+        rope_base=1e6,
+        rope_local_base=1e4,
+        logit_softcap=30.0,
+    ),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from model.errors import CheckpointError
 from model.io.bert import load_bert_folder
-from model.io.families import distilbert, electra, gpt2, gpt_neox, llama, mistral, phi3, qwen2, qwen3, roberta
+from model.io.families import distilbert, electra, gemma3, gpt2, gpt_neox, llama, mistral, phi3, qwen2, qwen3, roberta
 from model.io.state import LoadedModel
 
 FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
@@ -26,6 +26,7 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "qwen2": qwen2.load,
     "qwen3": qwen3.load,
     "phi3": phi3.load,
+    "gemma3_text": gemma3.load,
 }
 
 
