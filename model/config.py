@@ -66,6 +66,8 @@ class TransformerConfig:
     attn_scale: float = 0.0  # q·k is multiplied by this when scaled; 0: 1/√d_k (Gemma: query_pre_attn_scalar^-½)
     rope_local_base: float = 0.0  # θ of RoPE on sliding layers (Gemma 3: 10,000 locally, 1e6 globally); 0: rope_base
     logit_softcap: float = 0.0  # next-token logits become c·tanh(logits / c) (Gemma 2); 0: off
+    first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
+    #                               embeddings end in a norm already)
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
@@ -212,7 +214,7 @@ class TransformerConfig:
         norm = d if self.norm_kind == "rmsnorm" else 2 * d
         qk = 2 * (self.d_k if self.norm_kind == "rmsnorm" else 2 * self.d_k) if self.qk_norm else 0
         block = attn + ff + (4 if self.sandwich_norm else 2) * norm + qk
-        emb = self.vocab_size * d + self.n_token_types * d
+        emb = self.vocab_size * d + self.n_token_types * d - (0 if self.first_attn_norm else norm)
         if self.positional == "learned":
             emb += (self.max_seq_len + self.position_offset) * d
         if self.embedding_layer_norm:

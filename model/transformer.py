@@ -80,7 +80,7 @@ class TransformerBlock(nn.Module):
     Post-norm (BERT): LN(x + attn(x)), then LN(x + FF(x)).
     """
 
-    def __init__(self, cfg: TransformerConfig, rope: nn.Module | None = None) -> None:
+    def __init__(self, cfg: TransformerConfig, rope: nn.Module | None = None, index: int = 0) -> None:
         super().__init__()
         self.norm = cfg.norm
         qk_norm = (make_norm(cfg, cfg.d_k), make_norm(cfg, cfg.d_k)) if cfg.qk_norm else None
@@ -96,7 +96,7 @@ class TransformerBlock(nn.Module):
             scale_factor=cfg.attn_scale,
         )
         self.parallel = cfg.parallel_residual
-        self.ln1 = make_norm(cfg)
+        self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()
         self.ff = FeedForward(cfg)
         self.ln2 = make_norm(cfg)
         # Gemma's sandwich: a norm on each sublayer's output too, before it joins the residual stream
@@ -181,7 +181,7 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_embed = HookPoint()  # (B, N, d_model), input to the first block
         self.blocks = nn.ModuleList(
-            TransformerBlock(cfg, local if local is not None and cfg.is_sliding(i) else rope)
+            TransformerBlock(cfg, local if local is not None and cfg.is_sliding(i) else rope, i)
             for i in range(cfg.n_layers)
         )
         self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None

@@ -38,6 +38,8 @@ from transformers import (
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    ModernBertConfig,
+    ModernBertModel,
     Phi3Config,
     Phi3ForCausalLM,
     PreTrainedTokenizerFast,
@@ -158,6 +160,22 @@ def families():
         **{**DECODER, "num_hidden_layers": 4},
     )
     yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
+    modern = ModernBertConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        local_attention=8,
+        global_attn_every_n_layers=2,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
+        cls_token_id=2,
+        sep_token_id=3,
+    )
+    yield "modernbert", ModernBertModel(modern), bert_tok, {}
 
 
 def main() -> None:

@@ -40,6 +40,17 @@ EXPECTED = {
     "qwen3": dict(qk_norm=True, bias=False, tie_lm_head=False),
     "phi3": dict(layer_types=("sliding",) * 3, sliding_window=6, activation="swiglu"),
     "gpt_neox": dict(parallel_residual=True, rotary_dim=4, bias=True, tie_lm_head=False),
+    "modernbert": dict(
+        layer_types=("global", "sliding") * 2,
+        sliding_window=8,
+        causal=False,
+        first_attn_norm=False,
+        activation="geglu",
+        bias=False,
+        ff_bias=False,
+        rope_base=160_000.0,
+        rope_local_base=10_000.0,
+    ),
     "gemma3_text": dict(
         layer_types=("sliding", "global") * 2,
         sandwich_norm=True,

@@ -10,7 +10,20 @@ from typing import Any
 
 from model.errors import CheckpointError
 from model.io.bert import load_bert_folder
-from model.io.families import distilbert, electra, gemma3, gpt2, gpt_neox, llama, mistral, phi3, qwen2, qwen3, roberta
+from model.io.families import (
+    distilbert,
+    electra,
+    gemma3,
+    gpt2,
+    gpt_neox,
+    llama,
+    mistral,
+    modernbert,
+    phi3,
+    qwen2,
+    qwen3,
+    roberta,
+)
 from model.io.state import LoadedModel
 
 FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
@@ -19,6 +32,7 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "xlm-roberta": roberta.load,
     "distilbert": distilbert.load,
     "electra": electra.load,
+    "modernbert": modernbert.load,
     "gpt2": gpt2.load,
     "gpt_neox": gpt_neox.load,
     "llama": llama.load,
