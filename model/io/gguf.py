@@ -31,7 +31,11 @@ GGUF_INSTALL = "pip install --no-deps gguf==0.19.0"
 MAX_GGUF_BYTES = 2 * 1024**3
 MAX_COUNT = 100_000  # tensors or metadata entries; real models have a few hundred
 SHOWN_TOKENS = 512  # the dashboard reads at most this many tokens of a decoder's longer context
-ARCHITECTURES = ("llama",)
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3")
+#: llama.cpp's converter reorders W_q/W_k rows for "llama" only (its rope kernel pairs (2i, 2i+1)); qwen2, qwen3
+#: and phi3 keep Hugging Face's rotate-half rows
+PERMUTED = ("llama",)
+NOT_YET = {"gemma3": "Gemma 3 GGUF files are not supported yet; open its Hugging Face folder instead"}
 # quantisation types whose dequantisation the gguf package implements and this importer has been checked with
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
 
@@ -46,8 +50,17 @@ _LAYER_MAP = {
     "ffn_gate.weight": "ff.gate.weight",
     "ffn_up.weight": "ff.fc1.weight",
     "ffn_down.weight": "ff.fc2.weight",
+    "attn_q.bias": "attn.w_q.bias",  # qwen2
+    "attn_k.bias": "attn.w_k.bias",
+    "attn_v.bias": "attn.w_v.bias",
+    "attn_q_norm.weight": "attn.q_norm.weight",  # qwen3
+    "attn_k_norm.weight": "attn.k_norm.weight",
 }
-_TOP_MAP = {"token_embd.weight": "tok_emb.weight", "output_norm.weight": "ln_f.weight"}
+_TOP_MAP = {
+    "token_embd.weight": "tok_emb.weight",
+    "output_norm.weight": "ln_f.weight",
+    "output.weight": "lm_head.weight",
+}
 
 
 def gguf_available() -> bool:
@@ -131,6 +144,8 @@ def _field(reader, key: str, default: Any = None) -> Any:
 def gguf_config(reader) -> TransformerConfig:
     """The :class:`TransformerConfig` a LLaMA GGUF describes; anything unsupported is refused by name."""
     arch = _field(reader, "general.architecture")
+    if arch in NOT_YET:
+        raise CheckpointError(NOT_YET[arch])
     if arch not in ARCHITECTURES:
         raise CheckpointError(f"GGUF architecture {arch!r} is not supported (supported: {', '.join(ARCHITECTURES)})")
 
@@ -146,6 +161,7 @@ def gguf_config(reader) -> TransformerConfig:
     if n_heads < 1 or d_model % n_heads or int(rope_dims) != d_model // n_heads:
         raise CheckpointError("only RoPE over the whole head width is supported (rope.dimension_count = d_k)")
     tokens = _field(reader, "tokenizer.ggml.tokens") or []
+    window = int(_field(reader, f"{arch}.attention.sliding_window", 0) or 0)
     try:
         return TransformerConfig(
             vocab_size=len(tokens) or int(need("vocab_size")),
@@ -162,13 +178,18 @@ def gguf_config(reader) -> TransformerConfig:
             rope_style="half",
             rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
             activation="swiglu",
-            bias=False,
+            bias=arch == "qwen2",  # Q/K/V biases, none on the output projection
+            o_bias=False,
+            qk_norm=arch == "qwen3",
             ff_bias=False,
             layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")),
             scale_embeddings=False,
             final_layer_norm=True,
             causal=True,
             lm_head=True,
+            tie_lm_head="output.weight" not in {t.name for t in reader.tensors},
+            layer_types=("sliding",) * int(need("block_count")) if window else (),
+            sliding_window=window,
             pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
         )
     except (TypeError, ValueError) as exc:
@@ -203,9 +224,7 @@ def load_gguf(path: str | Path) -> LoadedModel:
     if _field(reader, "tokenizer.ggml.add_bos_token", False):
         raise CheckpointError("models that need a BOS token added to every text are not supported yet")
     state: dict[str, torch.Tensor] = {}
-    names = {t.name for t in reader.tensors}
-    if "output.weight" in names:
-        raise CheckpointError("this GGUF has an untied output head; only tied embeddings are supported")
+    arch = _field(reader, "general.architecture")
     for t in reader.tensors:
         if t.name in _TOP_MAP:
             key = _TOP_MAP[t.name]
@@ -222,18 +241,39 @@ def load_gguf(path: str | Path) -> LoadedModel:
             raise CheckpointError(f"tensor {t.name!r} could not be dequantised: {exc}") from None
         shape = tuple(int(d) for d in reversed(t.shape))  # GGUF lists the fastest axis first
         tensor = torch.from_numpy(np.array(arr, dtype=np.float32).reshape(shape))  # a writable copy
-        if key.endswith("attn.w_q.weight"):
+        if arch in PERMUTED and key.endswith("attn.w_q.weight"):
             tensor = unpermute_rope_rows(tensor, cfg.n_heads)
-        elif key.endswith("attn.w_k.weight"):
+        elif arch in PERMUTED and key.endswith("attn.w_k.weight"):
             tensor = unpermute_rope_rows(tensor, cfg.kv_heads)
-        state[key] = tensor
+        state.update(_unfused(key, tensor, cfg))
+    info = _info(reader, path, cfg, arch)
+    return build_from_state(cfg, state, tokenizer, info)
+
+
+def _unfused(key: str, tensor: torch.Tensor, cfg: TransformerConfig) -> dict[str, torch.Tensor]:
+    """phi3 stores Q, K, V as one ``attn_qkv`` (queries, keys, values) and gate + up as one ``ffn_up`` (gate
+    first): split them. Anything else passes as it is."""
+    q, kv = cfg.n_heads * cfg.d_k, cfg.kv_heads * cfg.d_k
+    if key.startswith("blk.") and key.endswith(".attn_qkv.weight") and tensor.size(0) == q + 2 * kv:
+        b = f"blocks.{key.split('.')[1]}.attn"
+        return {
+            f"{b}.w_q.weight": tensor[:q],
+            f"{b}.w_k.weight": tensor[q : q + kv],
+            f"{b}.w_v.weight": tensor[q + kv :],
+        }
+    if key.endswith("ff.fc1.weight") and cfg.gated and tensor.size(0) == 2 * cfg.d_ff:
+        return {key.replace("ff.fc1", "ff.gate"): tensor[: cfg.d_ff], key: tensor[cfg.d_ff :]}
+    return {key: tensor}
+
+
+def _info(reader, path: Path, cfg: TransformerConfig, arch: str) -> dict:
     name = _field(reader, "general.name") or path.stem
-    info = {
+    return {
         "name": str(name),
         "source": str(path),
-        "model_type": "llama (GGUF)",
+        "model_type": f"{arch} (GGUF)",
+        "family": f"a {arch} GGUF file ({'tied' if cfg.tie_lm_head else 'untied'} output head)",
         "license": str(_field(reader, "general.license", "")),
         "quantisation": sorted({t.tensor_type.name for t in reader.tensors}),
-        "context_length": int(_field(reader, "llama.context_length", cfg.max_seq_len)),
+        "context_length": int(_field(reader, f"{arch}.context_length", cfg.max_seq_len)),
     }
-    return build_from_state(cfg, state, tokenizer, info)

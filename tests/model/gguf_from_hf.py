@@ -1,0 +1,91 @@
+"""Write a Hugging Face fixture folder (tests/fixtures/hf/<family>) as the GGUF file llama.cpp's converter makes
+of it — its tensor names, the row order of W_q/W_k that its "llama" rope kernel expects, fused tensors where its
+graph reads them fused, and the byte-level BPE vocabulary and merges — so the GGUF importer can be checked against
+what transformers computed on the same weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model.io.families.common import read_weights
+
+LAYER_NAMES = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
+    "self_attn.qkv_proj": "attn_qkv",  # phi3, fused
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.gate_up_proj": "ffn_up",  # phi3: gate and up fused, gate first
+    "mlp.down_proj": "ffn_down",
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm",
+}
+
+
+def permute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """llama.cpp's converter for "llama": inside each head, rows (i, i + d_k/2) become (2i, 2i+1)."""
+    out, d_in = w.shape
+    return w.reshape(n_heads, 2, out // n_heads // 2, d_in).transpose(1, 2).reshape(out, d_in)
+
+
+def write(folder: Path, path: Path, arch: str) -> Path:
+    import gguf
+
+    cfg = json.loads((folder / "config.json").read_text())
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    vocab = sorted(tok["model"]["vocab"].items(), key=lambda kv: kv[1])
+    tokens = [t for t, _ in vocab]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    special = {a["content"] for a in tok.get("added_tokens", []) if a.get("special")}
+    heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(f"tiny {arch} from tests/fixtures/hf/{folder.name}")
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv)
+    w.add_rope_freq_base(float((cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)))
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_rope_dimension_count(cfg["hidden_size"] // heads)
+    if cfg.get("sliding_window") and arch == "phi3":
+        w.add_sliding_window(cfg["sliding_window"])
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_merges(merges)
+    w.add_token_types([3 if t in special else 1 for t in tokens])
+    w.add_add_bos_token(False)
+    hf = {k: v.float() for k, v in read_weights(folder).items()}
+
+    def put(name: str, t: torch.Tensor) -> None:
+        w.add_tensor(name, np.ascontiguousarray(t.numpy().astype(np.float32)))
+
+    put("token_embd.weight", hf["model.embed_tokens.weight"])
+    put("output_norm.weight", hf["model.norm.weight"])
+    if not cfg.get("tie_word_embeddings", False):
+        put("output.weight", hf["lm_head.weight"])
+    for i in range(cfg["num_hidden_layers"]):
+        for src, dst in LAYER_NAMES.items():
+            for part in ("weight", "bias"):
+                key = f"model.layers.{i}.{src}.{part}"
+                if key not in hf:
+                    continue
+                t = hf[key]
+                if arch == "llama" and src in ("self_attn.q_proj", "self_attn.k_proj"):
+                    t = permute(t, heads if src.endswith("q_proj") else kv)
+                put(f"blk.{i}.{dst}.{part}", t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
