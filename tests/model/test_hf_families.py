@@ -150,3 +150,43 @@ def test_missing_pieces_are_named(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**raw, "rope_parameters": {"rope_type": "yarn"}}))
     with pytest.raises(CheckpointError, match="RoPE scaling 'yarn' is not supported yet"):
         load_checkpoint(tmp_path)
+
+
+def _zipped(folder: Path) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for path in sorted(folder.iterdir()):
+            zf.write(path, f"{folder.name}/{path.name}")
+    return buf.getvalue()
+
+
+def test_local_path_and_zip_upload_open_the_same_model(family):
+    from model.io.catalog import digest
+
+    name, loaded, _ = family
+    data = _zipped(FIXTURES / name)
+    for other in (
+        load(ModelSpec("folder", path=str(FIXTURES / name))),
+        load(ModelSpec("upload", digest=digest(data), name=f"{name}.zip"), data),
+    ):
+        assert other.model.cfg == loaded.model.cfg
+        mine, theirs = loaded.model.state_dict(), other.model.state_dict()
+        assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
+def test_the_command_line_writes_transformers_numbers(family, tmp_path, capsys):
+    import numpy as np
+
+    from viz.export import cli
+
+    name, _, ref = family
+    out = tmp_path / "captured.npz"
+    assert cli.main(["--model", str(FIXTURES / name), "--text", TEXTS["long"], "--data", str(out)]) == 0, (
+        capsys.readouterr().err
+    )
+    arrays = np.load(out)
+    assert tuple(arrays["ids"]) == tuple(ref["long.ids"].tolist())
+    assert np.abs(arrays["patterns"] - ref["long.attentions"].numpy()).max() <= 1e-5

@@ -50,3 +50,13 @@ def test_without_heads_or_tokenizer_the_command_says_so(saved, tmp_path, capsys)
     assert "note: The number of heads is not stored in the weights: 8 (the post's default) is assumed" in err
     assert cli.main(["--model", str(path), "--heads", "3", "--tokenizer", "ids", "--text", "1 2", "--out", html]) == 2
     assert "3 heads do not divide d_model 64" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", cli.NAMED)
+def test_every_catalog_entry_by_name(name, tmp_path, capsys):
+    out = tmp_path / "captured.npz"
+    assert cli.main(["--model", name, "--text", "The cat sat on the mat.", "--data", str(out)]) == 0, (
+        capsys.readouterr().err
+    )
+    assert np.load(out)["patterns"].ndim == 4

@@ -5,6 +5,7 @@
         --layer 1 --head 0 --format svg --out fig.svg
     python -m viz.export --model minilm --text "..." --view qkv.query --set query=3 --size slide --out q.png
     python -m viz.export --model minilm --text "..." --pack lesson.zip --page attention --presentation
+    python -m viz.export --model path/to/hf-folder --text "..." --data captured.npz   # the numbers only
 
 It loads the model, observes the text and builds the views through viz.views, as the app does.
 """
@@ -12,11 +13,15 @@ It loads the model, observes the text and builds the views through viz.views, as
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from model.errors import CheckpointError
 from model.io.catalog import SOURCES, ModelSpec
+from viz.export.data import observation_arrays
 from viz.export.offline import figure_html
 from viz.export.pack import build_pack
 from viz.export.render import render_image
@@ -117,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output file for the view(s)")
     p.add_argument("--pack", help="write an export pack (zip): figures, HTML, data and a README")
     p.add_argument("--matrices", action="store_true", help="in a pack, also one CSV matrix per head")
+    p.add_argument(
+        "--data", help="write every captured array (ids, patterns, q, k, v, hidden, head metrics) as one .npz"
+    )
     p.add_argument("--presentation", action="store_true", help="large fonts for slides")
     p.add_argument("--dark", action="store_true")
     p.add_argument("--colorscale", default="Viridis")
@@ -128,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.text:
         p.error("give --text")
-    if not args.out and not args.pack:
-        p.error("give --out FILE or --pack FILE.zip")
+    if not args.out and not args.pack and not args.data:
+        p.error("give --out FILE, --pack FILE.zip or --data FILE.npz")
     answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or ""}
     spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
     theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale, positions=args.positions)
@@ -137,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special)
         for notice in [*src.loaded.warnings, *src.obs.notices]:
             print(f"note: {notice}", file=sys.stderr)
+        if args.data:
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **observation_arrays(src.full()))
+            Path(args.data).write_bytes(buf.getvalue())
+            print(f"wrote {args.data}")
         if args.out:
             key, selection = selection_for((args.view or ["attention"])[0], args)
             fmt = args.format or Path(args.out).suffix.lstrip(".").lower() or "png"
