@@ -117,21 +117,22 @@ class MultiHeadAttention(nn.Module):
         o_bias: bool | None = None,
         qk_norm: tuple[nn.Module, nn.Module] | None = None,
         scale_factor: float = 0.0,
+        head_dim: int = 0,
     ) -> None:
         super().__init__()
-        if d_model % n_heads:
+        if not head_dim and d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         n_kv_heads = n_kv_heads or n_heads
         if n_heads % n_kv_heads:
             raise ValueError(f"n_kv_heads ({n_kv_heads}) must divide n_heads ({n_heads})")
-        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, head_dim or d_model // n_heads
         self.n_kv_heads, self.group = n_kv_heads, n_heads // n_kv_heads
         self.dropout = dropout
         self.scale_factor = scale_factor  # 0: 1/√d_k
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # H·d_k = d_model unless head_dim is set
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias if o_bias is None else o_bias)
+        self.w_o = nn.Linear(n_heads * self.d_k, d_model, bias=bias if o_bias is None else o_bias)
         self.rope = rope
         # QK-norm (Qwen3, Gemma 3): a norm over d_k of each head's q and k, before RoPE
         self.q_norm, self.k_norm = qk_norm if qk_norm is not None else (None, None)
@@ -151,7 +152,7 @@ class MultiHeadAttention(nn.Module):
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, N, d_k) -> (B, N, d_model)."""
         B, H, N, d_k = x.shape
-        return x.transpose(1, 2).reshape(B, N, H * d_k)  # (B, N, d_model)
+        return x.transpose(1, 2).reshape(B, N, H * d_k)  # (B, N, H·d_k), d_model unless head_dim is set apart
 
     def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H_kv, M, d_k) -> (B, H, M, d_k): each key/value head repeated for the query heads of its group."""

@@ -30,7 +30,7 @@ class TransformerConfig:
 
     vocab_size: int = 32000  # rows of the token-embedding table
     d_model: int = 256  # width of the residual stream
-    n_heads: int = 4  # attention heads per layer; d_k = d_model // n_heads
+    n_heads: int = 4  # attention heads per layer; d_k = d_model // n_heads unless head_dim says otherwise
     n_layers: int = 4  # encoder blocks
     d_ff: int = 1024  # hidden width of the feed-forward sublayer
     max_seq_len: int = 512  # longest input; sets learned-position table size
@@ -66,6 +66,7 @@ class TransformerConfig:
     attn_scale: float = 0.0  # q·k is multiplied by this when scaled; 0: 1/√d_k (Gemma: query_pre_attn_scalar^-½)
     rope_local_base: float = 0.0  # θ of RoPE on sliding layers (Gemma 3: 10,000 locally, 1e6 globally); 0: rope_base
     logit_softcap: float = 0.0  # next-token logits become c·tanh(logits / c) (Gemma 2); 0: off
+    head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
     #                               embeddings end in a norm already)
 
@@ -97,6 +98,7 @@ class TransformerConfig:
             "n_token_types",
             "n_kv_heads",
             "rotary_dim",
+            "head_dim",
         )
         for name in ints:
             value = getattr(self, name)
@@ -107,7 +109,9 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.n_token_types < 0:
             raise ValueError("n_token_types must be 0 (off) or positive")
-        if self.d_model % self.n_heads:
+        if self.head_dim < 0:
+            raise ValueError(f"head_dim must be 0 (d_model // n_heads) or positive, got {self.head_dim}")
+        if not self.head_dim and self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}); "
                 f"try n_heads in {[h for h in range(1, 17) if self.d_model % h == 0]}"
@@ -165,7 +169,12 @@ class TransformerConfig:
     @property
     def d_k(self) -> int:
         """Width of one head."""
-        return self.d_model // self.n_heads
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def attn_width(self) -> int:
+        """H·d_k: what W_q writes and W_o reads (d_model unless head_dim is set apart)."""
+        return self.n_heads * self.d_k
 
     @property
     def kv_heads(self) -> int:
@@ -208,7 +217,8 @@ class TransformerConfig:
         """Exact number of parameters, computed without building the model."""
         d, f = self.d_model, self.d_ff
         kv = self.kv_heads * self.d_k
-        attn = 2 * d * d + 2 * d * kv + ((d + 2 * kv) if self.bias else 0) + (d if self.use_o_bias else 0)
+        a = self.attn_width
+        attn = 2 * d * a + 2 * d * kv + ((a + 2 * kv) if self.bias else 0) + (d if self.use_o_bias else 0)
         gated = self.gated
         ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
         norm = d if self.norm_kind == "rmsnorm" else 2 * d

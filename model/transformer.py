@@ -94,6 +94,7 @@ class TransformerBlock(nn.Module):
             o_bias=cfg.o_bias,
             qk_norm=qk_norm,
             scale_factor=cfg.attn_scale,
+            head_dim=cfg.head_dim,
         )
         self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()

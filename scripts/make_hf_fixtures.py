@@ -3,7 +3,7 @@ offline, in a throwaway environment; the project never imports transformers):
 
     python -m venv --system-site-packages /tmp/hfenv
     /tmp/hfenv/bin/pip install --no-deps "transformers>=5,<6" huggingface-hub regex typer tqdm pyyaml
-    /tmp/hfenv/bin/python scripts/make_hf_fixtures.py
+    /tmp/hfenv/bin/python scripts/make_hf_fixtures.py [family …]   # all families, or the ones named
 
 Each family gets tests/fixtures/hf/<family>/: the folder as ``save_pretrained`` writes it (config.json, weights,
 tokenizer.json) and reference.safetensors with, per input, the token ids transformers' tokenizer gives, every
@@ -16,6 +16,7 @@ run.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -143,7 +144,7 @@ def families():
     yield "qwen2", Qwen2ForCausalLM(qwen2), gpt_tok, {"dtype": torch.float16}
     electra = ElectraConfig(vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **ENCODER)
     yield "electra", ElectraModel(electra), bert_tok, {}
-    qwen3 = Qwen3Config(vocab_size=VOCAB, head_dim=8, tie_word_embeddings=False, **DECODER)
+    qwen3 = Qwen3Config(vocab_size=VOCAB, head_dim=16, tie_word_embeddings=False, **DECODER)  # 4 × 16 ≠ 32
     yield "qwen3", Qwen3ForCausalLM(qwen3), gpt_tok, {}
     phi3 = Phi3Config(vocab_size=VOCAB, sliding_window=6, pad_token_id=0, **DECODER)
     yield "phi3", Phi3ForCausalLM(phi3), llama_tok, {}
@@ -152,7 +153,7 @@ def families():
     yield "gpt_neox", GPTNeoXForCausalLM(neox), gpt_tok, {}
     gemma = Gemma3TextConfig(
         vocab_size=VOCAB,
-        head_dim=8,
+        head_dim=12,  # 4 heads × 12 ≠ hidden 32, as Gemma's heads do not tile d_model
         query_pre_attn_scalar=6,
         sliding_window=6,
         sliding_window_pattern=2,
@@ -179,7 +180,10 @@ def families():
 
 
 def main() -> None:
+    only = set(sys.argv[1:])  # families to write again (all when none is named)
     for seed, (name, model, tok, how) in enumerate(families()):
+        if only and name not in only:
+            continue
         folder = OUT / name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)

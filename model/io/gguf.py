@@ -157,8 +157,11 @@ def gguf_config(reader) -> TransformerConfig:
 
     n_heads = int(need("attention.head_count"))
     d_model = int(need("embedding_length"))
-    rope_dims = _field(reader, f"{arch}.rope.dimension_count", d_model // max(n_heads, 1))
-    if n_heads < 1 or d_model % n_heads or int(rope_dims) != d_model // n_heads:
+    if n_heads < 1:
+        raise CheckpointError("the GGUF file says the model has no attention heads")
+    d_k = int(_field(reader, f"{arch}.attention.key_length", d_model // n_heads))  # qwen3: apart from d_model / H
+    rope_dims = _field(reader, f"{arch}.rope.dimension_count", d_k)
+    if d_k < 1 or int(rope_dims) != d_k or (d_k * n_heads != d_model and arch not in ("qwen3",)):
         raise CheckpointError("only RoPE over the whole head width is supported (rope.dimension_count = d_k)")
     tokens = _field(reader, "tokenizer.ggml.tokens") or []
     window = int(_field(reader, f"{arch}.attention.sliding_window", 0) or 0)
@@ -167,6 +170,7 @@ def gguf_config(reader) -> TransformerConfig:
             vocab_size=len(tokens) or int(need("vocab_size")),
             d_model=d_model,
             n_heads=n_heads,
+            head_dim=0 if d_k * n_heads == d_model else d_k,
             n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
             n_layers=int(need("block_count")),
             d_ff=int(need("feed_forward_length")),

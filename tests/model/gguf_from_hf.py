@@ -56,7 +56,10 @@ def write(folder: Path, path: Path, arch: str) -> Path:
     w.add_head_count_kv(kv)
     w.add_rope_freq_base(float((cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)))
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_rope_dimension_count(cfg["hidden_size"] // heads)
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
+    w.add_rope_dimension_count(head_dim)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
     if cfg.get("sliding_window") and arch == "phi3":
         w.add_sliding_window(cfg["sliding_window"])
     w.add_tokenizer_model("gpt2")

@@ -53,6 +53,9 @@ def test_layer_types_validated_and_kept_hashable():
         dict(bias=False, o_bias=True),
         dict(causal=True, lm_head=True, tie_lm_head=False, positional="rope"),
         dict(positional="learned", position_offset=2),
+        dict(head_dim=12, positional="rope", qk_norm=True, norm_kind="rmsnorm"),
+        dict(sandwich_norm=True, norm_kind="rmsnorm", norm_offset=1.0, activation="geglu_tanh"),
+        dict(first_attn_norm=False, embedding_layer_norm=True),
     ],
 )
 def test_parameter_count_stays_exact(fields):

@@ -37,7 +37,7 @@ EXPECTED = {
     "mistral": dict(layer_types=("sliding",) * 3, sliding_window=6, tie_lm_head=False),
     "qwen2": dict(bias=True, o_bias=False, tie_lm_head=True),
     "electra": dict(norm="post", positional="learned", n_token_types=2),
-    "qwen3": dict(qk_norm=True, bias=False, tie_lm_head=False),
+    "qwen3": dict(qk_norm=True, bias=False, tie_lm_head=False, head_dim=16, d_model=32, n_heads=4),
     "phi3": dict(layer_types=("sliding",) * 3, sliding_window=6, activation="swiglu"),
     "gpt_neox": dict(parallel_residual=True, rotary_dim=4, bias=True, tie_lm_head=False),
     "modernbert": dict(

@@ -18,8 +18,8 @@ from viz.figures import (
 )
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.headview import WINDOW
-from viz.views import captions
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.windows import window_caption
 
 MODES = ("weights", "scores")
 
@@ -98,7 +98,7 @@ def attention(
         )
     fig = with_subtitle(fig, subtitle(src), theme)
     if cfg.is_sliding(layer):
-        return Captioned(fig, captions.window(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal))
+        return Captioned(fig, window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal))
     return fig
 
 

@@ -65,17 +65,6 @@ def mask_change(tokens: list[str], change, *, switched_on: bool, n_layers: int) 
     return " ".join(out)
 
 
-def window(layer: int, window_size: int, pattern, causal: bool) -> str:
-    """What a sliding-window layer's drawn pattern shows: how many keys its queries see at most. pattern (N, N)."""
-    p = np.asarray(pattern)
-    seen = int((p > 0).sum(-1).max()) if p.size else 0
-    reach = f"its {window_size} latest keys (itself included)" if causal else f"keys up to {window_size // 2} away"
-    return (
-        f"Layer {layer} attends through a sliding window: each query sees only {reach}; here the widest row "
-        f"reaches {seen} of {p.shape[-1]} keys. The cells outside the window are masked, as the causal mask's are."
-    )
-
-
 def padding(on_pads: float, effect: float, n_pads: int) -> str:
     """The padding lesson. on_pads: the largest weight any query gives a padded key; effect: the largest
     difference of the shorter text's real tokens, padded vs alone."""

@@ -11,8 +11,9 @@ from viz.figures import change_bars, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, view
-from viz.views.captions import mask_change, quoted, window
+from viz.views.captions import mask_change, quoted
 from viz.views.captions import padding as padding_caption
+from viz.views.windows import window_caption
 
 
 def causal_pair(src: Source):
@@ -61,7 +62,7 @@ def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     )
     cfg = src.loaded.model.cfg
     if cfg.is_sliding(layer):  # the window is a mask too: drawn as built, and said
-        caption += " " + window(layer, cfg.sliding_window, as_built.patterns[layer, head], as_built.causal)
+        caption += " " + window_caption(layer, cfg.sliding_window, as_built.patterns[layer, head], as_built.causal)
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 

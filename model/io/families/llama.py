@@ -36,11 +36,8 @@ def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrid
     if raw.get("hidden_act", "silu") != "silu":
         raise CheckpointError(f"hidden_act {raw.get('hidden_act')!r}: LLaMA-style models use silu (SwiGLU)")
     head_dim = raw.get("head_dim") or d // heads
-    if head_dim * heads != d:
-        raise CheckpointError(
-            f"head_dim {head_dim} × {heads} heads ≠ hidden_size {d}: heads wider or narrower than "
-            "hidden_size / heads are not supported yet"
-        )
+    if not isinstance(head_dim, int) or head_dim < 1:
+        raise CheckpointError(f"invalid head_dim {head_dim!r}")
     types, w = layer_types(raw, n_layers, window)
     fields = dict(
         vocab_size=need(raw, "vocab_size"),
@@ -48,6 +45,7 @@ def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrid
         n_heads=heads,
         n_kv_heads=raw.get("num_key_value_heads") or heads,
         n_layers=n_layers,
+        head_dim=0 if head_dim * heads == d else head_dim,  # Qwen3, Gemma: heads need not tile d_model
         d_ff=need(raw, "intermediate_size"),
         max_seq_len=min(need(raw, "max_position_embeddings"), 65_536),
         norm="pre",

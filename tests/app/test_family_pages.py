@@ -1,0 +1,36 @@
+"""Every page of the dashboard on the families that brought new behaviour into the stack — heads wider than
+d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), a RoPE encoder with local layers
+(ModernBERT), a parallel residual with partial rotary (GPT-NeoX): no page fails on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import PAGES, new_app
+from tests.app.test_pages import SECTIONED
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["qwen3", "gemma3_text", "modernbert", "gpt_neox"])
+def test_every_page_renders_on_the_family(family, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(FIXTURES))
+    at = new_app()
+    at.sidebar.selectbox(key="model_kind").set_value("folder").run()
+    at.sidebar.text_input(key="folder_path").set_value(str(FIXTURES / family)).run()
+    at.sidebar.text_area(key="text").set_value("The query asks, the keys answer, and the values come back.").run()
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+    for page in PAGES:
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, (family, page, at.exception)
+        assert not at.error, (family, page, [e.value for e in at.error])
+        key, sections, _ = SECTIONED.get(page, (None, (), ()))
+        for name in sections:  # every section of a sectioned page (Q/K/V, positions, lessons, mixing)
+            at.session_state[key] = name
+            at.run()
+            assert not at.exception, (family, page, name, at.exception)
+            assert not at.error, (family, page, name, [e.value for e in at.error])
