@@ -4,14 +4,11 @@ d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.app.conftest import PAGES, new_app
 from tests.app.test_pages import SECTIONED
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+from tests.hf_fixtures import FIXTURES
 
 
 @pytest.mark.slow

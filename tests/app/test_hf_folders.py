@@ -3,26 +3,14 @@ transformers computed and the sidebar names the family."""
 
 from __future__ import annotations
 
-import io
-import zipfile
-from pathlib import Path
-
 import numpy as np
 from safetensors.torch import load_file
 
 from tests.app.conftest import figures, new_app
 from tests.app.test_post_checkpoint import matrix
+from tests.hf_fixtures import FIXTURES, zipped
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 SHORT = "The animal didn't cross the street because it was too tired."
-
-
-def zipped(folder: Path) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for path in sorted(folder.iterdir()):
-            zf.write(path, f"{folder.name}/{path.name}")
-    return buf.getvalue()
 
 
 def captions(at) -> list[str]:

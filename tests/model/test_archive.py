@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import stat
 import zipfile
-from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
@@ -16,16 +15,7 @@ from model.capture import run_with_cache
 from model.errors import CheckpointError
 from model.io.catalog import ModelSpec, digest, load
 from model.io.checkpoint import load_bytes, upload_questions
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
-
-
-def zipped(folder: Path, top: str = "") -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for path in sorted(folder.iterdir()):
-            zf.write(path, f"{top}{path.name}")
-    return buf.getvalue()
+from tests.hf_fixtures import FIXTURES, zipped
 
 
 @pytest.mark.parametrize("top", ["", "gpt2/"])

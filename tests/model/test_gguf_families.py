@@ -4,8 +4,6 @@ fixtures (tests/model/gguf_from_hf.py), against what transformers computed on th
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -17,7 +15,8 @@ from tests.model.gguf_from_hf import write
 from tests.security.gguf_files import write_tiny_gguf
 
 pytest.importorskip("gguf")
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+from tests.hf_fixtures import FIXTURES
+
 CASES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3"}
 
 

@@ -19,8 +19,8 @@ from model.errors import CheckpointError
 from model.io.catalog import ModelSpec, load
 from model.io.checkpoint import load_checkpoint
 from model.io.families import FAMILIES
+from tests.hf_fixtures import FIXTURES, zipped
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 TEXTS = {
     "short": "The animal didn't cross the street because it was too tired.",
     "long": "The query asks, the keys answer, and the values come back weighted by how well each key fits the query.",
@@ -152,22 +152,11 @@ def test_missing_pieces_are_named(tmp_path):
         load_checkpoint(tmp_path)
 
 
-def _zipped(folder: Path) -> bytes:
-    import io
-    import zipfile
-
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for path in sorted(folder.iterdir()):
-            zf.write(path, f"{folder.name}/{path.name}")
-    return buf.getvalue()
-
-
 def test_local_path_and_zip_upload_open_the_same_model(family):
     from model.io.catalog import digest
 
     name, loaded, _ = family
-    data = _zipped(FIXTURES / name)
+    data = zipped(FIXTURES / name)
     for other in (
         load(ModelSpec("folder", path=str(FIXTURES / name))),
         load(ModelSpec("upload", digest=digest(data), name=f"{name}.zip"), data),

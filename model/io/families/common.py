@@ -125,6 +125,27 @@ def config(**fields: Any) -> TransformerConfig:
         raise CheckpointError(f"this model cannot be built: {exc}") from None
 
 
+def rename(
+    hf: Mapping[str, torch.Tensor], n_layers: int, top: Mapping[str, str], layer: Mapping[str, str], prefix: str
+) -> tuple[dict[str, torch.Tensor], set[str]]:
+    """Tensors renamed onto ours by two maps — ``top``: whole names; ``layer``: names below ``prefix`` (formatted
+    with the layer ``i``) to names below ``blocks.{i}.``, weight and bias — and the names it took."""
+    out: dict[str, torch.Tensor] = {}
+    used: set[str] = set()
+    for src, dst in top.items():
+        if src in hf:
+            out[dst] = hf[src]
+            used.add(src)
+    for i in range(n_layers):
+        for src, dst in layer.items():
+            for part in ("weight", "bias"):
+                key = f"{prefix.format(i=i)}{src}.{part}"
+                if key in hf:
+                    out[f"blocks.{i}.{dst}.{part}"] = hf[key]
+                    used.add(key)
+    return out, used
+
+
 def leftovers(hf: Mapping[str, torch.Tensor], used: set[str], ignorable: tuple[str, ...]) -> dict[str, torch.Tensor]:
     """The tensors no rule took (and that are not known extras): they surface as "unexpected keys"."""
     return {k: v for k, v in hf.items() if k not in used and not k.startswith(ignorable) and not k.endswith(ignorable)}

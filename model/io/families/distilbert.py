@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from model.config import TransformerConfig
-from model.io.families.common import activation, build, config, leftovers, need
+from model.io.families.common import activation, build, config, leftovers, need, rename
 from model.io.state import LoadedModel
 
 # HF name (below "transformer.layer.{i}.") -> ours (below "blocks.{i}.")
@@ -56,18 +56,7 @@ def distilbert_config(raw: Mapping[str, Any]) -> TransformerConfig:
 
 def map_distilbert_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
     hf = {k.removeprefix("distilbert."): v for k, v in hf.items()}
-    out, used = {}, set()
-    for src, dst in EMBED_MAP.items():
-        if src in hf:
-            out[dst] = hf[src]
-            used.add(src)
-    for i in range(cfg.n_layers):
-        for src, dst in LAYER_MAP.items():
-            for part in ("weight", "bias"):
-                key = f"transformer.layer.{i}.{src}.{part}"
-                if key in hf:
-                    out[f"blocks.{i}.{dst}.{part}"] = hf[key]
-                    used.add(key)
+    out, used = rename(hf, cfg.n_layers, EMBED_MAP, LAYER_MAP, "transformer.layer.{i}.")
     heads = ("vocab_", "pre_classifier.", "classifier.", "qa_outputs.", "embeddings.position_ids")
     return {**out, **leftovers(hf, used, heads)}
 

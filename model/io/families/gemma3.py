@@ -13,7 +13,7 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.families.common import build, layer_types, leftovers, need
+from model.io.families.common import build, layer_types, leftovers, need, rename
 from model.io.families.llama import llama_config
 from model.io.state import LoadedModel
 
@@ -75,20 +75,9 @@ def gemma3_config(raw: Mapping[str, Any]) -> TransformerConfig:
 
 def map_gemma3_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
     hf = {k.removeprefix("language_model."): v for k, v in hf.items()}
-    out, used = {}, set()
-    for src, dst in (("model.embed_tokens.weight", "tok_emb.weight"), ("model.norm.weight", "ln_f.weight")):
-        if src in hf:
-            out[dst] = hf[src]
-            used.add(src)
-    if not cfg.tie_lm_head and "lm_head.weight" in hf:
-        out["lm_head.weight"] = hf["lm_head.weight"]
-        used.add("lm_head.weight")
-    for i in range(cfg.n_layers):
-        for src, dst in LAYER_MAP.items():
-            key = f"model.layers.{i}.{src}.weight"
-            if key in hf:
-                out[f"blocks.{i}.{dst}.weight"] = hf[key]
-                used.add(key)
+    top = {"model.embed_tokens.weight": "tok_emb.weight", "model.norm.weight": "ln_f.weight"}
+    top |= {} if cfg.tie_lm_head else {"lm_head.weight": "lm_head.weight"}
+    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "model.layers.{i}.")
     return {**out, **leftovers(hf, used, ("lm_head.weight",))}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from model.config import TransformerConfig
-from model.io.families.common import activation, build, config, leftovers, need, rope_base
+from model.io.families.common import activation, build, config, leftovers, need, rename, rope_base
 from model.io.state import LoadedModel
 
 LAYER_MAP = {
@@ -56,35 +56,20 @@ def neox_config(raw: Mapping[str, Any]) -> TransformerConfig:
 
 def map_neox_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
     hf = {k.removeprefix("gpt_neox."): v for k, v in hf.items()}
-    out: dict[str, torch.Tensor] = {}
-    used: set[str] = set()
-    for src, dst in (
-        ("embed_in.weight", "tok_emb.weight"),
-        ("final_layer_norm.weight", "ln_f.weight"),
-        ("final_layer_norm.bias", "ln_f.bias"),
-    ):
-        if src in hf:
-            out[dst] = hf[src]
-            used.add(src)
-    for name in ("lm_head.weight", "embed_out.weight"):  # transformers 5 names it lm_head, older exports embed_out
-        if name in hf and not cfg.tie_lm_head:
-            out["lm_head.weight"] = hf[name]
-            used.add(name)
+    top = {"embed_in.weight": "tok_emb.weight", "final_layer_norm.weight": "ln_f.weight"}
+    top |= {"final_layer_norm.bias": "ln_f.bias"}
+    if not cfg.tie_lm_head:  # transformers 5 names it lm_head, older exports embed_out
+        top |= {"embed_out.weight": "lm_head.weight", "lm_head.weight": "lm_head.weight"}
+    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "layers.{i}.")
     H, dk = cfg.n_heads, cfg.d_k
     for i in range(cfg.n_layers):
-        p, b = f"layers.{i}.", f"blocks.{i}."
         for part in ("weight", "bias"):
-            key = f"{p}attention.query_key_value.{part}"
+            key = f"layers.{i}.attention.query_key_value.{part}"
             if key in hf:
                 fused = hf[key].reshape(H, 3, dk, *hf[key].shape[1:])  # (H, 3, d_k[, d_model]): q, k, v per head
                 for j, name in enumerate(("w_q", "w_k", "w_v")):
-                    out[f"{b}attn.{name}.{part}"] = fused[:, j].reshape(H * dk, *hf[key].shape[1:])  # (d[, d])
+                    out[f"blocks.{i}.attn.{name}.{part}"] = fused[:, j].reshape(H * dk, *hf[key].shape[1:])
                 used.add(key)
-            for src, dst in LAYER_MAP.items():
-                key = f"{p}{src}.{part}"
-                if key in hf:
-                    out[f"{b}{dst}.{part}"] = hf[key]
-                    used.add(key)
     ignorable = ("rotary_emb.inv_freq", "attention.bias", "attention.masked_bias", "lm_head.weight")
     return {**out, **leftovers(hf, used, ignorable)}
 

@@ -11,7 +11,7 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.families.common import build, config, layer_types, leftovers, need, rope_base
+from model.io.families.common import build, config, layer_types, leftovers, need, rename, rope_base
 from model.io.state import LoadedModel
 
 # HF name (below "model.layers.{i}.") -> ours (below "blocks.{i}.")
@@ -71,21 +71,10 @@ def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrid
 
 
 def map_llama_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    out, used = {}, set()
-    for src, dst in TOP_MAP.items():
-        if src in hf:
-            out[dst], _ = hf[src], used.add(src)
-    if not cfg.tie_lm_head and "lm_head.weight" in hf:
-        out["lm_head.weight"], _ = hf["lm_head.weight"], used.add("lm_head.weight")
-    for i in range(cfg.n_layers):
-        for src, dst in LAYER_MAP.items():
-            for part in ("weight", "bias"):
-                key = f"model.layers.{i}.{src}.{part}"
-                if key in hf:
-                    out[f"blocks.{i}.{dst}.{part}"], _ = hf[key], used.add(key)
+    top = dict(TOP_MAP) | ({} if cfg.tie_lm_head else {"lm_head.weight": "lm_head.weight"})
+    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "model.layers.{i}.")
     # a tied head may be saved beside the embedding; rotary caches of older exports are buffers, not weights
-    ignorable = ("lm_head.weight", "rotary_emb.inv_freq")
-    return {**out, **leftovers(hf, used, ignorable)}
+    return {**out, **leftovers(hf, used, ("lm_head.weight", "rotary_emb.inv_freq"))}
 
 
 def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
