@@ -49,3 +49,26 @@ def test_upload_the_posts_state_dict_answer_heads_see_the_map(page, tmp_path):
     assert z.shape == expected.shape and np.abs(z - expected).max() <= 1e-5
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "post-upload.png"), full_page=True)
+
+
+def test_upload_a_zipped_hugging_face_folder(page, tmp_path):
+    from safetensors.torch import load_file
+
+    from tests.hf_fixtures import FIXTURES, zipped
+
+    path = tmp_path / "gemma3_text.zip"
+    path.write_bytes(zipped(FIXTURES / "gemma3_text"))
+    type_text(page, "The animal didn't cross the street because it was too tired.")
+    pick(page, "Model source", "Upload a checkpoint file")
+    page.locator('input[type="file"][accept*=".zip"]').set_input_files(str(path))
+    wait_idle(page)
+    plot = page.locator(".js-plotly-plot").first
+    plot.wait_for(timeout=30_000)
+    assert plot.locator(".gtitle").first.text_content().startswith("Layer 0 (sliding window 6), head 0")
+    page.get_by_text("attends through a sliding window").first.wait_for(timeout=30_000)
+    z = np.array(plot.evaluate("el => Array.from(el._fullData[0].z, row => Array.from(row))"), dtype=float)
+    reference = load_file(str(FIXTURES / "gemma3_text" / "reference.safetensors"))["short.attentions"][0, 0]
+    assert z.shape == tuple(reference.shape) and np.abs(z - reference.numpy()).max() <= 1e-5
+    page.get_by_text("About: ").first.click()
+    page.get_by_text("Read as Gemma 3").wait_for(timeout=30_000)
+    page.screenshot(path=str(SHOTS / "gemma-zip.png"), full_page=True)
