@@ -133,9 +133,14 @@ def questions_at(path: str | Path) -> Questions:
     path = Path(path)
     if path.is_dir():
         raw = _read_config(path)
-        weights = weights_in(path) if raw is None or "model_type" not in raw else None
+        if raw is not None and "model_type" in raw:  # a Hugging Face folder: it may lack only its tokenizer
+            vocab = raw.get("vocab_size")
+            return Questions(
+                needs_tokenizer=not _has_tokenizer(path), vocab_size=vocab if isinstance(vocab, int) else 0
+            )
+        weights = weights_in(path)
         if weights is None:
-            return Questions()  # a Hugging Face folder, or nothing to load (loading says so)
+            return Questions()  # nothing to load: loading says so
         return questions(weights.read_bytes(), weights.name, hint=raw, tokenizer_beside=_has_tokenizer(path))
     if not path.is_file() or path.suffix.lower() == ".gguf":
         return Questions()

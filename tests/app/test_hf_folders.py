@@ -41,3 +41,20 @@ def test_local_folder_with_a_sliding_window(monkeypatch):
     assert "Read as Mistral (LLaMA with a sliding window 6)." in captions(at)
     assert figures(at)[0]["layout"]["title"]["text"].startswith("Layer 0 (sliding window 6), head 0")
     assert any("attends through a sliding window" in c.value for c in at.main.caption)
+
+
+def test_a_folder_without_its_tokenizer_offers_one(tmp_path, monkeypatch):
+    import shutil
+
+    folder = tmp_path / "bert"
+    shutil.copytree(FIXTURES / "bert", folder)
+    (folder / "tokenizer.json").unlink()
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))
+    at = new_app()
+    at.sidebar.selectbox(key="model_kind").set_value("folder").run()
+    at.sidebar.text_input(key="folder_path").set_value(str(folder)).run()
+    assert at.sidebar.radio(key="ckpt_tokenizer").value == "bundled"
+    at.sidebar.radio(key="ckpt_tokenizer").set_value("ids").run()
+    at.sidebar.text_area(key="text").set_value("2 17 40 3").run()
+    assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+    assert figures(at)[0]["data"][0]["y"] == ["2", "17", "40", "3"]
