@@ -36,7 +36,9 @@ def permute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     return w.reshape(n_heads, 2, out // n_heads // 2, d_in).transpose(1, 2).reshape(out, d_in)
 
 
-def write(folder: Path, path: Path, arch: str) -> Path:
+def write(folder: Path, path: Path, arch: str, skip: tuple[str, ...] = ()) -> Path:
+    """The GGUF file of ``folder`` at ``path``; tensors whose GGUF name contains one of ``skip`` are left out (a
+    broken file)."""
     import gguf
 
     cfg = json.loads((folder / "config.json").read_text())
@@ -71,7 +73,8 @@ def write(folder: Path, path: Path, arch: str) -> Path:
     hf = {k: v.float() for k, v in read_weights(folder).items()}
 
     def put(name: str, t: torch.Tensor) -> None:
-        w.add_tensor(name, np.ascontiguousarray(t.numpy().astype(np.float32)))
+        if not any(part in name for part in skip):
+            w.add_tensor(name, np.ascontiguousarray(t.numpy().astype(np.float32)))
 
     put("token_embd.weight", hf["model.embed_tokens.weight"])
     put("output_norm.weight", hf["model.norm.weight"])

@@ -75,6 +75,13 @@ def write_tiny_gguf(
     return path
 
 
+def _from_hf(path: Path, family: str, skip: tuple[str, ...]) -> Path:
+    from tests.hf_fixtures import FIXTURES
+    from tests.model.gguf_from_hf import write
+
+    return write(FIXTURES / family, path, family, skip=skip)
+
+
 def broken_gguf_files(tmp: Path) -> dict[str, tuple[str, bytes, str]]:
     """name -> (file name, bytes, expected message fragment)."""
     good = write_tiny_gguf(tmp / "tiny_good.gguf").read_bytes()
@@ -93,6 +100,11 @@ def broken_gguf_files(tmp: Path) -> dict[str, tuple[str, bytes, str]]:
             "falcon.gguf",
             write_tiny_gguf(tmp / "falcon.gguf", arch="falcon").read_bytes(),
             "architecture 'falcon' is not supported",
+        ),
+        "GGUF: a qwen3 file without its QK-norm": (
+            "qwen3.gguf",
+            _from_hf(tmp / "qwen3_broken.gguf", "qwen3", skip=("attn_q_norm",)).read_bytes(),
+            "missing keys: blocks.0.attn.q_norm.weight",
         ),
         "GGUF: an architecture not carried yet (Gemma 3)": (
             "gemma.gguf",
