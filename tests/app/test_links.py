@@ -1,0 +1,60 @@
+"""A link reopens what was on screen: for each page, non-default choices of its sections, toggles and sliders (and
+the export size) go into the URL; a fresh session opened on that URL draws the same figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import APP
+
+#: page -> non-default values a lecturer might set there (every sectioned page shows a section other than its first)
+CHOICES = {
+    "viz/pages/lessons.py": {"lesson_section": "Why √d_k"},
+    "viz/pages/qkv.py": {"qkv_section": "One query"},
+    "viz/pages/positional.py": {"pe_section": "Permutation lab", "perm_positions": True, "perm_seed": 3},
+    "viz/pages/attention.py": {"attn_mode": "raw scaled scores (QKᵀ/√d_k)", "export_size": "slide"},
+    "viz/pages/mixing.py": {"mix_section": "Compare methods"},
+    "viz/pages/compare.py": {"cmp_mode": "two texts", "cmp_text_b": "A dog barked at the cat."},
+    "viz/pages/head_view.py": {"hv_threshold": 0.2},
+}
+
+
+def drawn(at: AppTest) -> list[dict]:
+    """The figures on the page, without plotly's per-render ids."""
+    out = []
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        spec.get("layout", {}).pop("uirevision", None)
+        out.append(spec)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", sorted(CHOICES))
+def test_a_link_reopens_the_page_as_it_was(page):
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    at.sidebar.text_area(key="text").set_value("The animal didn't cross the street because it was too tired.").run()
+    at.switch_page(page).run()
+    for key, value in CHOICES[page].items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    params = {k: v for k, v in at.query_params.items()}
+    for key in CHOICES[page]:
+        assert key in params, (page, key, params)
+    before = drawn(at)
+    assert before or page.endswith("head_view.py"), page  # the head view draws in its own component
+
+    fresh = AppTest.from_file(str(APP), default_timeout=90)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    fresh.switch_page(page).run()
+    assert not fresh.exception
+    for key, value in CHOICES[page].items():
+        assert fresh.session_state[key] == value, (page, key)
+    assert drawn(fresh) == before
