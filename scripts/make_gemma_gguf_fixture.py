@@ -53,9 +53,20 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     tokens, types = vocabulary()
     cfg = Gemma3TextConfig(
-        vocab_size=len(tokens), hidden_size=32, intermediate_size=64, num_hidden_layers=6, num_attention_heads=4,
-        num_key_value_heads=1, head_dim=256, query_pre_attn_scalar=256, sliding_window=4, max_position_embeddings=128,
-        rms_norm_eps=1e-6, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        vocab_size=len(tokens),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        sliding_window=4,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-6,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
     )
     torch.manual_seed(0)
     model = Gemma3ForCausalLM(cfg).eval()
@@ -98,12 +109,18 @@ def main() -> None:
     put("token_embd.weight", state["model.embed_tokens.weight"])
     put("output_norm.weight", state["model.norm.weight"], norm=True)
     names = {
-        "input_layernorm": ("attn_norm", True), "self_attn.q_proj": ("attn_q", False),
-        "self_attn.k_proj": ("attn_k", False), "self_attn.v_proj": ("attn_v", False),
-        "self_attn.o_proj": ("attn_output", False), "self_attn.q_norm": ("attn_q_norm", True),
-        "self_attn.k_norm": ("attn_k_norm", True), "post_attention_layernorm": ("post_attention_norm", True),
-        "pre_feedforward_layernorm": ("ffn_norm", True), "mlp.gate_proj": ("ffn_gate", False),
-        "mlp.up_proj": ("ffn_up", False), "mlp.down_proj": ("ffn_down", False),
+        "input_layernorm": ("attn_norm", True),
+        "self_attn.q_proj": ("attn_q", False),
+        "self_attn.k_proj": ("attn_k", False),
+        "self_attn.v_proj": ("attn_v", False),
+        "self_attn.o_proj": ("attn_output", False),
+        "self_attn.q_norm": ("attn_q_norm", True),
+        "self_attn.k_norm": ("attn_k_norm", True),
+        "post_attention_layernorm": ("post_attention_norm", True),
+        "pre_feedforward_layernorm": ("ffn_norm", True),
+        "mlp.gate_proj": ("ffn_gate", False),
+        "mlp.up_proj": ("ffn_up", False),
+        "mlp.down_proj": ("ffn_down", False),
         "post_feedforward_layernorm": ("post_ffw_norm", True),
     }
     for i in range(cfg.num_hidden_layers):

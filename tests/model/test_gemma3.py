@@ -49,3 +49,15 @@ def test_reads_as_gemma3_with_its_terms(gemma):
     assert (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.kv_heads, cfg.d_k) == (18, 640, 4, 1, 256)
     assert cfg.layer_types.count("global") == 3 and cfg.sliding_window == 512 and cfg.sandwich_norm
     assert "ai.google.dev/gemma/terms" in gemma.info["source"]
+
+
+def test_the_command_line_reaches_it_by_name(gemma, tmp_path, monkeypatch, capsys):
+    import numpy as np
+
+    import viz.views.source as source
+    from viz.export import cli
+
+    monkeypatch.setattr(source, "load", lambda spec: gemma if spec == ModelSpec("gemma3") else load(spec))
+    out = tmp_path / "captured.npz"
+    assert cli.main(["--model", "gemma3", "--text", TEXTS["plain"], "--data", str(out)]) == 0, capsys.readouterr().err
+    assert np.load(out)["patterns"].shape[:2] == (18, 4)

@@ -53,7 +53,7 @@ def test_without_heads_or_tokenizer_the_command_says_so(saved, tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", cli.NAMED)
+@pytest.mark.parametrize("name", [n for n in cli.NAMED if n != "gemma3"])  # Gemma 3 loads in 40 s: its own tests
 def test_every_catalog_entry_by_name(name, tmp_path, capsys):
     out = tmp_path / "captured.npz"
     assert cli.main(["--model", name, "--text", "The cat sat on the mat.", "--data", str(out)]) == 0, (
