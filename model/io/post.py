@@ -175,7 +175,7 @@ def from_module(module: torch.nn.Module, n_heads: int | None = None, norm: str |
         )
     if n_heads is None:
         prefix = find_prefix(state) or ""
-        owner = module.get_submodule(f"{prefix}layers.0.attn".lstrip("."))
+        owner = module.get_submodule(f"{prefix}layers.0.attn")
         value = getattr(owner, "n_heads", None)
         n_heads = value if isinstance(value, int) else None
     return load_post_state(state, n_heads=n_heads, norm=norm, info={"name": type(module).__name__})

@@ -13,11 +13,11 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
+from model.io.bert import ACTIVATIONS
 from model.io.state import LoadedModel, build_from_state, read_safetensors
 from model.io.tokenizer import Tokenizer
 from model.io.torchfile import read_torch
 
-ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 MAX_SHARDS = 256
 
 
