@@ -7,6 +7,7 @@ import streamlit as st
 from model.memory import keep_freed_memory
 from viz.export.render import warm_up_renderer
 from viz.shell import prepare
+from viz.shell.deck import deck_status
 from viz.shell.export_panel import export_section, session_controls
 from viz.shell.sidebar import draw_sidebar
 from viz.shell.state import init_state, load_url_state, save_url_state
@@ -44,6 +45,9 @@ PAGES = {
         ),
         st.Page("viz/pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
     ],
+    "Teach it": [
+        st.Page("viz/pages/deck.py", title="Lecture deck", icon=":material/slideshow:", url_path="deck"),
+    ],
 }
 
 page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button hiding lessons
@@ -60,6 +64,7 @@ device_note = prepare.settle_device()  # before the sidebar draws the device pic
 requested, upload, slots = draw_sidebar()
 context = prepare.prepare_context(requested, upload, slots, device_note, page.url_path)
 with st.sidebar:
+    deck_status()
     session_controls(page.url_path)
 if context is None:
     st.title("Attention Lab")

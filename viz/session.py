@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from viz.export.deck import MAX_ITEMS, check_item
 from viz.settings import BY_KEY, SETTINGS
 
 FORMAT = "attention-lab-session/1"
@@ -17,7 +18,10 @@ FORMAT = "attention-lab-session/1"
 def dump_session(state: Mapping[str, Any], page: str) -> str:
     """The saved settings found in ``state`` (a mapping such as st.session_state) as pretty JSON."""
     settings = {s.key: state[s.key] for s in SETTINGS if s.saved and s.key in state}
-    return json.dumps({"format": FORMAT, "page": page, "settings": settings}, indent=2, ensure_ascii=False)
+    data = {"format": FORMAT, "page": page, "settings": settings}
+    if state.get("deck"):
+        data["deck"] = list(state["deck"])  # the lecture deck: its figures as they were on screen
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def load_session(text: str | bytes) -> tuple[dict, str | None, list[str]]:
@@ -44,6 +48,14 @@ def load_session(text: str | bytes) -> tuple[dict, str | None, list[str]]:
             continue
         if note:
             notes.append(note)
+    if isinstance(data.get("deck"), list):
+        deck = []
+        for item in data["deck"][:MAX_ITEMS]:
+            try:
+                deck.append(check_item(item))
+            except ValueError as exc:
+                notes.append(f"skipped a deck figure: {exc}")
+        settings["deck"] = deck
     if settings.get("model_kind") == "upload":
         notes.append("uploaded checkpoints are not stored in session files: upload the file again")
     page = data.get("page") if isinstance(data.get("page"), str) else None

@@ -198,6 +198,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("colorscale", "Viridis", str, COLORBLIND_SCALES, url=True),
     Setting("label_positions", "duplicates", str, LABEL_POSITIONS, url=True),
     Setting("export_size", "screen", str, tuple(EXPORT_SIZES), url=True),
+    Setting("export_caption", "slides", str, ("slides", "always", "never"), url=True),
+    Setting("deck_title", "Attention from scratch", str),
     Setting("pack_matrices", False, bool),
     # the head and the tokens in focus, shared by every page (-1: no token in focus)
     Setting("layer", 0, int, fits="layer", url=True),

@@ -183,7 +183,7 @@ def test_overview_pick_opens_attention_page(app):
     app.switch_page("viz/pages/overview.py").run()
     app.selectbox(key="ov_layer").set_value(1)
     app.selectbox(key="ov_head").set_value(2)
-    app.button[0].click().run()
+    next(b for b in app.button if b.label.startswith("Open this head")).click().run()
     assert not app.exception
     assert "Layer 1, head 2" in figures(app)[0]["layout"]["title"]["text"]
 

@@ -35,9 +35,12 @@ def _script(embed: bool) -> str:
     return f"<script type='text/javascript' src='{LIBRARY_NAME}'></script>"
 
 
-def figure_html(fig: go.Figure, title: str = "Attention Lab figure", *, embed: bool = True) -> str:
-    """One interactive HTML file; ``embed=False`` references ``plotly.js`` beside it (inside a pack)."""
-    return page_html([(title, fig)], title=title, embed=embed)
+def figure_html(
+    fig: go.Figure, title: str = "Attention Lab figure", *, embed: bool = True, caption: str = "", source: str = ""
+) -> str:
+    """One interactive HTML file with its caption and provenance line (``source``) under the figure;
+    ``embed=False`` references ``plotly.js`` beside it (inside a pack)."""
+    return page_html([(title, fig, caption)], title=title, caption=source, embed=embed)
 
 
 def page_html(figures: Sequence[tuple], *, title: str, caption: str = "", embed: bool = True) -> str:

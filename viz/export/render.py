@@ -10,6 +10,7 @@ import time
 import plotly.graph_objects as go
 
 from viz.figures.common import export_size
+from viz.figures.theme import SLIDE, SLIDE_BOX, SLIDE_SCALE
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 INSTALL_HINT = "install Debian's chromium (apt-get install chromium) to export PNG and SVG images"
@@ -74,8 +75,49 @@ def render_image(fig: go.Figure, fmt: str = "png", scale: int = 3, size: str = "
         raise RuntimeError(f"no Chromium browser found: {INSTALL_HINT}")
     import kaleido
 
+    boxed = size == "slide" and fig.layout.width is not None  # laid out in a slide's box: drawn at SLIDE_SCALE×
+    if boxed:
+        width, height, scale = int(fig.layout.width), int(fig.layout.height), SLIDE_SCALE
+    else:
+        width, height = export_size(fig, size)
+        scale = 1 if size == "slide" else scale
     with _kaleido_lock:  # one render server, used by one request at a time
         _start_renderer_locked()
-        width, height = export_size(fig, size)
-        scale = 1 if fmt == "svg" or size == "slide" else scale
-        return kaleido.calc_fig_sync(fig, opts={"format": fmt, "scale": scale, "width": width, "height": height})
+        out = kaleido.calc_fig_sync(
+            fig, opts={"format": fmt, "scale": 1 if fmt == "svg" else scale, "width": width, "height": height}
+        )
+    return _scaled_svg(out, scale) if fmt == "svg" and boxed else out
+
+
+def _scaled_svg(svg: bytes, scale: float) -> bytes:
+    """An SVG shown ``scale``× its layout size (width and height scaled, the drawing kept by a viewBox)."""
+    text = svg.decode("utf-8")
+    end = text.index(">")
+    head = text[:end]
+    width, height = (float(head.split(f' {n}="')[1].split('"')[0]) for n in ("width", "height"))
+    head = head.replace(f' width="{width:g}"', f' width="{width * scale:g}"', 1)
+    head = head.replace(f' height="{height:g}"', f' height="{height * scale:g}" viewBox="0 0 {width:g} {height:g}"', 1)
+    return (head + text[end:]).encode("utf-8")
+
+
+def render_view(view, fmt: str = "png", *, size: str = "screen", caption: bool = False, provenance=None) -> bytes:
+    """A view's PNG or SVG as the user downloads it: at ``size`` ("slide": laid out in a 16:9 box, shown at
+    exactly 1920 × 1080), with its computed caption in a band under the plot when ``caption``, and always the
+    caption and ``provenance`` (a dict) in the file's metadata."""
+    from viz.export.band import band_height, png_with_band, png_with_metadata, svg_with_band, svg_with_metadata
+
+    slide = size == "slide"
+    sizes = (view.theme.for_slide() if slide else view.theme).sizes
+    text = view.caption if caption else ""
+    if slide:
+        fig, scale = view.slide(band_height(text, SLIDE_BOX[0], sizes.base)), SLIDE_SCALE
+    else:
+        fig, scale = view.exact(), (1 if fmt == "svg" else 3)
+    out = render_image(fig, fmt, scale=3, size=size)
+    total = SLIDE[1] if slide and fig.layout.width is not None else None  # a slide is 1080 px, band included
+    if text and fmt == "svg":
+        out = svg_with_band(out, text, sizes.base, view.theme.colors, scale, total)
+    elif text:
+        out = png_with_band(out, text, sizes.base, view.theme.colors, scale, total)
+    add = svg_with_metadata if fmt == "svg" else png_with_metadata
+    return add(out, view.title, view.caption, dict(provenance or {}))

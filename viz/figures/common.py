@@ -52,7 +52,8 @@ def title_block_px(fig: go.Figure, theme: Theme) -> int:
     """Height of the title and subtitle as plotly lays them out: the top pad, the title line, and the
     subtitle's lines below a gap of about one subtitle line."""
     title = fig.layout.title
-    block = 10 + 1.3 * (title.font.size or theme.sizes.title) if title.text else 10
+    lines = 1 + title.text.count("<br>") if title.text else 0
+    block = 10 + 1.3 * (title.font.size or theme.sizes.title) * lines + (title.pad.t or 10) - 10
     sub = title.subtitle.text if title.subtitle else None
     if sub:
         block += 1.3 * theme.sizes.axis_title * (sub.count("<br>") + 2)
@@ -87,9 +88,13 @@ def style(
         "tickfont": {"size": sizes.tick, "color": colors["text"]},
         "title": {"font": {"size": sizes.axis_title, "color": colors["text"]}, "standoff": 8},
     }
-    width = _meta(fig).get("width") or (export_size(fig)[0] if height is None else _screen_width(height))
+    if theme.box:  # a slide: the figure fills the box, whatever size it takes on screen
+        width, height = theme.box
+    else:
+        width = _meta(fig).get("width") or (export_size(fig)[0] if height is None else _screen_width(height))
     text_px = width - 36
     title_text, title_size = fit_title(title, text_px, sizes) if title else (None, sizes.title)
+    extra = title_text.count("<br>") if title_text else 0  # plotly anchors a title's last line at the top
     layout = {
         "template": "none",
         "paper_bgcolor": colors["bg"],
@@ -104,7 +109,7 @@ def style(
             "y": 1.0,
             "yanchor": "top",
             "yref": "container",
-            "pad": {"t": 10, "l": 12},
+            "pad": {"t": 10 + int((1.3 * extra + 0.35 * (extra > 0)) * title_size), "l": 12},
             "automargin": True,
             "font": {"size": title_size, "color": colors["text"]},
             "subtitle": {
@@ -129,6 +134,8 @@ def style(
         layout["margin"]["b"] = int(2.4 * sizes.base)
     if height:
         layout["height"] = height
+    if theme.box:
+        layout["width"] = width
     if fig.layout.yaxis.title.text:  # room for a y title beside numeric ticks (automargin only adds to it)
         layout["margin"]["l"] = int(1.6 * sizes.axis_title + 5 * CHAR_EM * sizes.tick + 16)
     if above:
@@ -150,6 +157,14 @@ def set_export_width(fig: go.Figure, width: int) -> go.Figure:
     return relayout(fig, meta={**_meta(fig), "width": int(width)})
 
 
+def boxed(theme: Theme, height: int, width: int | None = None) -> tuple[int, int]:
+    """(width, height) a builder lays its axes out for: the slide's box when the theme has one, else its own
+    (``width`` None: the width the figure takes for that height)."""
+    if theme.box:
+        return theme.box
+    return (width or _screen_width(height)), height
+
+
 def _screen_width(height: int) -> int:
     return int(max(800, min(1500, height * 1.35)))
 
@@ -158,7 +173,7 @@ def _reserve_top(fig: go.Figure, theme: Theme) -> None:
     """Room between the title block and the plot for lines of subplot titles (annotations do not push
     margins by themselves)."""
     above = _meta(fig).get("above", 0)
-    if above:
+    if above or fig.layout.title.subtitle.text:  # plotly's title automargin leaves the subtitle out
         relayout(fig, margin={"t": title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above) + 8})
 
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from viz.figures.common import (
     Theme,
     as_array,
+    boxed,
     check_labels,
     downsample,
     fit_to_screen,
@@ -60,9 +61,10 @@ def heads_grid(
         raise ValueError(f"{len(head_labels)} head labels for {h} heads")
     cols = max(1, min(cols, h))
     rows = -(-h // cols)
-    height = min(1500, (300 if theme.presentation else 230) * rows + 120)
-    # Empty rows above each block hold its label: enough rows for 1.6 label heights at this block size.
-    block_px = (height - 120) / rows
+    height = boxed(theme, min(1500, (300 if theme.presentation else 230) * rows + 120))[1]
+    # Empty rows above each block hold its label: enough rows for 1.6 label heights at this block size (the
+    # plot is the figure less the title, subtitle and margins: about 200 px, 290 on a slide).
+    block_px = (height - (290 if theme.box else 200)) / rows
     label_px = 1.6 * theme.sizes.base
     gap = max(1, math.ceil(label_px * n / max(block_px - label_px, 1.0)))
     mosaic = np.full((rows, gap + n, cols, n + 1), np.nan, dtype=np.float32)
@@ -96,9 +98,10 @@ def heads_grid(
             {
                 "text": head_labels[i],
                 "x": x[(i % cols) * (n + 1) + n // 2],
-                "y": y[(i // cols) * (gap + n) + gap // 2],
+                "y": y[(i // cols) * (gap + n) + gap - 1],  # the last empty row: the label sits on the block
                 "xref": "x",
                 "yref": "y",
+                "yanchor": "bottom",
                 "showarrow": False,
                 "font": {"size": theme.sizes.base},
             }
@@ -179,8 +182,10 @@ def heatmap_panels(
     bound = zmax if zmax is not None else float(np.nanmax(np.abs(values)) if diverging else np.nanmax(values))
     bound = bound or 1.0
     rows = max(m.shape[0] for m in mats)
-    height = height or max(380, min(900, (26 if theme.presentation else 18) * rows + 240))
-    width = max(800, min(1800, 360 * k + 160))
+    width, height = boxed(
+        theme, height or max(380, (26 if theme.presentation else 18) * min(rows, 60) + 240), max(800, 360 * k + 160)
+    )
+    width = min(1800, width)
     # Panel titles are wrapped to their panel's width (they sit above it and must not reach the next one).
     panel_titles = [wrap(p[3], 0.8 * (width - 160) / k, theme.sizes.axis_title) for p in panels]
     spacing = 0.04 if shared_rows else 0.1
@@ -226,5 +231,7 @@ def heatmap_panels(
     )
     set_export_width(fig, width)
     style(fig, theme, title=title, height=height, above=max(t.count("<br>") + 1 for t in panel_titles))
+    if theme.box:  # labels crowded in a slide's panels stand upright
+        update_axes(fig, "x", tickangle=-90)
     update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig

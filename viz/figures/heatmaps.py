@@ -6,9 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import (
+    MAX_TICKS,
     Theme,
     as_array,
     block_of,
+    boxed,
     check_labels,
     fit_to_screen,
     style,
@@ -30,9 +32,10 @@ GREY = [[0, "#bdbdbd"], [1, "#bdbdbd"]]
 
 
 def square_height(n: int, theme: Theme) -> int:
-    """Height of a token × token heatmap: room for every row up to a screen's worth, then fixed."""
+    """Height of a token × token heatmap: room for every row's label up to MAX_TICKS rows, then fixed (a
+    slide: its box)."""
     per_row = 26 if theme.presentation else 18
-    return max(380, min(940, per_row * n + 200))
+    return boxed(theme, max(380, per_row * min(n, MAX_TICKS) + 200))[1]
 
 
 def _masked_overlay(values: np.ndarray, x: list[str], y: list[str], hover: str) -> go.Heatmap | None:
@@ -52,11 +55,18 @@ def _masked_overlay(values: np.ndarray, x: list[str], y: list[str], hover: str) 
     )
 
 
-def _label_axes(fig: go.Figure, x: list[str], y: list[str], height: int, theme: Theme, x_title, y_title) -> None:
-    """Categorical axes with at most as many tick labels as fit; queries run down, keys along the bottom."""
-    budget = tick_budget(height - 200, theme.sizes.tick)
-    update_axes(fig, "y", autorange="reversed", type="category", title={"text": y_title}, **thinned(y, budget))
-    update_axes(fig, "x", type="category", title={"text": x_title}, **thinned(x, budget))
+def _label_axes(
+    fig: go.Figure, x: list[str], y: list[str], height: int, theme: Theme, x_title, y_title, focus=(-1, -1)
+) -> None:
+    """Categorical axes with at most as many tick labels as fit, the focus row and column always labelled;
+    queries run down, keys along the bottom."""
+    width = boxed(theme, height)[0]
+    y_budget = tick_budget(height - 200, theme.sizes.tick)
+    x_budget = tick_budget(min(width - 260, height - 120), theme.sizes.tick)  # labels stand upright when crowded
+    update_axes(
+        fig, "y", autorange="reversed", type="category", title={"text": y_title}, **thinned(y, y_budget, [focus[0]])
+    )
+    update_axes(fig, "x", type="category", title={"text": x_title}, **thinned(x, x_budget, [focus[1]]))
 
 
 def attention_heatmap(
@@ -126,7 +136,7 @@ def attention_heatmap(
     if cell_ids is not None and theme.interactive and max(n, m) <= CLICK_MAX:
         size = max(6, min(60, (height - 220) / max(n, m)))  # about one cell
         add_cell_targets(fig, x, y, finite, cell_ids, "weight" if mode == "weights" else "score", size)
-    _label_axes(fig, x, y, height, theme, "key token", "query token")
+    _label_axes(fig, x, y, height, theme, "key token", "query token", focus)
     outline_focus(fig, focus, n, m, theme)
     return style(fig, theme, title=title, height=height)
 
@@ -254,7 +264,7 @@ def matrix_heatmap(
     if overlay is not None:
         fig.add_trace(overlay)
     per_row = 24 if theme.presentation else 16
-    height = height or max(300, min(760, per_row * r + 200))
+    height = boxed(theme, height or max(300, min(760, per_row * r + 200)))[1]
     budget = tick_budget(height - 200, theme.sizes.tick)
     update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget))
     update_axes(fig, "x", type="category", **thinned(x, budget))
@@ -288,7 +298,7 @@ def similarity_matrix(
             colorbar={"title": {"text": "JS distance"}},
         )
     )
-    height = max(440, min(1100, (22 if theme.presentation else 14) * len(labels) + 220))
+    height = boxed(theme, max(440, min(1100, (22 if theme.presentation else 14) * len(labels) + 220)))[1]
     if cell_ids is not None and theme.interactive and len(labels) <= CLICK_MAX_HEADS:
         ids = [list(cell_ids[i]) for i in idx]
         pairs = np.array([[[*a, *b] for b in ids] for a in ids])  # (K, K, 2 * id length)

@@ -46,15 +46,23 @@ def tick_budget(length_px: float, font_px: int) -> int:
     return int(max(2, min(MAX_TICKS, length_px // (1.3 * font_px))))
 
 
-def thinned(labels: list[str], budget: int) -> dict:
-    """Axis settings showing at most ``budget`` of ``labels``, evenly spaced (first and last kept).
+def thinned(labels: list[str], budget: int, keep=()) -> dict:
+    """Axis settings showing at most ``budget`` of ``labels``, evenly spaced (first and last kept), always with
+    the positions in ``keep`` (the tokens in focus, those a caption names).
 
     Hover still names every cell; only the tick labels are thinned."""
     n = len(labels)
     if n <= budget:
         return {"tickmode": "array", "tickvals": labels, "ticktext": labels}
-    idx = np.unique(np.linspace(0, n - 1, budget).round().astype(int))
-    shown = [labels[i] for i in idx]
+    keep = sorted({int(i) for i in keep if 0 <= int(i) < n})
+    chosen = set(keep)
+    spacing = n / max(1, budget)  # the gap between shown labels an even spread would leave
+    for i in np.linspace(0, n - 1, budget).round().astype(int):
+        if len(chosen) >= budget:
+            break
+        if all(abs(i - j) >= spacing * 0.75 for j in keep):  # no label crowding a kept one
+            chosen.add(int(i))
+    shown = [labels[i] for i in sorted(chosen)]
     return {"tickmode": "array", "tickvals": shown, "ticktext": shown}
 
 
@@ -74,13 +82,10 @@ def wrap(text: str, width_px: float, font_px: float) -> str:
 
 
 def fit_title(title: str, width_px: float, sizes: Sizes) -> tuple[str, int]:
-    """(escaped one-line title, font size) fitting ``width_px``: the title font, smaller down to the axis-title
-    size, then cut with an ellipsis. (Plotly places a multi-line title by its last line, pushing the first
-    out of the image, so titles stay on one line; long detail belongs in the subtitle, which wraps.)"""
+    """(escaped title, font size) fitting ``width_px``: the title font, smaller down to the axis-title size,
+    then wrapped onto as many lines as it needs (never cut: the styling moves a wrapped title down so that
+    its first line stays in the image)."""
     size = sizes.title
     while size > sizes.axis_title and len(title) * CHAR_EM * size > width_px:
         size -= 1
-    limit = max(8, int(width_px / (CHAR_EM * size)))
-    if len(title) > limit:
-        title = title[: limit - 1].rstrip() + "…"
-    return html.escape(title, quote=False), size
+    return wrap(title, width_px, size), size

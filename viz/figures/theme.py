@@ -31,6 +31,7 @@ class Theme:
     positions: str = "duplicates"
     max_cells: int | None = None  # on screen: token axes longer than this are block-averaged (None: exact)
     interactive: bool = False  # on screen: click targets over heatmap cells (WebGL; never in exports)
+    box: tuple[int, int] | None = None  # (width, height) px the figure is laid out in (slides); None: its own size
 
     def __post_init__(self) -> None:
         if self.positions not in LABEL_POSITIONS:
@@ -43,6 +44,12 @@ class Theme:
     def for_export(self) -> Theme:
         """The same look for a file: full resolution, no on-screen click targets."""
         return replace(self, max_cells=None, interactive=False)
+
+    def for_slide(self, band: int = 0) -> Theme:
+        """The presentation look laid out in the 16:9 box a slide shows at SLIDE_SCALE× (1920 × 1080 px), less
+        ``band`` px at the bottom for the caption band: ticks come out at 32 px, titles at 48 px."""
+        width, height = SLIDE_BOX
+        return replace(self.for_export(), presentation=True, box=(width, height - int(band)))
 
     @property
     def sizes(self) -> Sizes:
@@ -66,5 +73,8 @@ class Theme:
         return {"bg": "#ffffff", "text": "#111111", "grid": "#e9ecef", "muted": "#343a40"}
 
 
+SLIDE = (1920, 1080)  # px of a 16:9 slide image
+SLIDE_SCALE = 1.6  # presentation sizes × 1.6: 20-px ticks print at 32 px (16 pt on a 13.33-inch slide), titles at 48
+SLIDE_BOX = (int(SLIDE[0] / SLIDE_SCALE), int(SLIDE[1] / SLIDE_SCALE))  # (1200, 675): the layout box of a slide
 DEFAULT_THEME = Theme()
 COLORBLIND_SCALES = ("Viridis", "Cividis", "Magma", "Inferno", "Plasma", "Blues", "Greys")

@@ -216,6 +216,12 @@ def draw_sidebar() -> tuple[ModelSpec | None, dict[str, bytes] | None, SidebarSl
                 key="export_size",
                 format_func={"screen": "as on screen (PNG at 3×)", "slide": "16:9 slide, 1920 × 1080 px"}.get,
             )
+            st.selectbox(
+                "Caption under downloaded images",
+                BY_KEY["export_caption"].allowed,
+                key="export_caption",
+                format_func={"slides": "on slides", "always": "always", "never": "never (still in the metadata)"}.get,
+            )
         status_slot = st.container()
     return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
 

@@ -7,8 +7,10 @@ import html
 import streamlit as st
 
 from viz.export.offline import figure_html
-from viz.export.render import image_export_available, render_image
+from viz.export.provenance import provenance_line
+from viz.export.render import image_export_available, render_view
 from viz.figures.common import plotly_config
+from viz.shell.deck import deck_button, view_provenance
 from viz.views.base import View
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|<>~$"})
@@ -24,20 +26,33 @@ def head_label(pair: tuple[int, int]) -> str:
     return f"L{pair[0]}H{pair[1]}"
 
 
+def caption_band(size: str) -> bool:
+    """Whether downloaded images carry the caption in a band under the plot (the sidebar's choice)."""
+    choice = st.session_state.get("export_caption", "slides")
+    return choice == "always" or (choice == "slides" and size == "slide")
+
+
 def _downloads(view: View, key: str) -> str:
     """Register the view for the page's export pack and draw its SVG/PNG/HTML buttons (bytes rendered only
-    when clicked, at the image size chosen in the sidebar). Returns the file stem."""
+    when clicked, at the image size chosen in the sidebar, with the caption and provenance) and its "Add to
+    deck" button. Returns the file stem."""
     size = st.session_state.get("export_size", "screen")
     name = view.name + ("_slide" if size == "slide" else "")
     st.session_state.setdefault("_page_views", []).append(view)
     row = st.container(horizontal=True, gap="small")
-    downloads = [("HTML", lambda: figure_html(view.exact(), view.title), "text/html")]  # exact, not block means
+    band = caption_band(size)
+
+    def html_file():  # exact, not block means; the caption and provenance under the figure
+        return figure_html(
+            view.exact(), view.title, caption=view.caption, source=provenance_line(view_provenance(view))
+        )
+
+    def image(fmt):
+        return lambda: render_view(view, fmt, size=size, caption=band, provenance=view_provenance(view))
+
+    downloads = [("HTML", html_file, "text/html")]
     if image_export_available():
-        downloads = [
-            ("SVG", lambda: render_image(view.exact(), "svg", size=size), "image/svg+xml"),
-            ("PNG", lambda: render_image(view.exact(), "png", size=size), "image/png"),
-            *downloads,
-        ]
+        downloads = [("SVG", image("svg"), "image/svg+xml"), ("PNG", image("png"), "image/png"), *downloads]
     for label, make, mime in downloads:
         row.download_button(
             label,
@@ -49,6 +64,7 @@ def _downloads(view: View, key: str) -> str:
             type="tertiary",
             on_click="ignore",  # a download needs no rerun of the page
         )
+    deck_button(view, key, row)
     return name
 
 

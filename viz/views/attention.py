@@ -19,6 +19,7 @@ from viz.figures import (
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.headview import WINDOW
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.focus import focus_caption
 from viz.views.windows import window_caption
 
 MODES = ("weights", "scores")
@@ -97,9 +98,14 @@ def attention(
             cell_ids=cell_ids(src),
         )
     fig = with_subtitle(fig, subtitle(src), theme)
+    matrix = fig.data[0].z  # the numbers drawn (scores: −inf shown grey)
+    if mode == "scores":
+        matrix = obs.shown(full.score_matrix(layer, head), hide)
+    q, k = shown_focus(src, query, key)
+    caption = focus_caption(obs.shown_tokens(hide), matrix, q, k, layer, head, mode)
     if cfg.is_sliding(layer):
-        return Captioned(fig, window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal))
-    return fig
+        caption += " " + window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal)
+    return Captioned(fig, caption)
 
 
 def _without_sink(src: Source, theme: Theme, layer: int, head: int, query: int, key: int) -> Captioned:

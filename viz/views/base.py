@@ -16,7 +16,7 @@ import html
 import inspect
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,7 +31,7 @@ from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.observe import Observation, Options
 from model.profile.store import Profile
-from viz.figures.common import Theme, safe_filename
+from viz.figures.common import DEFAULT_THEME, Theme, safe_filename
 
 MAX_NAME = 140
 
@@ -89,10 +89,20 @@ class View:
     name: str  # export file stem
     exact_figure: Callable[[], go.Figure] | None = None  # rebuilds at full resolution when the screen's is lower
     caption: str = ""  # plain text computed from the figure's numbers (pages show it under the figure)
+    restyle: Callable[[Theme], go.Figure] | None = None  # the same view, same selection, in another theme
+    theme: Theme = DEFAULT_THEME  # the theme it was drawn in
+    selection: dict[str, Any] = field(default_factory=dict)  # every keyword it was built with
 
     def exact(self) -> go.Figure:
         """The figure for exports: at full resolution (the screen's may be block means for long texts)."""
         return self.exact_figure() if self.exact_figure is not None else self.figure
+
+    def slide(self, band: int = 0) -> go.Figure:
+        """The same view laid out in a slide's box (the presentation sizes, shown at 1.6×: ticks 32 px and
+        titles 48 px at 1920 × 1080), ``band`` px (layout units) left free at the bottom for the caption."""
+        if self.restyle is None:
+            return self.exact()
+        return self.restyle(self.theme.for_slide(band))
 
 
 @dataclass(frozen=True)
@@ -178,15 +188,15 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
     name = export_name(src, theme, key, full)
     views = []
     for part, (fig, caption) in figures.items():
-        title = html.unescape(fig.layout.title.text or key).removesuffix(" (block means)")
-        exact = None
-        if theme.for_export() != theme:  # rebuilt for a file (exact, no click targets) only when one is asked for
+        title = html.unescape((fig.layout.title.text or key).replace("<br>", " ")).removesuffix(" (block means)")
 
-            def exact(part=part):
-                return _parts(spec.build(src, theme.for_export(), **full))[part][0]
+        def restyle(other: Theme, part=part) -> go.Figure:
+            return _parts(spec.build(src, other, **full))[part][0]
 
+        # rebuilt for a file (exact, no click targets) only when one is asked for
+        exact = (lambda restyle=restyle: restyle(theme.for_export())) if theme.for_export() != theme else None
         part_key, part_name = (f"{key}.{part}", f"{name}_{part}") if part else (key, name)
-        views.append(View(part_key, fig, title, part_name, exact, caption))
+        views.append(View(part_key, fig, title, part_name, exact, caption, restyle, theme, dict(full)))
     return views
 
 

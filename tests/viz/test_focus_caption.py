@@ -1,0 +1,43 @@
+"""The attention map's caption is computed from the matrix it draws, focus or none."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.io.catalog import ModelSpec
+from viz.figures import Theme
+from viz.views import build
+from viz.views.focus import focus_caption
+from viz.views.source import DirectSource
+
+TOKENS = ["a", "cat", "sat", "it"]
+W = np.array([[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.3, 0.5, 0], [0.1, 0.68, 0.02, 0.2]])
+
+
+def test_focus_query_and_key_name_the_weight_and_its_rank():
+    text = focus_caption(TOKENS, W, 3, 1, 3, 1)
+    assert text.startswith("L3H1 gives 68% of “it”'s attention to “cat” (its strongest key)")
+    assert "strongest keys “cat” (68%), “it” (20%), “a” (10%)" in text
+    assert "(rank 3 of 4)" in focus_caption(TOKENS, W, 3, 0, 3, 1)
+
+
+def test_without_focus_the_strongest_cell_and_the_most_attended_key():
+    text = focus_caption(TOKENS, W, -1, -1, 0, 0)
+    assert "strongest weight is “a” → “a” (100%)" in text
+    assert f"{W.mean(0).max():.0%} of its attention to “a”" in text
+
+
+def test_scores_caption_reads_masked_cells_as_absent():
+    scores = np.log(np.where(W > 0, W, 0.0) + 1e-9)
+    scores[0, 1:] = -np.inf
+    text = focus_caption(TOKENS, scores, 0, -1, 0, 0, mode="scores")
+    assert "scores highest on “a”" in text
+    assert "−inf" not in text and "inf" not in text
+
+
+def test_the_view_caption_follows_the_drawn_pattern():
+    src = DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat.")
+    (view,) = build("attention", src, Theme(), layer=1, head=2, query=5, key=2)
+    row = src.obs.patterns[1, 2, 5]
+    tokens = src.obs.tokens
+    assert view.caption.startswith(f"L1H2 gives {row[2]:.0%} of “{tokens[5]}”'s attention to “{tokens[2]}”")

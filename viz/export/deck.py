@@ -1,0 +1,241 @@
+"""A lecture deck: figures collected from the pages, reordered and retitled, exported as PowerPoint (python-pptx)
+or as one offline HTML file of slides (arrow keys). No Streamlit here.
+
+A deck item is plain data (it lives in the session and in session files): the view's key, its title and
+computed caption, its provenance, the figure laid out for a slide and the figure as on screen (plotly JSON),
+and for predict-first exercises the question asked before the answer is shown.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import uuid
+from collections.abc import Callable, Sequence
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from viz.export.notes import speaker_notes
+from viz.export.offline import library
+from viz.export.provenance import app_version, provenance_line
+from viz.figures.text import wrap
+
+FORMAT = "attention-lab-deck/1"
+SLIDE_IN = (13.333, 7.5)  # a 16:9 slide in inches
+CAPTION_PT = 16  # the caption's text on a slide: readable from a back row
+MAX_ITEMS = 60
+
+
+def make_item(view, provenance: dict, *, question: str = "") -> dict:
+    """A deck item from a view as it is on screen (the figures are stored, so the slide shows what was seen)."""
+    return {
+        "id": uuid.uuid4().hex[:10],
+        "key": view.key,
+        "title": view.title,
+        "caption": view.caption,
+        "source": provenance_line(provenance),
+        "provenance": provenance,
+        "slide": view.slide().to_json(),
+        "figure": view.exact().to_json(),
+        "question": question,
+    }
+
+
+def predict_question(view, tokens: Sequence[str]) -> str:
+    """The question slide of a predict-first exercise (lesson.predict), before its answer."""
+    sel = view.selection
+    query = min(max(int(sel.get("query", 1)), 0), len(tokens) - 1)
+    return (
+        f"Layer {sel.get('layer', 0)}, head {sel.get('head', 0)}: which token will “{tokens[query]}” "
+        f"(position {query}) attend to most?\n\nThe tokens: " + " · ".join(f"{i} {t}" for i, t in enumerate(tokens))
+    )
+
+
+def check_item(item) -> dict:
+    """A deck item read back from a session file: the keys and types it must have (ValueError otherwise)."""
+    need = {"id": str, "key": str, "title": str, "caption": str, "source": str, "slide": str, "figure": str}
+    if not isinstance(item, dict) or any(not isinstance(item.get(k), t) for k, t in need.items()):
+        raise ValueError("a deck item lacks its title, caption or figures")
+    clean = {k: item[k] for k in need}
+    clean["question"] = item.get("question") if isinstance(item.get("question"), str) else ""
+    clean["provenance"] = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+    for k in ("slide", "figure"):
+        pio.from_json(clean[k])  # a figure that does not parse is refused here, not at export
+    return clean
+
+
+def slide_figure(item: dict, part: str = "slide") -> go.Figure:
+    """An item's figure ("slide": laid out for a slide; "figure": as on screen) under the item's title (the
+    deck page may have retitled it)."""
+    fig = pio.from_json(item[part])
+    drawn = html.unescape((fig.layout.title.text or "").replace("<br>", " "))
+    if item["title"] and drawn != item["title"]:
+        width = (fig.layout.width or 1200) - 36
+        fig.layout.title.text = wrap(item["title"], width, fig.layout.title.font.size or 30)
+    return fig
+
+
+def slides(items: Sequence[dict]) -> list[tuple[str, dict]]:
+    """The slides after the title slide: ("question", item) before a predict-first answer, ("figure", item)."""
+    out = []
+    for item in items:
+        if item.get("question"):
+            out.append(("question", item))
+        out.append(("figure", item))
+    return out
+
+
+def deck_pptx(
+    items: Sequence[dict],
+    *,
+    title: str,
+    render: Callable[[go.Figure], bytes],
+    progress: Callable[[float, str], None] | None = None,
+) -> bytes:
+    """The deck as a .pptx: a title slide with provenance, then one 16:9 slide per figure (the picture, its
+    caption as the slide's text, speaker notes with what it shows, the numbers and a question), a question slide
+    before each predict-first answer. ``render``: figure -> PNG bytes (1920 × 1080)."""
+    from pptx import Presentation
+    from pptx.util import Inches, Pt
+
+    progress = progress or (lambda f, m: None)
+    prs = Presentation()
+    prs.slide_width, prs.slide_height = Inches(SLIDE_IN[0]), Inches(SLIDE_IN[1])
+    first = prs.slides.add_slide(prs.slide_layouts[0])
+    first.shapes.title.text = title
+    first.placeholders[1].text = deck_source(items)
+    for shape, (top, height) in zip(first.placeholders, ((1.6, 1.8), (3.6, 2.6))):  # the layout is 4:3's
+        shape.left, shape.top, shape.width, shape.height = Inches(0.8), Inches(top), Inches(11.7), Inches(height)
+    blank = prs.slide_layouts[6]
+    todo = slides(items)
+    for i, (kind, item) in enumerate(todo):
+        progress(i / max(1, len(todo)), f"slide {i + 2}: {item['title']}")
+        slide = prs.slides.add_slide(blank)
+        if kind == "question":
+            _text(slide, "Predict first", Inches(0.6), Inches(0.5), Inches(12.1), Inches(1.0), Pt(40), bold=True)
+            _text(slide, item["question"], Inches(0.6), Inches(1.7), Inches(12.1), Inches(5.2), Pt(24))
+            slide.notes_slide.notes_text_frame.text = "Let everyone commit to a guess before the next slide."
+            continue
+        lines = caption_lines(item["caption"])
+        text_h = 0.25 + lines * CAPTION_PT * 1.25 / 72 if lines else 0.0
+        pic_h = SLIDE_IN[1] - 0.3 - text_h
+        pic_w = min(SLIDE_IN[0] - 0.4, pic_h * 16 / 9)
+        pic_h = pic_w * 9 / 16
+        picture = slide.shapes.add_picture(
+            io.BytesIO(render(slide_figure(item))),
+            Inches((SLIDE_IN[0] - pic_w) / 2),
+            Inches(0.15),
+            Inches(pic_w),
+            Inches(pic_h),
+        )
+        picture.name = item["title"][:80]
+        if lines:
+            top = 0.15 + pic_h + 0.1
+            _text(
+                slide, item["caption"], Inches(0.5), Inches(top), Inches(12.33), Inches(SLIDE_IN[1] - top - 0.1), Pt(16)
+            )
+        slide.notes_slide.notes_text_frame.text = speaker_notes(item["key"], item["caption"], item["source"])
+    buf = io.BytesIO()
+    prs.save(buf)
+    progress(1.0, "done")
+    return buf.getvalue()
+
+
+def caption_lines(caption: str) -> int:
+    """Lines the caption takes at CAPTION_PT across a slide (a generous estimate: 0.55 em per character)."""
+    if not caption:
+        return 0
+    per_line = int(12.3 * 72 / (0.55 * CAPTION_PT))
+    return sum(1 + len(part) // per_line for part in caption.split("\n"))
+
+
+def _text(slide, text, left, top, width, height, size, bold=False):
+    box = slide.shapes.add_textbox(left, top, width, height)
+    frame = box.text_frame
+    frame.word_wrap = True
+    for i, para in enumerate(text.split("\n")):
+        p = frame.paragraphs[0] if i == 0 else frame.add_paragraph()
+        p.text = para
+        p.font.size, p.font.bold = size, bold
+    return box
+
+
+def deck_source(items: Sequence[dict]) -> str:
+    """The title slide's provenance: the models and texts the figures come from, the app's version."""
+    models = sorted({i.get("provenance", {}).get("model", "") for i in items} - {""})
+    texts = list(dict.fromkeys(i.get("provenance", {}).get("text", "") for i in items if i.get("provenance")))
+    quoted = "; ".join(f"“{t[:120]}”" for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3 else "")
+    return "\n".join(
+        line
+        for line in (
+            f"Model{'s' * (len(models) > 1)}: {', '.join(models)}" if models else "",
+            f"Text{'s' * (len(texts) > 1)}: {quoted}" if texts else "",
+            f"{len(items)} figure{'s' * (len(items) != 1)} · made with Attention Lab {app_version()}",
+        )
+        if line
+    )
+
+
+def deck_html(items: Sequence[dict], *, title: str) -> str:
+    """The deck as one offline HTML file: a slide per figure (interactive), arrow keys or space to move."""
+    sections = [
+        f"<section class='slide'><h1>{html.escape(title)}</h1><p class='source'>"
+        f"{html.escape(deck_source(items)).replace(chr(10), '<br>')}</p></section>"
+    ]
+    figures = []
+    for kind, item in slides(items):
+        if kind == "question":
+            body = html.escape(item["question"]).replace("\n", "<br>")
+            sections.append(f"<section class='slide'><h1>Predict first</h1><p class='question'>{body}</p></section>")
+            continue
+        figures.append(json.loads(slide_figure(item).to_json()))
+        sections.append(
+            f"<section class='slide'><div class='plot' id='fig{len(figures) - 1}'></div>"
+            f"<p class='caption'>{html.escape(item['caption'])}</p>"
+            f"<p class='source'>{html.escape(item['source'])}</p></section>"
+        )
+    data = json.dumps(figures).replace("</", "<\\/")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style>"
+        f"<script type='text/javascript'>{library()}</script></head><body>"
+        f"{''.join(sections)}<div id='counter'></div>"
+        f"<script type='application/json' id='figures'>{data}</script><script>{_JS}</script></body></html>"
+    )
+
+
+_CSS = (
+    "html,body{margin:0;height:100%;font-family:'DejaVu Sans',Arial,sans-serif;background:#fff;color:#111}"
+    ".slide{display:none;box-sizing:border-box;width:100vw;height:100vh;padding:2vh 3vw;flex-direction:column}"
+    ".slide.on{display:flex}.slide h1{font-size:5vh;margin:0 0 3vh}"
+    ".plot{flex:1;min-height:0}.caption{font-size:2.6vh;margin:1vh 0 0}.source{font-size:1.6vh;color:#555}"
+    ".question{font-size:3.6vh;white-space:pre-wrap}"
+    "#counter{position:fixed;right:1.5vw;bottom:1vh;font-size:1.6vh;color:#777}"
+)
+_JS = """
+const figs = JSON.parse(document.getElementById('figures').textContent);
+const slides = Array.from(document.querySelectorAll('.slide'));
+let at = 0;
+function show(i) {
+  at = Math.max(0, Math.min(slides.length - 1, i));
+  slides.forEach((s, j) => s.classList.toggle('on', j === at));
+  const plot = slides[at].querySelector('.plot');
+  if (plot && !plot.dataset.drawn) {
+    const fig = figs[Number(plot.id.slice(3))];
+    const layout = Object.assign({}, fig.layout, {width: null, height: null, autosize: true});
+    Plotly.newPlot(plot, fig.data, layout, {displaylogo: false, responsive: true});
+    plot.dataset.drawn = '1';
+  }
+  document.getElementById('counter').textContent = (at + 1) + ' / ' + slides.length;
+  if (location.hash !== '#' + (at + 1)) history.replaceState(null, '', '#' + (at + 1));
+}
+document.addEventListener('keydown', (e) => {
+  if (['ArrowRight', 'PageDown', ' '].includes(e.key)) { show(at + 1); e.preventDefault(); }
+  if (['ArrowLeft', 'PageUp'].includes(e.key)) { show(at - 1); e.preventDefault(); }
+  if (e.key === 'Home') show(0);
+  if (e.key === 'End') show(slides.length - 1);
+});
+show((parseInt(location.hash.slice(1)) || 1) - 1);
+"""
