@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from model.io.catalog import ModelSpec
 from tests.security.gguf_files import write_tiny_gguf
 from viz.export.offline import TRACE_TYPES
 from viz.figures import Theme
+from viz.figures.grids import GUTTER
 from viz.views import REGISTRY, ViewUnavailableError, build
 from viz.views.base import MAX_NAME, export_name
 from viz.views.source import DirectSource
@@ -22,6 +24,7 @@ ALTERNATIVES = {
     "heads": (0, 1),
     "threshold": 0.2,
     "start": 1,
+    "focus": 3,
     "layer_a": 1,
     "head_a": 3,
     "layer_b": 1,
@@ -148,3 +151,46 @@ def test_subtitles_quote_the_text_escaped():
     (view,) = build("attention", hostile, Theme())
     subtitle = view.figure.layout.title.subtitle.text
     assert "<a" not in subtitle and "&lt;a href=" in subtitle and "Attention Lab bundled MLM" in subtitle
+
+
+def _drawn(fig, gutters: bool = True) -> list:
+    """What a figure draws, trace by trace: the type and the data arrays (not the layout). ``gutters=False``:
+    without the empty rows that hold the every-head grid's labels (their number follows the figure's height)."""
+    out = []
+    for trace in fig.data:
+        drawn = {"type": trace.type}
+        for k in ("x", "y", "z", "customdata"):
+            value = getattr(trace, k, None)
+            if value is not None:
+                arr = np.asarray(value)
+                drawn[k] = np.where(np.isnan(arr), None, arr).tolist() if arr.dtype.kind == "f" else arr.tolist()
+        out.append(drawn)
+    for trace in out if not gutters else []:
+        if trace["type"] == "heatmap" and isinstance(trace.get("y"), list):
+            rows = [i for i, label in enumerate(trace["y"]) if not str(label).startswith(GUTTER)]
+            trace["y"] = [trace["y"][i] for i in rows]
+            trace["z"] = [trace["z"][i] for i in rows]
+    return out
+
+
+def _title(fig) -> str:
+    return (fig.layout.title.text or "").replace("<br>", " ")
+
+
+def test_every_slide_draws_what_the_screen_draws_in_a_slide_box(src, decoder_src):
+    """A slide is the same view rebuilt in the slide's box: the same traces, categories, values and focus
+    outlines; only sizes and tick thinning may differ."""
+    from viz.figures.theme import SLIDE_BOX
+
+    checked = 0
+    for key in REGISTRY:
+        for view in built(key, src) or built(key, decoder_src):
+            slide, exact = view.slide(), view.exact()
+            assert _drawn(view.figure) == _drawn(exact), view.key  # a file at screen size: the screen's figure
+            assert _drawn(slide, gutters=False) == _drawn(exact, gutters=False), view.key
+            assert (slide.layout.width, slide.layout.height) == SLIDE_BOX, view.key
+            assert _title(slide) == _title(exact), view.key
+            shapes = [(s.type, s.x0, s.x1, s.y0, s.y1) for s in exact.layout.shapes]
+            assert [(s.type, s.x0, s.x1, s.y0, s.y1) for s in slide.layout.shapes] == shapes, view.key
+            checked += 1
+    assert checked > 50

@@ -24,7 +24,8 @@ from model.io.catalog import SOURCES, ModelSpec
 from viz.export.data import observation_arrays
 from viz.export.offline import figure_html
 from viz.export.pack import build_pack
-from viz.export.render import render_image
+from viz.export.provenance import provenance, provenance_line
+from viz.export.render import render_view
 from viz.figures.common import EXPORT_SIZES, LABEL_POSITIONS, Theme
 from viz.views import REGISTRY, ViewUnavailableError, build, page_views
 from viz.views.base import View
@@ -78,16 +79,23 @@ def selection_for(key: str, args: argparse.Namespace) -> tuple[str, dict]:
     return key, selection
 
 
-def write_views(views: list[View], out: Path, fmt: str, size: str) -> list[Path]:
-    """Write one file per view: ``out`` itself for one view, ``out`` with the part's name for several."""
+def write_views(
+    views: list[View], out: Path, fmt: str, size: str, *, model: str = "", text: str = "", caption: bool | None = None
+) -> list[Path]:
+    """Write one file per view: ``out`` itself for one view, ``out`` with the part's name for several. Each
+    carries its caption and provenance (images: in the metadata, and in a band when ``caption``, default on
+    for slides)."""
     paths = []
+    band = size == "slide" if caption is None else caption
     for item in views:
         part = item.key.rsplit(".", 1)[-1] if len(views) > 1 else ""
         path = out.with_name(f"{out.stem}_{part}{out.suffix}") if part else out
+        record = provenance(item, model=model, text=text)
         if fmt == "html":
-            path.write_text(figure_html(item.figure, item.title), encoding="utf-8")
+            source = provenance_line(record)
+            path.write_text(figure_html(item.exact(), item.title, caption=item.caption, source=source), "utf-8")
         else:
-            path.write_bytes(render_image(item.figure, fmt, size=size))
+            path.write_bytes(render_view(item, fmt, size=size, caption=band, provenance=record))
         paths.append(path)
     return paths
 
@@ -119,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="any other setting of the view")
     p.add_argument("--format", default=None, choices=("png", "svg", "html"))
     p.add_argument("--size", default="screen", choices=tuple(EXPORT_SIZES), help="slide: 1920 × 1080 px")
+    p.add_argument(
+        "--caption", default="auto", choices=("auto", "on", "off"), help="caption band under images (auto: on slides)"
+    )
     p.add_argument("--out", help="output file for the view(s)")
     p.add_argument("--pack", help="write an export pack (zip): figures, HTML, data and a README")
     p.add_argument("--matrices", action="store_true", help="in a pack, also one CSV matrix per head")
@@ -153,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             key, selection = selection_for((args.view or ["attention"])[0], args)
             fmt = args.format or Path(args.out).suffix.lstrip(".").lower() or "png"
-            for path in write_views(build(key, src, theme, **selection), Path(args.out), fmt, args.size):
+            made = build(key, src, theme, **selection)
+            band = {"on": True, "off": False}.get(args.caption)
+            for path in write_views(
+                made, Path(args.out), fmt, args.size, model=src.loaded.name, text=args.text, caption=band
+            ):
                 print(f"wrote {path}")
         if args.pack:
             names = page_views(args.page) if args.page else (args.view or list(DEFAULT_PACK))
@@ -170,7 +185,14 @@ def main(argv: list[str] | None = None) -> int:
             layer, head = args.layer or 0, args.head or 0
             settings = {"model": src.loaded.name, "text": args.text, "page": args.page or "cli", "theme": vars(theme)}
             data, notes = build_pack(
-                views, src.full(), settings, layer=layer, head=head, size=args.size, matrices=args.matrices
+                views,
+                src.full(),
+                settings,
+                layer=layer,
+                head=head,
+                size=args.size,
+                matrices=args.matrices,
+                caption={"on": True, "off": False}.get(args.caption),
             )
             Path(args.pack).write_bytes(data)
             for note in notes:

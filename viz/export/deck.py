@@ -196,7 +196,7 @@ def deck_html(items: Sequence[dict], *, title: str) -> str:
             f"<p class='caption'>{html.escape(item['caption'])}</p>"
             f"<p class='source'>{html.escape(item['source'])}</p></section>"
         )
-    data = json.dumps(figures).replace("</", "<\\/")
+    data = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style>"

@@ -13,7 +13,8 @@ import numpy as np
 
 from viz.export.data import long_csv, matrix_csv, observation_arrays, tokens_csv
 from viz.export.offline import LIBRARY_NAME, figure_html, library, page_html
-from viz.export.render import INSTALL_HINT, image_export_available, render_image
+from viz.export.provenance import app_version, provenance, provenance_line
+from viz.export.render import INSTALL_HINT, image_export_available, render_view
 from viz.views.base import View
 
 ALL_HEADS_UP_TO = 64  # tokens: up to this length the tidy CSV holds every head, beyond it the focus head only
@@ -37,14 +38,20 @@ def build_pack(
     matrices: bool = False,
     progress: Callable[[float, str], None] | None = None,
     images: bool | None = None,
+    caption: bool | None = None,
 ) -> tuple[bytes, list[str]]:
     """A zip of a page's views and the data behind them. Returns (zip bytes, notes).
 
     figures/: each view as PNG + SVG (at ``size``) and as interactive HTML, ``page.html`` with every view, and
     ``plotly.js`` once for all of them. data/: ``attention.csv`` (tidy: one row per head, query and key),
     ``tokens.csv``, ``captured.npz``; with ``matrices`` also one weights and one scores matrix per head.
+    Every image carries its caption and provenance in its metadata, and in a band under the plot when
+    ``caption`` (default: on for slides); every HTML file and the README carry them as text.
     Without a Chromium browser the images are skipped and a note says why.
     """
+    caption = size == "slide" if caption is None else caption
+    model, text = settings.get("model", ""), settings.get("text", "")
+    records = [provenance(item, model=model, text=text, options=settings.get("options")) for item in views]
     progress = progress or (lambda frac, msg: None)
     images = image_export_available() if images is None else images
     notes = [] if images else [f"PNG/SVG images were skipped: {INSTALL_HINT}."]
@@ -56,14 +63,16 @@ def build_pack(
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(f"figures/{LIBRARY_NAME}", library())
         exact = [item.exact() for item in views]  # full resolution, whatever the screen showed
-        for i, (item, fig) in enumerate(zip(views, exact)):
+        for i, (item, fig, record) in enumerate(zip(views, exact, records)):
             stem = f"figures/{i:02d}_{item.name}"
             if images:
                 for fmt in ("png", "svg"):
                     progress(done / steps, f"rendering {item.title} ({fmt})")
-                    zf.writestr(f"{stem}{suffix}.{fmt}", render_image(fig, fmt, size=size))
+                    image = render_view(item, fmt, size=size, caption=caption, provenance=record)
+                    zf.writestr(f"{stem}{suffix}.{fmt}", image)
                     done += 1
-            zf.writestr(f"{stem}.html", figure_html(fig, item.title, embed=False))
+            source = provenance_line(record)
+            zf.writestr(f"{stem}.html", figure_html(fig, item.title, embed=False, caption=item.caption, source=source))
             done += 1
         caption = f"{settings.get('model', '')}: {settings.get('text', '')}"
         pairs = [(item.title, fig, item.caption) for item, fig in zip(views, exact)]
@@ -85,16 +94,23 @@ def build_pack(
         np.savez_compressed(npz, **observation_arrays(obs))
         zf.writestr("data/captured.npz", npz.getvalue())
         done += 1
-        zf.writestr("README.md", pack_readme(settings, views, notes, heads, matrices, images, suffix))
+        zf.writestr("figures/provenance.json", json.dumps(records, indent=2, ensure_ascii=False))
+        zf.writestr("README.md", pack_readme(settings, views, notes, heads, matrices, images, suffix, records))
     progress(1.0, "done")
     return buf.getvalue(), notes
 
 
-def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: bool, suffix: str) -> str:
+def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: bool, suffix: str, records=None) -> str:
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     which = "every head" if len(heads) > 1 else f"layer {heads[0][0]}, head {heads[0][1]}"
     image_lines = [f"- `figures/{i:02d}_{v.name}{suffix}.png/.svg` — {v.title}" for i, v in enumerate(views)]
-    figure_lines = [f"{i:02d}. **{v.title}**" + (f" — {v.caption}" if v.caption else "") for i, v in enumerate(views)]
+    records = records or [{} for _ in views]
+    figure_lines = [
+        f"{i:02d}. **{v.title}**"
+        + (f" — {v.caption}" if v.caption else "")
+        + (f"  \n    _{provenance_line(r)}_" if r else "")
+        for i, (v, r) in enumerate(zip(views, records))
+    ]
     lines = [
         "# Attention Lab export",
         "",
@@ -102,7 +118,7 @@ def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: boo
         f"- text: {json.dumps(settings.get('text', ''))[:500]}",
         f"- page: {settings.get('page', '?')}",
         f"- settings: {json.dumps({k: v for k, v in settings.items() if k not in ('model', 'text', 'page')})}",
-        f"- exported: {when}",
+        f"- exported: {when}, Attention Lab {app_version()}",
         "",
         "## Figures",
         "",
@@ -114,6 +130,8 @@ def pack_readme(settings: dict, views, notes, heads, matrices: bool, images: boo
         "- `figures/NN_*.html` — each figure, interactive, offline (opens with `figures/plotly.js` beside it)",
         "- `figures/page.html` — every figure of the page in one interactive page",
         "- `figures/plotly.js` — plotly.js (MIT licence), shared by the HTML files",
+        "- `figures/provenance.json` — for each figure: the model, the text, the view and its selection, the "
+        "options, the app's version (PNG and SVG files carry the same in their metadata, with the caption)",
         f"- `data/attention.csv` — {which}: one row per (layer, head, query, key) with tokens, weight and score",
         *(
             ["- `data/matrices/*.csv` — one matrix per head: rows are query tokens, columns key tokens"]

@@ -96,7 +96,9 @@ def _scaled_svg(svg: bytes, scale: float) -> bytes:
     head = text[:end]
     width, height = (float(head.split(f' {n}="')[1].split('"')[0]) for n in ("width", "height"))
     head = head.replace(f' width="{width:g}"', f' width="{width * scale:g}"', 1)
-    head = head.replace(f' height="{height:g}"', f' height="{height * scale:g}" viewBox="0 0 {width:g} {height:g}"', 1)
+    head = head.replace(f' height="{height:g}"', f' height="{height * scale:g}"', 1)
+    if " viewBox=" not in head:  # kaleido's SVG has one: the drawing keeps its layout coordinates
+        head += f' viewBox="0 0 {width:g} {height:g}"'
     return (head + text[end:]).encode("utf-8")
 
 

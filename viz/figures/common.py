@@ -13,7 +13,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.layout import relayout
-from viz.figures.text import CHAR_EM, MAX_TICKS, ZW, fit_title, thinned, tick_budget, token_labels, unique_labels, wrap
+from viz.figures.text import (
+    CHAR_EM,
+    MAX_TICKS,
+    ZW,
+    fit_title,
+    keep_shown,
+    thinned,
+    tick_budget,
+    token_labels,
+    unique_labels,
+    wrap,
+)
 from viz.figures.theme import COLORBLIND_SCALES, DEFAULT_THEME, LABEL_POSITIONS, Sizes, Theme
 
 __all__ = [
@@ -256,6 +267,32 @@ def downsample(matrix: np.ndarray, size: int) -> np.ndarray:
     cols = np.linspace(0, m, min(m, size) + 1).astype(int)
     row_means = np.add.reduceat(matrix, rows[:-1], axis=-2) / np.diff(rows)[:, None]
     return np.add.reduceat(row_means, cols[:-1], axis=-1) / np.diff(cols)[None, :]
+
+
+def label_named(fig: go.Figure, tokens: set[str]) -> go.Figure:
+    """Make sure thinned category axes label the ``tokens`` a caption names (see :func:`keep_shown`)."""
+    if not tokens:
+        return fig
+    changes = {}
+    for name in fig.layout.to_plotly_json():
+        if not (name.startswith(("xaxis", "yaxis")) and fig.layout[name].tickvals is not None):
+            continue
+        axis, letter = fig.layout[name], name[0]
+        ref = letter + name[5:]  # "xaxis2" -> "x2"
+        labels: list[str] = []
+        for trace in fig.data:
+            values = getattr(trace, letter, None)
+            bound = (getattr(trace, letter + "axis", None) or letter) == ref and trace.type in ("heatmap", "bar")
+            if bound and values is not None and len(values) and isinstance(values[0], str):
+                labels = list(values)
+                break
+        shown = list(axis.tickvals)
+        if not labels or len(shown) >= len(labels):
+            continue
+        kept = keep_shown(shown, labels, tokens)
+        if kept != shown:
+            changes[name] = {"tickvals": kept, "ticktext": kept}
+    return relayout(fig, changes) if changes else fig
 
 
 def with_subtitle(fig: go.Figure, text: str, theme: Theme | None = None) -> go.Figure:

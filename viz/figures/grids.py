@@ -161,12 +161,14 @@ def heatmap_panels(
     value_name: str = "weight",
     shared_rows: bool = False,
     height: int | None = None,
+    keep: tuple = ((), ()),
 ) -> go.Figure:
     """Matrices side by side on one colour scale, each with its own title: one figure to compare them.
 
     panels: [(matrix (R, C), row labels (R), column labels (C) or None for d0, d1, …, panel title)].
     −inf cells are grey ("masked"). ``shared_rows``: the panels have the same rows (labels only on the left).
     ``diverging``: a scale symmetric around 0 (scores, Q/K/V), else 0 to the largest value (weights).
+    ``keep``: (rows, columns) always labelled when the ticks are thinned (the tokens in focus).
     """
     theme = theme or Theme()
     k = len(panels)
@@ -217,8 +219,8 @@ def heatmap_panels(
                 1,
                 i,
             )
-        update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget), row=1, col=i)
-        update_axes(fig, "x", type="category", **thinned(x, x_budget), row=1, col=i)
+        update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget, keep[0]), row=1, col=i)
+        update_axes(fig, "x", type="category", **thinned(x, x_budget, keep[1]), row=1, col=i)
     scale = theme.diverging if diverging else theme.colorscale
     relayout(
         fig,

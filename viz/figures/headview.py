@@ -35,10 +35,13 @@ def head_view(
     window: tuple[int, int] | None = None,
     title: str | None = None,
     theme: Theme | None = None,
+    focus: int = -1,
 ) -> go.Figure:
     """Lines from each query token (left) to each key token (right) for one or several heads.
 
     weights: (H, N, N); lines with weight below ``threshold`` are hidden. Each head has its own colour.
+    ``focus``: a query token (position among ``tokens``, -1: none) whose lines are drawn as on screen when it
+    is picked: its own lines in the heads' colours, every other line faint grey, its label bold.
     ``window`` = (start, stop) shows only those tokens on both sides (default: the first WINDOW tokens), so
     the view keeps a readable height at any length; the title says which tokens are shown.
     """
@@ -54,6 +57,7 @@ def head_view(
     if (start, stop) != (0, n):
         title = f"{title} — tokens {start}–{stop - 1} of {n}" if title else f"tokens {start}–{stop - 1} of {n}"
     w, labels, n = w[:, start:stop, start:stop], labels[start:stop], stop - start
+    focus = focus - start if start <= focus < stop else -1
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
     ys = -np.arange(n, dtype=float)
     fig = figure()
@@ -64,33 +68,36 @@ def head_view(
         vals = w[i][q_idx, k_idx]
         bucket = np.minimum((vals / max(top, 1e-12) * LEVELS).astype(int), LEVELS - 1)
         first = True
+        mine = q_idx == focus
         for level in range(LEVELS - 1, -1, -1):  # strongest first, so the legend entry is the boldest
-            sel = bucket == level
-            if not sel.any():
-                continue
-            xs = np.tile([0.0, 1.0, np.nan], sel.sum())
-            yy = np.column_stack([ys[q_idx[sel]], ys[k_idx[sel]], np.full(sel.sum(), np.nan)]).ravel()
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=yy,
-                    mode="lines",
-                    line={"color": colour, "width": 2.0 * theme.line_scale},
-                    opacity=0.15 + 0.85 * (level + 1) / LEVELS,
-                    hoverinfo="skip",
-                    showlegend=first,
-                    legendgroup=head_labels[i],
-                    name=head_labels[i],
+            for own in (False, True) if focus >= 0 else (None,):  # the focus token's lines over the others
+                sel = (bucket == level) & (mine if own else ~mine if own is False else True)
+                if not sel.any():
+                    continue
+                xs = np.tile([0.0, 1.0, np.nan], sel.sum())
+                yy = np.column_stack([ys[q_idx[sel]], ys[k_idx[sel]], np.full(sel.sum(), np.nan)]).ravel()
+                faint = own is False
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=yy,
+                        mode="lines",
+                        line={"color": "#adb5bd" if faint else colour, "width": 2.0 * theme.line_scale},
+                        opacity=0.12 if faint else 0.15 + 0.85 * (level + 1) / LEVELS,
+                        hoverinfo="skip",
+                        showlegend=first and not faint,
+                        legendgroup=head_labels[i],
+                        name=head_labels[i],
+                    )
                 )
-            )
-            first = False
+                first = first and faint
     for x, anchor, side in ((0.0, "left", "query"), (1.0, "right", "key")):  # labels outside the lines
         fig.add_trace(
             go.Scatter(
                 x=np.full(n, x),
                 y=ys,
                 mode="markers+text",
-                text=labels,
+                text=[f"<b>{lab}</b>" if j == focus else lab for j, lab in enumerate(labels)],
                 textposition=f"middle {anchor}",
                 textfont={"size": theme.sizes.tick},
                 marker={"size": 6, "color": theme.colors["muted"]},

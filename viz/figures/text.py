@@ -57,13 +57,40 @@ def thinned(labels: list[str], budget: int, keep=()) -> dict:
     keep = sorted({int(i) for i in keep if 0 <= int(i) < n})
     chosen = set(keep)
     spacing = n / max(1, budget)  # the gap between shown labels an even spread would leave
-    for i in np.linspace(0, n - 1, budget).round().astype(int):
+    spread = np.linspace(0, n - 1, budget).round().astype(int)
+    for i in [spread[0], spread[-1], *spread[1:-1]]:  # the ends first: an axis always shows where it starts and ends
         if len(chosen) >= budget:
             break
         if all(abs(i - j) >= spacing * 0.75 for j in keep):  # no label crowding a kept one
             chosen.add(int(i))
     shown = [labels[i] for i in sorted(chosen)]
     return {"tickmode": "array", "tickvals": shown, "ticktext": shown}
+
+
+def plain_label(label: str) -> str:
+    """The token a label shows: without its position ("it·9"), invisible suffixes or HTML escapes."""
+    text = html.unescape(label.rstrip("\u200b\u2060\u2063"))
+    head, dot, tail = text.rpartition("·")
+    return head if dot and tail.isdigit() else text
+
+
+def keep_shown(shown: list[str], labels: list[str], wanted: set[str], limit: int = 6) -> list[str]:
+    """Thinned tick labels ``shown`` (a subset of ``labels``, in order) with the labels of the ``wanted``
+    tokens added (at most ``limit`` of them), each replacing the nearest label that was only there for spacing,
+    so that the axis keeps its number of labels."""
+    index = {label: i for i, label in enumerate(labels)}
+    chosen = sorted(index[s] for s in shown if s in index)
+    extra = [i for i, label in enumerate(labels) if plain_label(label) in wanted and i not in chosen][:limit]
+    if not extra or not chosen:
+        return shown
+    fixed = set(extra)
+    for i in extra:
+        spare = [j for j in chosen if j not in fixed and j not in (0, len(labels) - 1)]
+        if spare and len(chosen) >= len(shown):
+            chosen.remove(min(spare, key=lambda j: abs(j - i)))
+        chosen.append(i)
+        chosen.sort()
+    return [labels[i] for i in chosen]
 
 
 def wrap(text: str, width_px: float, font_px: float) -> str:

@@ -25,10 +25,10 @@ if not heads:
 else:
     head_view(ctx.patterns(layer), ctx.tokens, heads, threshold, ctx.theme, key="hv_component")
     st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
-    focus = max(0, st.session_state["focus_query"])
-    start = max(0, min(focus - WINDOW // 2, len(ctx.tokens) - WINDOW))
+    focus = st.session_state["focus_query"]  # the token clicked on screen: its lines stand out in the download
+    start = max(0, min(max(0, focus) - WINDOW // 2, len(ctx.tokens) - WINDOW))
     try:
-        (fig,) = views(ctx, "headview", layer=layer, heads=tuple(heads), threshold=threshold, start=start)
+        (fig,) = views(ctx, "headview", layer=layer, heads=tuple(heads), threshold=threshold, start=start, focus=focus)
         export_buttons(fig, "hv_fig")
     except ViewUnavailableError as exc:
         unavailable(exc)

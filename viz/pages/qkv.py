@@ -46,7 +46,7 @@ if part == QKV_SECTIONS[0]:
     show_views(views(ctx, "qkv.projections", layer=layer, head=head), "qkv_proj")
     st.caption("Next: “Scores → output” above.")
 elif part == QKV_SECTIONS[1]:
-    show_views(views(ctx, "qkv.scores", layer=layer, head=head), "qkv_scores")
+    show_views(views(ctx, "qkv.scores", layer=layer, head=head, **focus), "qkv_scores")
     (softmax,) = views(ctx, "qkv.softmax", layer=layer, head=head, **focus)
     show_focusable(softmax, "qkv_softmax")
     show_views(views(ctx, "qkv.z", layer=layer, head=head), "qkv_z")

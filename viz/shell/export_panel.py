@@ -9,6 +9,7 @@ from viz.export.pack import build_pack
 from viz.export.render import INSTALL_HINT, image_export_available
 from viz.figures.common import safe_filename
 from viz.session import dump_session, load_session
+from viz.shell.widgets import caption_band
 
 
 def _restore() -> None:
@@ -65,6 +66,7 @@ def export_section(page_title: str, page_path: str) -> None:
             "colorscale": ctx.theme.colorscale,
             "image size": st.session_state.get("export_size", "screen"),
         }
+        settings["options"] = {k: settings[k] for k in ("causal", "scale", "hide_special", "device")}
         layer, head = int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0))
         if not image_export_available():
             st.info(
@@ -87,6 +89,7 @@ def export_section(page_title: str, page_path: str) -> None:
                 size=size,
                 matrices=matrices,
                 progress=lambda f, m: bar.progress(min(1.0, f), text=m),
+                caption=caption_band(size),
             )
             st.session_state["_pack"] = (page_path, data, notes)
             bar.empty()

@@ -2,7 +2,8 @@
 
 base        the registry, View, Source, export names
 source      DirectSource: a Source that runs everything directly (CLI, benchmark, tests)
-attention   attention map, all heads, mean, head view, overview, compare, head similarity
+attention   attention map, all heads, mean, overview, compare, head similarity
+headview    the head view's static figure (the focus token's lines stand out)
 find        heads ranked by their weight on chosen (query, key) pairs
 inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout and flow
 masks       the causal mask switched on or lifted, a padded batch
@@ -13,7 +14,7 @@ mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, 
 captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import attention, corpus, decoder, find, inside, lessons, masks, mixing  # noqa: F401  (registers the views)
+from viz.views import attention, corpus, decoder, find, headview, inside, lessons, masks, mixing  # noqa: F401  (registers)
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

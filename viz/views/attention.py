@@ -10,14 +10,12 @@ from model.io.catalog import ModelSpec, random_like
 from viz.figures import (
     attention_heatmap,
     difference_heatmap,
-    head_view,
     heads_grid,
     heatmap_panels,
     model_overview,
     similarity_matrix,
 )
 from viz.figures.common import Theme, with_subtitle
-from viz.figures.headview import WINDOW
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.focus import focus_caption
 from viz.views.windows import window_caption
@@ -158,37 +156,6 @@ def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int
         theme=theme,
         focus=shown_focus(src, query, key),
         cell_ids=cell_ids(src),
-    )
-    return with_subtitle(fig, subtitle(src), theme)
-
-
-@view("headview", page="head-view")
-def headview(
-    src: Source,
-    theme: Theme,
-    *,
-    layer: int = 0,
-    heads: tuple[int, ...] = (0,),
-    threshold: float = 0.05,
-    start: int = 0,
-):
-    """``start``: first token of the window of at most WINDOW tokens shown."""
-    obs = src.obs
-    heads = tuple(h for h in heads if 0 <= h < obs.n_heads)
-    _check(src, layer, 0)
-    if not heads:
-        raise ViewUnavailableError("pick at least one head")
-    tokens = obs.shown_tokens(src.hide_special)
-    n = len(tokens)
-    start = max(0, min(start, n - min(n, WINDOW)))
-    fig = head_view(
-        obs.shown(obs.patterns[layer], src.hide_special)[list(heads)],
-        tokens,
-        head_labels=[f"head {h}" for h in heads],
-        threshold=threshold,
-        window=(start, min(n, start + WINDOW)),
-        title=f"Layer {layer}: heads {', '.join(map(str, heads))}",
-        theme=theme,
     )
     return with_subtitle(fig, subtitle(src), theme)
 

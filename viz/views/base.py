@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,9 +32,10 @@ from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.observe import Observation, Options
 from model.profile.store import Profile
-from viz.figures.common import DEFAULT_THEME, Theme, safe_filename
+from viz.figures.common import DEFAULT_THEME, Theme, label_named, safe_filename
 
 MAX_NAME = 140
+NAMED = re.compile(r"“([^”]{1,40})”")  # a token a caption names, as captions quote them
 
 
 class Source(Protocol):
@@ -201,9 +203,13 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
 
 
 def _parts(out) -> dict[str, tuple[go.Figure, str]]:
-    """{part: (figure, caption)} from what a view function returned."""
+    """{part: (figure, caption)} from what a view function returned; thinned token axes label the tokens the
+    caption names (“animal”), so that a figure never drops the token its takeaway is about."""
     items = out.items() if isinstance(out, dict) else [("", out)]
-    return {p: (f.figure, f.caption) if isinstance(f, Captioned) else (f, "") for p, f in items}
+    parts = {p: (f.figure, f.caption) if isinstance(f, Captioned) else (f, "") for p, f in items}
+    for fig, caption in parts.values():
+        label_named(fig, set(NAMED.findall(caption)))
+    return parts
 
 
 def page_views(page: str) -> list[str]:

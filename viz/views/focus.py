@@ -45,3 +45,24 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
         f"{name}: the strongest weight is {quoted(tokens[q])} → {quoted(tokens[k])} ({w[q, k]:.0%}); on average "
         f"a token gives {column[most]:.0%} of its attention to {quoted(tokens[most])}, the most-attended key."
     )
+
+
+def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int, scaled_on: bool) -> str:
+    """The QKᵀ panels in a sentence: how scaling changes the range, and the focus query's strongest key.
+    qk, scaled: (N, N) the raw and scaled scores drawn."""
+    qk, scaled = np.asarray(qk, dtype=np.float64), np.asarray(scaled, dtype=np.float64)
+    text = (
+        f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f} shrinks the scores from [{qk.min():.1f}, {qk.max():.1f}] "
+        f"to [{scaled.min():.2f}, {scaled.max():.2f}]"
+        if scaled_on
+        else f"Scaling is off: the scores keep their range [{qk.min():.1f}, {qk.max():.1f}]"
+    )
+    if query >= 0:
+        best = int(np.argmax(scaled[query]))
+        text += f"; query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({scaled[query, best]:.2f})"
+        if key >= 0 and key != best:
+            text += f", on {quoted(tokens[key])} {scaled[query, key]:.2f}"
+    else:
+        q, k = divmod(int(np.argmax(scaled)), scaled.shape[1])
+        text += f"; the largest is {quoted(tokens[q])} → {quoted(tokens[k])}"
+    return text + "."

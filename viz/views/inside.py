@@ -21,6 +21,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import cell_ids, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import one_query, qk_plane, value_norms
+from viz.views.focus import scores_caption
 
 
 def _steps(src: Source, layer: int, head: int):
@@ -60,11 +61,13 @@ def qkv_projections(src: Source, theme: Theme, *, layer: int = 0, head: int = 0)
 
 
 @view("qkv.scores", page="qkv")
-def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
-    """QKᵀ, then scaled, then masked: three panels on one colour scale."""
+def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = -1, key: int = -1):
+    """QKᵀ, then scaled, then masked: three panels on one colour scale; the focus query and key are always
+    labelled."""
     steps, _ = _steps(src, layer, head)
     tokens = src.obs.tokens
     scaled = "÷ √d_k" if src.options.scale else "(not scaled)"
+    q, k = (i if 0 <= i < len(tokens) else -1 for i in (query, key))
     fig = heatmap_panels(
         [
             (steps.qk, tokens, tokens, "QKᵀ"),
@@ -76,8 +79,11 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         diverging=True,
         value_name="score",
         shared_rows=True,
+        keep=([q], [k]),
     )
-    return with_subtitle(fig, subtitle(src), theme)
+    d_k = steps.q.shape[-1]
+    caption = scores_caption(tokens, steps.qk, steps.scaled, q, k, d_k, src.options.scale)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 @view("qkv.softmax", page="qkv")
