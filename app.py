@@ -7,7 +7,7 @@ import streamlit as st
 from model.memory import keep_freed_memory
 from viz.export.render import warm_up_renderer
 from viz.shell import prepare
-from viz.shell.deck import deck_status
+from viz.shell.deck import deck_status, restore_url_deck, slide_note
 from viz.shell.export_panel import export_section, session_controls
 from viz.shell.sidebar import draw_sidebar
 from viz.shell.state import init_state, load_url_state, save_url_state
@@ -73,6 +73,11 @@ if context is None:
     st.info("Fix the problem shown in the sidebar to continue; your text and settings are kept.")
     st.stop()
 st.session_state["_ctx"] = context
+with st.sidebar:
+    slide_note()  # needs the text's tokens
+deck_note = restore_url_deck()  # a link's deck, rebuilt on its model and text
+if deck_note:
+    url_notes.append(deck_note)
 if context.theme.presentation:
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
 for notice in [*context.obs.notices, *url_notes]:

@@ -199,6 +199,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("label_positions", "duplicates", str, LABEL_POSITIONS, url=True),
     Setting("export_size", "screen", str, tuple(EXPORT_SIZES), url=True),
     Setting("export_caption", "slides", str, ("slides", "always", "never"), url=True),
+    Setting("slide_window", False, bool, url=True),
     Setting("deck_title", "Attention from scratch", str),
     Setting("pack_matrices", False, bool),
     # the head and the tokens in focus, shared by every page (-1: no token in focus)

@@ -24,6 +24,7 @@ PAGES = [
     "viz/pages/masks.py",
     "viz/pages/positional.py",
     "viz/pages/lessons.py",
+    "viz/pages/deck.py",
 ]
 
 

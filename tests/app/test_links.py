@@ -15,7 +15,12 @@ CHOICES = {
     "viz/pages/lessons.py": {"lesson_section": "Why √d_k"},
     "viz/pages/qkv.py": {"qkv_section": "One query"},
     "viz/pages/positional.py": {"pe_section": "Permutation lab", "perm_positions": True, "perm_seed": 3},
-    "viz/pages/attention.py": {"attn_mode": "raw scaled scores (QKᵀ/√d_k)", "export_size": "slide"},
+    "viz/pages/attention.py": {
+        "attn_mode": "raw scaled scores (QKᵀ/√d_k)",
+        "export_size": "slide",
+        "export_caption": "always",
+        "slide_window": True,
+    },
     "viz/pages/mixing.py": {"mix_section": "Compare methods"},
     "viz/pages/compare.py": {"cmp_mode": "two texts", "cmp_text_b": "A dog barked at the cat."},
     "viz/pages/head_view.py": {"hv_threshold": 0.2},

@@ -27,6 +27,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/masks.py": 3,
     "viz/pages/positional.py": 3,
     "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess
+    "viz/pages/deck.py": 0,  # an empty deck says how to fill it
 }
 #: page -> (section setting, sections, charts in each)
 SECTIONED = {

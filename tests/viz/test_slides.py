@@ -154,3 +154,22 @@ def test_pptx_has_a_title_slide_notes_and_pictures_inside(src):
     assert page.count("class='slide'") == 4 and "Where “it” looks" in page
     retitled = pio.from_json(items[0]["slide"])
     assert retitled.layout.title.text != "Where “it” looks"  # the stored figure is kept; the title is applied on export
+
+
+def test_a_slide_of_a_long_text_labels_every_token_of_the_window_around_the_focus():
+    from viz.figures.theme import SLIDE_TOKENS
+
+    long = DirectSource.for_text(ModelSpec("bundled"), " ".join([TEXT] * 3))
+    n = long.obs.n_tokens
+    assert n > SLIDE_TOKENS
+    (view,) = build("attention", long, Theme(), layer=0, head=1, query=30, key=25)
+    full = view.slide()
+    assert len(full.layout.yaxis.tickvals) <= SLIDE_TOKENS < n  # thinned, the focus kept
+    assert any(t.startswith(long.obs.tokens[30]) for t in full.layout.yaxis.tickvals[10:])
+    window = view.slide(window=(21, 21 + SLIDE_TOKENS))
+    assert len(window.data[0].y) == SLIDE_TOKENS and list(window.layout.yaxis.tickvals) == list(window.data[0].y)
+    assert f"tokens 21–{20 + SLIDE_TOKENS} of {n}" in window.layout.title.text.replace("<br>", " ")
+    z = np.asarray(window.data[0].z)
+    assert np.allclose(z, long.obs.patterns[0, 1, 21 : 21 + SLIDE_TOKENS, 21 : 21 + SLIDE_TOKENS], equal_nan=True)
+    outline = [s for s in window.layout.shapes]
+    assert outline and min(s.y0 for s in outline) >= -0.5  # the focus outline moved with the window

@@ -28,7 +28,7 @@ CAPTION_PT = 16  # the caption's text on a slide: readable from a back row
 MAX_ITEMS = 60
 
 
-def make_item(view, provenance: dict, *, question: str = "") -> dict:
+def make_item(view, provenance: dict, *, question: str = "", window: tuple[int, int] | None = None) -> dict:
     """A deck item from a view as it is on screen (the figures are stored, so the slide shows what was seen)."""
     return {
         "id": uuid.uuid4().hex[:10],
@@ -37,7 +37,7 @@ def make_item(view, provenance: dict, *, question: str = "") -> dict:
         "caption": view.caption,
         "source": provenance_line(provenance),
         "provenance": provenance,
-        "slide": view.slide().to_json(),
+        "slide": view.slide(window=window).to_json(),
         "figure": view.exact().to_json(),
         "question": question,
     }

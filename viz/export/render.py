@@ -102,17 +102,20 @@ def _scaled_svg(svg: bytes, scale: float) -> bytes:
     return (head + text[end:]).encode("utf-8")
 
 
-def render_view(view, fmt: str = "png", *, size: str = "screen", caption: bool = False, provenance=None) -> bytes:
+def render_view(
+    view, fmt: str = "png", *, size: str = "screen", caption: bool = False, provenance=None, window=None
+) -> bytes:
     """A view's PNG or SVG as the user downloads it: at ``size`` ("slide": laid out in a 16:9 box, shown at
     exactly 1920 × 1080), with its computed caption in a band under the plot when ``caption``, and always the
-    caption and ``provenance`` (a dict) in the file's metadata."""
+    caption and ``provenance`` (a dict) in the file's metadata; ``window``: on a slide, token maps show only
+    those tokens (start, stop)."""
     from viz.export.band import band_height, png_with_band, png_with_metadata, svg_with_band, svg_with_metadata
 
     slide = size == "slide"
     sizes = (view.theme.for_slide() if slide else view.theme).sizes
     text = view.caption if caption else ""
     if slide:
-        fig, scale = view.slide(band_height(text, SLIDE_BOX[0], sizes.base)), SLIDE_SCALE
+        fig, scale = view.slide(band_height(text, SLIDE_BOX[0], sizes.base), window), SLIDE_SCALE
     else:
         fig, scale = view.exact(), (1 if fmt == "svg" else 3)
     out = render_image(fig, fmt, scale=3, size=size)

@@ -99,6 +99,13 @@ def attention_heatmap(
     x = token_labels(check_labels("key_tokens", tokens if key_tokens is None else key_tokens, m), theme.positions)
     if mode not in ("weights", "scores"):
         raise ValueError("mode must be 'weights' or 'scores'")
+    if theme.window and theme.box and n == m and theme.window != (0, n):  # a slide of the tokens around the focus
+        a, b = max(0, theme.window[0]), min(n, theme.window[1])
+        w, y, x = w[a:b, a:b], y[a:b], x[a:b]
+        focus = tuple(f - a if a <= f < b else -1 for f in focus)
+        cell_ids = None if cell_ids is None else np.asarray(cell_ids)[a:b, a:b]
+        title = f"{title} — tokens {a}–{b - 1} of {n}" if title else None
+        n = m = b - a
     w, y, x, row_edges, col_edges = fit_to_screen(w, y, x, theme.max_cells)
     if row_edges is not None:  # block-averaged for the screen; exports are exact
         title = f"{title} (block means)" if title else None

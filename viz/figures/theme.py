@@ -32,6 +32,7 @@ class Theme:
     max_cells: int | None = None  # on screen: token axes longer than this are block-averaged (None: exact)
     interactive: bool = False  # on screen: click targets over heatmap cells (WebGL; never in exports)
     box: tuple[int, int] | None = None  # (width, height) px the figure is laid out in (slides); None: its own size
+    window: tuple[int, int] | None = None  # on slides: token × token maps show only tokens start..stop-1
 
     def __post_init__(self) -> None:
         if self.positions not in LABEL_POSITIONS:
@@ -45,11 +46,12 @@ class Theme:
         """The same look for a file: full resolution, no on-screen click targets."""
         return replace(self, max_cells=None, interactive=False)
 
-    def for_slide(self, band: int = 0) -> Theme:
+    def for_slide(self, band: int = 0, window: tuple[int, int] | None = None) -> Theme:
         """The presentation look laid out in the 16:9 box a slide shows at SLIDE_SCALE× (1920 × 1080 px), less
-        ``band`` px at the bottom for the caption band: ticks come out at 32 px, titles at 48 px."""
+        ``band`` px at the bottom for the caption band: ticks come out at 32 px, titles at 48 px. ``window``:
+        token × token maps show only those tokens (start, stop), so that every one is labelled."""
         width, height = SLIDE_BOX
-        return replace(self.for_export(), presentation=True, box=(width, height - int(band)))
+        return replace(self.for_export(), presentation=True, box=(width, height - int(band)), window=window)
 
     @property
     def sizes(self) -> Sizes:
@@ -76,5 +78,6 @@ class Theme:
 SLIDE = (1920, 1080)  # px of a 16:9 slide image
 SLIDE_SCALE = 1.6  # presentation sizes × 1.6: 20-px ticks print at 32 px (16 pt on a 13.33-inch slide), titles at 48
 SLIDE_BOX = (int(SLIDE[0] / SLIDE_SCALE), int(SLIDE[1] / SLIDE_SCALE))  # (1200, 675): the layout box of a slide
+SLIDE_TOKENS = 18  # token labels a slide's token × token map shows at 32 px (its 675-px box less titles and ticks)
 DEFAULT_THEME = Theme()
 COLORBLIND_SCALES = ("Viridis", "Cividis", "Magma", "Inferno", "Plasma", "Blues", "Greys")

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import zlib
+
 import streamlit as st
 
 from viz.export.deck import MAX_ITEMS, make_item, predict_question
 from viz.export.provenance import provenance
+from viz.figures.theme import SLIDE_TOKENS
 from viz.views.base import View
 
 DECK_PAGE = "viz/pages/deck.py"
@@ -39,7 +44,7 @@ def add_to_deck(view: View) -> None:
         return
     ctx = st.session_state.get("_ctx")
     question = predict_question(view, ctx.obs.tokens) if view.key == "lesson.predict" and ctx else ""
-    items.append(make_item(view, view_provenance(view), question=question))
+    items.append(make_item(view, view_provenance(view), question=question, window=slide_window()))
     st.session_state["_deck_msg"] = f"Added “{view.title}” to the deck (slide {len(items) + 1})."
 
 
@@ -66,3 +71,108 @@ def deck_status() -> None:
         st.page_link(
             DECK_PAGE, label=f"Lecture deck: {len(items)} figure{'s' * (len(items) != 1)}", icon=":material/slideshow:"
         )
+
+
+def slide_window() -> tuple[int, int] | None:
+    """The tokens a slide's token maps show when the sidebar asks for the window around the focus: SLIDE_TOKENS
+    shown tokens centred on the focus query (or key), None when every token fits or the window is off."""
+    ctx = st.session_state.get("_ctx")
+    if ctx is None or not st.session_state.get("slide_window"):
+        return None
+    keep = [int(t) for t in ctx.obs.keep(ctx.hide_special)]
+    n = len(keep)
+    if n <= SLIDE_TOKENS:
+        return None
+    wanted = (st.session_state.get("focus_query", -1), st.session_state.get("focus_key", -1))
+    focus = next((keep.index(f) for f in wanted if f in keep), 0)
+    start = max(0, min(focus - SLIDE_TOKENS // 2, n - SLIDE_TOKENS))
+    return start, start + SLIDE_TOKENS
+
+
+def slide_note() -> None:
+    """Sidebar: when slides are chosen and the text has more tokens than a slide labels at 32 px, say so and
+    offer the window around the focus."""
+    ctx = st.session_state.get("_ctx")
+    if ctx is None or st.session_state.get("export_size") != "slide":
+        return
+    n = len(ctx.tokens)
+    if n <= SLIDE_TOKENS:
+        return
+    st.warning(
+        f"This text has {n} tokens: a slide's token map labels {SLIDE_TOKENS} of them at 32 px (the focus tokens "
+        "and those the caption names always among them). Show only the tokens around the focus on slides, or "
+        "shorten the text.",
+        icon=":material/slideshow:",
+    )
+    st.toggle(f"Slides: only the {SLIDE_TOKENS} tokens around the focus", key="slide_window")
+
+
+MAX_URL_DECK = 1500  # characters: a longer deck stays out of the link (the session file carries it)
+
+
+def _registry_key(view_key: str) -> str:
+    """The registered view of a view key: "qkv.projections" for "qkv.projections.Q" (a part of it)."""
+    from viz.views import REGISTRY
+
+    parts = view_key.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in REGISTRY), view_key)
+
+
+def deck_param() -> str | None:
+    """The deck as a URL parameter (which views, with which selection and title), when every figure comes from
+    the model and text the link opens and the result is short enough; None otherwise."""
+    ctx = st.session_state.get("_ctx")
+    items = deck()
+    if ctx is None or not items:
+        return None
+    recipes = []
+    for item in items:
+        record = item.get("provenance", {})
+        if record.get("model") != ctx.model_name or record.get("text") != ctx.obs.text:
+            return None
+        recipe = {"v": item["key"], "s": record.get("selection", {})}
+        if item["title"] != record.get("figure"):
+            recipe["t"] = item["title"]
+        recipes.append(recipe)
+    raw = json.dumps(recipes, separators=(",", ":"), ensure_ascii=False).encode()
+    text = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+    return text if len(text) <= MAX_URL_DECK else None
+
+
+def restore_url_deck() -> str | None:
+    """Rebuild the deck a link carried (once, on the page's text and model); returns a note when some figure
+    could not be rebuilt."""
+    from viz.shell.services import views
+    from viz.views import ViewUnavailableError
+
+    text = st.session_state.pop("_url_deck", None)
+    ctx = st.session_state.get("_ctx")
+    if not text or ctx is None:
+        return None
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        recipes = json.loads(zlib.decompressobj().decompress(packed, 2**16))  # at most 64 KiB however it unpacks
+        if not isinstance(recipes, list):
+            raise ValueError("not a list")
+    except (ValueError, zlib.error, UnicodeDecodeError):  # a malformed link: say so, keep the app working
+        return "The link's deck could not be read; it is left out."
+    skipped = 0
+    items = deck()
+    for recipe in recipes[:MAX_ITEMS]:
+        try:
+            key = _registry_key(str(recipe["v"]))
+            selection = {k: _tuples(v) for k, v in dict(recipe.get("s", {})).items()}
+            built = {v.key: v for v in views(ctx, key, **selection)}
+            view = built[recipe["v"]]
+        except (KeyError, TypeError, ValueError, ViewUnavailableError):
+            skipped += 1
+            continue
+        question = predict_question(view, ctx.obs.tokens) if view.key == "lesson.predict" else ""
+        item = make_item(view, view_provenance(view), question=question)
+        item["title"] = str(recipe.get("t") or item["title"])[:200]
+        items.append(item)
+    return f"{skipped} figure(s) of the link's deck could not be rebuilt." if skipped else None
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

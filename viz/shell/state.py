@@ -61,6 +61,8 @@ def load_url_state() -> list[str]:
         return []
     st.session_state["_url_loaded"] = True
     notes = []
+    if "deck" in st.query_params:  # rebuilt once the page's model and text are ready (restore_url_deck)
+        st.session_state["_url_deck"] = st.query_params["deck"]
     for setting in SETTINGS:
         if setting.url and setting.key in st.query_params:
             try:
@@ -95,6 +97,11 @@ def save_url_state() -> str | None:
             )
             continue
         params[setting.key] = setting.to_url(value)
+    from viz.shell.deck import deck_param  # the deck travels too when it is small
+
+    deck = deck_param()
+    if deck:
+        params["deck"] = deck
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
     return note

@@ -10,7 +10,7 @@ from viz.export.offline import figure_html
 from viz.export.provenance import provenance_line
 from viz.export.render import image_export_available, render_view
 from viz.figures.common import plotly_config
-from viz.shell.deck import deck_button, view_provenance
+from viz.shell.deck import deck_button, slide_window, view_provenance
 from viz.views.base import View
 
 _MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#+-.!|<>~$"})
@@ -48,7 +48,8 @@ def _downloads(view: View, key: str) -> str:
         )
 
     def image(fmt):
-        return lambda: render_view(view, fmt, size=size, caption=band, provenance=view_provenance(view))
+        record = view_provenance(view)
+        return lambda: render_view(view, fmt, size=size, caption=band, provenance=record, window=slide_window())
 
     downloads = [("HTML", html_file, "text/html")]
     if image_export_available():

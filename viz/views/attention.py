@@ -96,9 +96,8 @@ def attention(
             cell_ids=cell_ids(src),
         )
     fig = with_subtitle(fig, subtitle(src), theme)
-    matrix = fig.data[0].z  # the numbers drawn (scores: −inf shown grey)
-    if mode == "scores":
-        matrix = obs.shown(full.score_matrix(layer, head), hide)
+    # the numbers drawn, whole (a slide may show a window of them; scores: −inf shown grey)
+    matrix = obs.shown(full.score_matrix(layer, head) if mode == "scores" else obs.patterns[layer, head], hide)
     q, k = shown_focus(src, query, key)
     caption = focus_caption(obs.shown_tokens(hide), matrix, q, k, layer, head, mode)
     if cfg.is_sliding(layer):

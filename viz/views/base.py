@@ -99,12 +99,13 @@ class View:
         """The figure for exports: at full resolution (the screen's may be block means for long texts)."""
         return self.exact_figure() if self.exact_figure is not None else self.figure
 
-    def slide(self, band: int = 0) -> go.Figure:
+    def slide(self, band: int = 0, window: tuple[int, int] | None = None) -> go.Figure:
         """The same view laid out in a slide's box (the presentation sizes, shown at 1.6×: ticks 32 px and
-        titles 48 px at 1920 × 1080), ``band`` px (layout units) left free at the bottom for the caption."""
+        titles 48 px at 1920 × 1080), ``band`` px (layout units) left free at the bottom for the caption;
+        ``window``: token maps show only those tokens (start, stop)."""
         if self.restyle is None:
             return self.exact()
-        return self.restyle(self.theme.for_slide(band))
+        return self.restyle(self.theme.for_slide(band, window))
 
 
 @dataclass(frozen=True)

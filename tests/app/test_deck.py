@@ -1,0 +1,94 @@
+"""The lecture deck in a session: "Add to deck" keeps the figure as it is, the Deck page retitles, reorders and
+removes, the session file carries the deck back; the sidebar warns when slides cannot label every token."""
+
+from __future__ import annotations
+
+import plotly.io as pio
+
+from tests.app.conftest import new_app
+from viz.session import dump_session, load_session
+
+TEXT = "The animal didn't cross the street because it was too tired."
+
+
+def test_add_reorder_retitle_remove_and_restore():
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.session_state["layer"], at.session_state["head"] = 1, 2
+    at.session_state["focus_query"], at.session_state["focus_key"] = 10, 2
+    at.run()
+    at.button(key="attn_main__deck").click().run()
+    at.button(key="attn_grid__deck").click().run()
+    assert not at.exception
+    deck = at.session_state["deck"]
+    assert [i["key"] for i in deck] == ["attention", "heads"]
+    first = deck[0]
+    assert first["caption"].startswith("L1H2 gives") and "“it”" in first["caption"]
+    assert first["provenance"]["selection"]["query"] == 10 and first["provenance"]["text"] == TEXT
+    screen = at.session_state["_ctx"]  # the figure kept is the one on screen
+    assert pio.from_json(first["figure"]).data[0].z is not None and screen.model_name in first["source"]
+
+    at.switch_page("viz/pages/deck.py").run()
+    assert not at.exception
+    assert any("2 figures · 3 slides" in m.value for m in at.markdown)
+    ids = [i["id"] for i in deck]
+    at.text_input(key=f"deck_title_{ids[0]}").set_value("Where “it” looks").run()
+    assert at.session_state["deck"][0]["title"] == "Where “it” looks"
+    at.button(key=f"deck_down_{ids[0]}").click().run()
+    assert [i["id"] for i in at.session_state["deck"]] == ids[::-1]
+    saved = dump_session(at.session_state, "deck")
+    at.button(key=f"deck_remove_{ids[1]}").click().run()
+    assert [i["id"] for i in at.session_state["deck"]] == [ids[0]]
+
+    settings, page, notes = load_session(saved)
+    assert page == "deck" and [i["id"] for i in settings["deck"]] == ids[::-1] and not notes
+    assert settings["deck"][1]["title"] == "Where “it” looks"
+
+
+def test_slides_of_a_long_text_offer_the_window_around_the_focus():
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(" ".join([TEXT] * 3)).run()
+    at.session_state["export_size"] = "slide"
+    at.run()
+    assert any("a slide's token map labels 18" in w.value for w in at.sidebar.warning)
+    at.sidebar.toggle(key="slide_window").set_value(True).run()
+    at.session_state["focus_query"] = 30
+    at.run()
+    at.button(key="attn_main__deck").click().run()
+    slide = pio.from_json(at.session_state["deck"][0]["slide"])
+    assert len(slide.data[0].y) == 18 and "tokens 21–38" in slide.layout.title.text.replace("<br>", " ")
+    short = new_app()
+    short.session_state["export_size"] = "slide"
+    short.run()
+    assert not [w for w in short.sidebar.warning if "token map labels" in w.value]
+
+
+def test_a_link_carries_a_small_deck_and_rebuilds_it():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP
+
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.session_state["focus_query"] = 10
+    at.run()
+    at.button(key="attn_main__deck").click().run()
+    at.switch_page("viz/pages/deck.py").run()
+    (item,) = at.session_state["deck"]
+    at.text_input(key=f"deck_title_{item['id']}").set_value("Where “it” looks").run()
+    params = dict(at.query_params.items())
+    assert "deck" in params and len(params["deck"]) < 1500
+
+    fresh = AppTest.from_file(str(APP), default_timeout=90)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    assert not fresh.exception
+    (again,) = fresh.session_state["deck"]
+    assert again["title"] == "Where “it” looks" and again["caption"] == item["caption"]
+    assert again["slide"] == item["slide"] and again["figure"] == item["figure"]
+
+    broken = AppTest.from_file(str(APP), default_timeout=90)
+    broken.query_params["deck"] = "not-a-deck"
+    broken.run()
+    assert not broken.exception and any("deck could not be read" in w.value for w in broken.warning)
