@@ -219,3 +219,36 @@ def overlaps(boxes: list[dict], slack: float = 1.0) -> list[tuple[dict, dict]]:
             if dx > slack and dy > slack:
                 found.append((a, b))
     return found
+
+
+DATA_BOXES_JS = """
+(svgText) => {
+  document.body.style.margin = '0';
+  document.body.innerHTML = svgText;
+  const svg = document.querySelector('svg');
+  const origin = svg.getBoundingClientRect();
+  return Array.from(svg.querySelectorAll('.heatmaplayer image, .hm image')).map((el) => {
+    const r = el.getBoundingClientRect();
+    return {x0: r.left - origin.left, y0: r.top - origin.top, x1: r.right - origin.left, y1: r.bottom - origin.top};
+  }).filter((b) => b.x1 > b.x0 && b.y1 > b.y0);
+}
+"""
+
+
+def data_boxes(page, svg: bytes | str) -> list[dict]:
+    """The boxes of an SVG's heatmap images (where the data is drawn), in SVG pixels."""
+    return page.evaluate(DATA_BOXES_JS, svg.decode() if isinstance(svg, bytes) else svg)
+
+
+def over_data(boxes: list[dict], data: list[dict], groups=("g-gtitle", "legend", "colorbar", "caption")) -> list:
+    """Texts of the given groups (titles, legends, colour bars, the caption band) that lie over drawn data."""
+    found = []
+    for b in boxes:
+        group = "caption" if "caption-band" in b["classes"] else text_group(b)
+        if group not in groups:
+            continue
+        for d in data:
+            if min(b["x1"], d["x1"]) - max(b["x0"], d["x0"]) > 1 and min(b["y1"], d["y1"]) - max(b["y0"], d["y0"]) > 1:
+                found.append((b, d))
+                break
+    return found

@@ -24,6 +24,19 @@ CHOICES = {
     "viz/pages/mixing.py": {"mix_section": "Compare methods"},
     "viz/pages/compare.py": {"cmp_mode": "two texts", "cmp_text_b": "A dog barked at the cat."},
     "viz/pages/head_view.py": {"hv_threshold": 0.2},
+    "viz/pages/find.py": {"find_relation": "next"},
+    "viz/pages/masks.py": {"pad_text_b": "A much longer second text for the batch."},
+}
+#: every lesson, opened on a non-default choice of its own where it has one
+LESSONS = {
+    "Predict first": {"predict_layer": 1, "predict_head": 2, "predict_guess": 2},
+    "Why √d_k": {},
+    "Heads specialise": {"lesson_metric": "entropy"},
+    "Ablation": {},
+    "Masked tokens": {},
+    "Attention sinks": {"layer": 1, "head": 3},
+    "Induction heads": {"ind_period": 12, "ind_seed": 2},
+    "Shared K/V (GQA)": {"gqa_kv": 0},
 }
 
 
@@ -63,3 +76,28 @@ def test_a_link_reopens_the_page_as_it_was(page):
     for key, value in CHOICES[page].items():
         assert fresh.session_state[key] == value, (page, key)
     assert drawn(fresh) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", sorted(LESSONS))
+def test_a_link_reopens_every_lesson_as_it_was(lesson):
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    at.switch_page("viz/pages/lessons.py").run()
+    at.session_state["lesson_section"] = lesson
+    for key, value in LESSONS[lesson].items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    params = dict(at.query_params.items())
+    assert params.get("lesson_section") == lesson or lesson == "Predict first"  # the default stays out of links
+    before = drawn(at)
+    fresh = AppTest.from_file(str(APP), default_timeout=90)
+    for key, value in params.items():
+        fresh.query_params[key] = value
+    fresh.run()
+    fresh.switch_page("viz/pages/lessons.py").run()
+    assert not fresh.exception
+    for key, value in {"lesson_section": lesson, **LESSONS[lesson]}.items():
+        assert fresh.session_state[key] == value, (lesson, key)
+    assert drawn(fresh) == before, lesson

@@ -51,7 +51,10 @@ def test_long_titles_wrap_instead_of_being_cut():
     title = "Each dimension is a sinusoid; its wavelength grows with the dimension, from 2π to 10000·2π"
     text, size = fit_title(title, 600, sizes)
     assert "…" not in text and "<br>" in text and text.replace("<br>", " ") == title
-    assert size >= sizes.axis_title
+    assert size == sizes.axis_title  # smaller first, then wrapped
+    text, size = fit_title(title, 1100, sizes, shrink=False)  # a slide: large, on two lines
+    assert size == sizes.title and text.count("<br>") == 1 and text.replace("<br>", " ") == title
+    assert fit_title("Short", 600, sizes) == ("Short", sizes.title)
 
 
 def test_every_head_labels_sit_above_their_tiles_in_every_layout(src):

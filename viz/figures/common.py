@@ -64,7 +64,8 @@ def title_block_px(fig: go.Figure, theme: Theme) -> int:
     subtitle's lines below a gap of about one subtitle line."""
     title = fig.layout.title
     lines = 1 + title.text.count("<br>") if title.text else 0
-    block = 10 + 1.3 * (title.font.size or theme.sizes.title) * lines + (title.pad.t or 10) - 10
+    pad = title.pad.t or 10
+    block = pad + (1.3 * (title.font.size or theme.sizes.title) if lines == 1 else 0) if title.text else 10
     sub = title.subtitle.text if title.subtitle else None
     if sub:
         block += 1.3 * theme.sizes.axis_title * (sub.count("<br>") + 2)
@@ -104,7 +105,7 @@ def style(
     else:
         width = _meta(fig).get("width") or (export_size(fig)[0] if height is None else _screen_width(height))
     text_px = width - 36
-    title_text, title_size = fit_title(title, text_px, sizes) if title else (None, sizes.title)
+    title_text, title_size = fit_title(title, text_px, sizes, shrink=not theme.box) if title else (None, sizes.title)
     extra = title_text.count("<br>") if title_text else 0  # plotly anchors a title's last line at the top
     layout = {
         "template": "none",
@@ -120,7 +121,9 @@ def style(
             "y": 1.0,
             "yanchor": "top",
             "yref": "container",
-            "pad": {"t": 10 + int((1.3 * extra + 0.35 * (extra > 0)) * title_size), "l": 12},
+            # plotly puts a wrapped title's last line where a one-line title's top would be: pad it down by
+            # every line (1.2 em each, measured in chromium) so that the first line starts 10 px from the top
+            "pad": {"t": 14 + int(1.2 * title_size * (extra + 1)) if extra else 10, "l": 12},
             "automargin": True,
             "font": {"size": title_size, "color": colors["text"]},
             "subtitle": {
@@ -185,7 +188,9 @@ def _reserve_top(fig: go.Figure, theme: Theme) -> None:
     margins by themselves)."""
     above = _meta(fig).get("above", 0)
     if above or fig.layout.title.subtitle.text:  # plotly's title automargin leaves the subtitle out
-        relayout(fig, margin={"t": title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above) + 8})
+        top_ticks = 1.6 * theme.sizes.tick if fig.layout.xaxis.side == "top" else 0  # labels above the plot
+        margin = title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above + top_ticks) + 8
+        relayout(fig, margin={"t": margin})
 
 
 def safe_filename(*parts: object, limit: int = 150) -> str:

@@ -108,11 +108,13 @@ def wrap(text: str, width_px: float, font_px: float) -> str:
     return "<br>".join(html.escape(line, quote=False) for line in lines)
 
 
-def fit_title(title: str, width_px: float, sizes: Sizes) -> tuple[str, int]:
-    """(escaped title, font size) fitting ``width_px``: the title font, smaller down to the axis-title size,
-    then wrapped onto as many lines as it needs (never cut: the styling moves a wrapped title down so that
-    its first line stays in the image)."""
+def fit_title(title: str, width_px: float, sizes: Sizes, *, shrink: bool = True) -> tuple[str, int]:
+    """(escaped title, font size) fitting ``width_px``, never cut. ``shrink``: first smaller, down to the
+    axis-title size, to stay on one line, then wrapped (a figure's own height leaves little room for more
+    lines); else wrapped at the title's size onto two lines before any shrinking (a slide keeps its title
+    large). The styling moves a wrapped title down so that its first line stays in the image."""
     size = sizes.title
-    while size > sizes.axis_title and len(title) * CHAR_EM * size > width_px:
+    lines = 1 if shrink else 2
+    while size > sizes.axis_title and wrap(title, width_px, size).count("<br>") >= lines:
         size -= 1
     return wrap(title, width_px, size), size

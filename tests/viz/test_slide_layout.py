@@ -1,0 +1,69 @@
+"""Every view as a slide (presentation theme, 1920 × 1080, caption band on), laid out by chromium: every text
+inside the image, tick labels ≥ 32 px and titles ≥ 48 px as shown, no two kinds of text overlapping, and no
+title, legend, colour bar or caption over the data."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.io.catalog import ModelSpec
+from scripts.browser import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
+from viz.export.render import render_view
+from viz.figures import Theme
+from viz.figures.theme import SLIDE_SCALE
+from viz.views import REGISTRY, ViewUnavailableError, build
+from viz.views.source import DirectSource
+
+pytestmark = pytest.mark.slow
+TEXT = "The animal didn't cross the street because it was too tired."
+UNAVAILABLE = {
+    "next.predictions",
+    "next.generation",
+    "lesson.gqa",
+    "corpus.scatter",
+    "corpus.spread",
+    "corpus.examples",
+}
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+    yield page
+    page.close()
+
+
+def test_every_slide_is_readable_from_the_back_row(page):
+    src = DirectSource.for_text(ModelSpec("bundled"), TEXT)
+    problems, checked, titles = [], 0, 0
+    for key in REGISTRY:
+        try:
+            views = (
+                build(key, src, Theme(), layer=1) if "layer" in REGISTRY[key].selection else build(key, src, Theme())
+            )
+        except ViewUnavailableError:
+            assert key in UNAVAILABLE, key
+            continue
+        for view in views:
+            svg = render_view(view, "svg", size="slide", caption=True)
+            boxes = text_boxes(page, svg)
+            assert (boxes[0]["W"], boxes[0]["H"]) == (1920, 1080), view.key
+            checked += len(boxes)
+            problems += [f"{view.key}: {b['text'][:30]!r} outside the image" for b in outside(boxes)]
+            for b in boxes:
+                shown = b["size"] * (1 if "caption-band" in b["classes"] else SLIDE_SCALE)
+                if is_tick(b) and shown < 32 - 0.5:
+                    problems.append(f"{view.key}: tick {b['text'][:20]!r} at {shown:.0f} px")
+                if b["classes"].split()[0] == "gtitle":
+                    titles += 1
+                    if shown < 48 - 0.5:
+                        problems.append(f"{view.key}: title {b['text'][:30]!r} at {shown:.0f} px")
+            problems += [
+                f"{view.key}: {text_group(a)} {a['text'][:20]!r} overlaps {text_group(b)} {b['text'][:20]!r}"
+                for a, b in overlaps(boxes)
+            ]
+            problems += [
+                f"{view.key}: {b['text'][:30]!r} over the data" for b, _ in over_data(boxes, data_boxes(page, svg))
+            ]
+    assert checked > 1000 and titles > 40
+    assert not problems, "\n".join(problems[:40])
