@@ -4,10 +4,12 @@ mouse without a round trip, the focus token follows the user across pages, and t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from scripts.browser import open_page, type_text, wait_idle
+from viz.export.band import png_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -86,6 +88,12 @@ def test_hovering_a_head_view_token_isolates_its_lines(server, app_page):
     assert float(view.get_attribute("data-draw-ms")) < 50  # redrawn in the browser, no server round trip
     canvas.click(position={"x": 20, "y": 4 + row * it + row / 2})
     wait_idle(page)
+    with page.expect_download() as pending:  # the static download draws what the screen shows: "it" in focus
+        page.get_by_role("button", name="PNG").first.click()
+    png = Path(pending.value.path()).read_bytes()
+    meta = png_text(png)
+    assert "“it” in focus" in meta["Title"] and meta["Description"].startswith("head 0: “it” looks most at")
+    assert json.loads(meta["Comment"])["selection"]["focus"] == it
     open_page(page, server, "qkv", "Q / K / V")
     assert page.locator(".al-tok.query").all_inner_texts() == ["it"]  # clicked in the head view, focused everywhere
 

@@ -176,3 +176,13 @@ def test_a_slide_of_a_long_text_labels_every_token_of_the_window_around_the_focu
     assert np.allclose(z, long.obs.patterns[0, 1, 21 : 21 + SLIDE_TOKENS, 21 : 21 + SLIDE_TOKENS], equal_nan=True)
     outline = [s for s in window.layout.shapes]
     assert outline and min(s.y0 for s in outline) >= -0.5  # the focus outline moved with the window
+
+
+def test_up_to_60_tokens_every_token_is_labelled_on_screen():
+    text = " ".join(["The animal didn't cross the street because it was too tired."] * 4)
+    long = DirectSource.for_text(ModelSpec("bundled"), text)
+    n = long.obs.n_tokens
+    assert 50 < n <= 60
+    (view,) = build("attention", long, Theme())
+    for axis in (view.figure.layout.xaxis, view.figure.layout.yaxis):
+        assert len(axis.tickvals) == n
