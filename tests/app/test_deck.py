@@ -4,6 +4,7 @@ removes, the session file carries the deck back; the sidebar warns when slides c
 from __future__ import annotations
 
 import plotly.io as pio
+import pytest
 
 from tests.app.conftest import new_app
 from viz.session import dump_session, load_session
@@ -45,6 +46,7 @@ def test_add_reorder_retitle_remove_and_restore():
     assert settings["deck"][1]["title"] == "Where “it” looks"
 
 
+@pytest.mark.slow
 def test_slides_of_a_long_text_offer_the_window_around_the_focus():
     at = new_app()
     at.sidebar.text_area(key="text").set_value(" ".join([TEXT] * 3)).run()
@@ -63,6 +65,7 @@ def test_slides_of_a_long_text_offer_the_window_around_the_focus():
     assert not [w for w in short.sidebar.warning if "token map labels" in w.value]
 
 
+@pytest.mark.slow
 def test_a_link_carries_a_small_deck_and_rebuilds_it():
     from streamlit.testing.v1 import AppTest
 

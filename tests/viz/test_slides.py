@@ -79,6 +79,7 @@ def test_the_slide_box_and_the_attention_caption(src):
     assert view.caption.startswith("L1H2 gives")
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_slide_images_are_1920_by_1080_with_the_caption_and_metadata(src):
     from PIL import Image
@@ -178,6 +179,7 @@ def test_a_slide_of_a_long_text_labels_every_token_of_the_window_around_the_focu
     assert outline and min(s.y0 for s in outline) >= -0.5  # the focus outline moved with the window
 
 
+@pytest.mark.slow
 def test_up_to_60_tokens_every_token_is_labelled_on_screen():
     text = " ".join(["The animal didn't cross the street because it was too tired."] * 4)
     long = DirectSource.for_text(ModelSpec("bundled"), text)

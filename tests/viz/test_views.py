@@ -177,6 +177,7 @@ def _title(fig) -> str:
     return (fig.layout.title.text or "").replace("<br>", " ")
 
 
+@pytest.mark.slow
 def test_every_slide_draws_what_the_screen_draws_in_a_slide_box(src, decoder_src):
     """A slide is the same view rebuilt in the slide's box: the same traces, categories, values and focus
     outlines; only sizes and tick thinning may differ."""
