@@ -35,7 +35,9 @@ PAGES = {
         st.Page("viz/pages/next_token.py", title="Next token", icon=":material/keyboard_tab:", url_path="next-token"),
     ],
     "Why it goes there": [
+        st.Page("viz/pages/block.py", title="The block", icon=":material/stacks:", url_path="block"),
         st.Page("viz/pages/qkv.py", title="Q / K / V", icon=":material/functions:", url_path="qkv"),
+        st.Page("viz/pages/animate.py", title="Step through a head", icon=":material/animation:", url_path="animate"),
         st.Page("viz/pages/rollout.py", title="Rollout and flow", icon=":material/account_tree:", url_path="rollout"),
         st.Page("viz/pages/mixing.py", title="Beyond the weights", icon=":material/hub:", url_path="mixing"),
         st.Page("viz/pages/corpus.py", title="Corpus profiles", icon=":material/dataset:", url_path="corpus"),

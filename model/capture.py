@@ -39,6 +39,7 @@ KIND_PATHS: dict[str, str] = {
     "resid_pre": "hook_resid_pre",  # (B, N, d_model)
     "resid_mid": "hook_resid_mid",  # (B, N, d_model)
     "resid_post": "hook_resid_post",  # (B, N, d_model)
+    "mlp_out": "hook_mlp_out",  # (B, N, d_model), the feed-forward's output before it joins the stream
 }
 KINDS: tuple[str, ...] = tuple(KIND_PATHS)
 

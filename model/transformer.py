@@ -108,6 +108,7 @@ class TransformerBlock(nn.Module):
         self.hook_attn_in = HookPoint()  # (B, N, d_model), what attention reads: LN(x) pre-norm, x post-norm
         self.hook_resid_mid = HookPoint()  # (B, N, d_model), after the attention sublayer
         self.hook_resid_post = HookPoint()  # (B, N, d_model)
+        self.hook_mlp_out = HookPoint()  # (B, N, d_model), the feed-forward's output, before any norm or addition
 
     def forward(
         self,
@@ -129,18 +130,18 @@ class TransformerBlock(nn.Module):
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
             h = self.hook_attn_in(self.ln1(x))
             mid = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(mid + self.drop(self.ff(self.ln2(x))))
+            return self.hook_resid_post(mid + self.drop(self.hook_mlp_out(self.ff(self.ln2(x)))))
         if self.ln1_post is not None and self.ln2_post is not None:
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
-            return self.hook_resid_post(x + self.drop(self.ln2_post(self.ff(self.ln2(x)))))
+            return self.hook_resid_post(x + self.drop(self.ln2_post(self.hook_mlp_out(self.ff(self.ln2(x))))))
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(x + self.drop(self.ff(self.ln2(x))))
+            return self.hook_resid_post(x + self.drop(self.hook_mlp_out(self.ff(self.ln2(x)))))
         h = self.hook_attn_in(x)
         x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
-        return self.hook_resid_post(self.ln2(x + self.drop(self.ff(x))))
+        return self.hook_resid_post(self.ln2(x + self.drop(self.hook_mlp_out(self.ff(x)))))
 
 
 class MLMHead(nn.Module):

@@ -23,6 +23,7 @@ from model.positional import sinusoid_dims
 from model.profile.job import COLUMNS as PROFILE_COLUMNS
 from viz.figures.common import COLORBLIND_SCALES, EXPORT_SIZES, LABEL_POSITIONS
 from viz.figures.headview import WINDOW
+from viz.views.animate import STEPS as ANIMATION_STEPS
 
 EXAMPLES = {
     "The cat sat on the mat.": "The cat sat on the mat.",
@@ -48,6 +49,7 @@ LESSON_SECTIONS = (
     "Predict first",
     "Why √d_k",
     "Heads specialise",
+    "Pre- or post-norm",
     "Ablation",
     "Masked tokens",
     "Attention sinks",
@@ -231,6 +233,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cmp_text_b", "The dog sat on the log.", str, page="compare", url=True),
     Setting("cmp_model_b", "random", str, COMPARE_MODELS, page="compare", url=True),
     Setting("cmp_seed_b", 1, int, page="compare", url=True),
+    Setting("block_token", -1, int, fits="token_or_none", page="block", url=True),
+    Setting(  # the token in focus, else the second token (the first is often [CLS] or <s>)
+        "anim_query",
+        lambda s, state: (_focus(state, "focus_query") or [min(1, s.n_tokens - 1)])[0],
+        int,
+        fits="token",
+        page="animate",
+        url=True,
+    ),
+    Setting("anim_step", 0, int, tuple(range(len(ANIMATION_STEPS))), page="animate", url=True),
+    Setting("anim_seconds", 2.0, float, tuple(x / 2 for x in range(1, 11)), page="animate", url=True),
     Setting("qkv_section", QKV_SECTIONS[0], str, QKV_SECTIONS, page="qkv", url=True),
     Setting("pad_text_b", "A short one.", str, page="masks", url=True),
     Setting("perm_layer", 0, int, fits="layer", page="positional", url=True),

@@ -18,6 +18,8 @@ PAGES = [
     "viz/pages/find.py",
     "viz/pages/next_token.py",
     "viz/pages/qkv.py",
+    "viz/pages/block.py",
+    "viz/pages/animate.py",
     "viz/pages/rollout.py",
     "viz/pages/mixing.py",
     "viz/pages/corpus.py",

@@ -21,6 +21,8 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/find.py": 1,
     "viz/pages/next_token.py": 0,  # an encoder: the page says which model predicts the next token
     "viz/pages/qkv.py": 2,
+    "viz/pages/block.py": 2,  # the diagram and the residual stream
+    "viz/pages/animate.py": 1,  # one frame at a time
     "viz/pages/rollout.py": 3,  # rollout, one token layer by layer, flow
     "viz/pages/mixing.py": 2,  # four measures side by side, norm-based per head
     "viz/pages/corpus.py": 0,  # nothing until a corpus is run (tests/app/test_corpus.py runs one)
@@ -33,13 +35,13 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
 SECTIONED = {
     "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
-    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 3, 1, 2, 2, 0)),
+    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 1, 3, 1, 2, 2, 0)),
     "viz/pages/mixing.py": ("mix_section", MIXING_SECTIONS, (2, 2, 2)),
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
 DECODER_CHARTS = {"viz/pages/next_token.py": 1}  # the predictions; generation waits for its button
 #: on a big model the lessons that run it again (heads specialise, ablation) wait for a button
-DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 2, 2, 2)}
+DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 0, 2, 2, 2)}
 
 
 @pytest.mark.parametrize("source", ["bundled", "random", pytest.param("smollm2", marks=pytest.mark.slow)])

@@ -55,6 +55,8 @@ ALTERNATIVES = {
     "n_new": 5,
     "period": 12,
     "kv": 1,
+    "token": 2,
+    "step": 5,
     "x": "entropy",
     "y": "next",
     "profile": "",  # no profile: unavailable, so nothing to compare

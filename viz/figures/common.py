@@ -156,7 +156,7 @@ def style(
         layout["meta"] = {**_meta(fig), "above": above}
     relayout(fig, layout, axes=axis)
     if above:
-        _reserve_top(fig, theme)
+        reserve_top(fig, theme)
     return fig
 
 
@@ -183,7 +183,7 @@ def _screen_width(height: int) -> int:
     return int(max(800, min(1500, height * 1.35)))
 
 
-def _reserve_top(fig: go.Figure, theme: Theme) -> None:
+def reserve_top(fig: go.Figure, theme: Theme) -> None:
     """Room between the title block and the plot for lines of subplot titles (annotations do not push
     margins by themselves)."""
     above = _meta(fig).get("above", 0)
@@ -304,5 +304,5 @@ def with_subtitle(fig: go.Figure, text: str, theme: Theme | None = None) -> go.F
     """Set the figure's subtitle, wrapped to the image's width (and HTML-escaped: it quotes the user's text)."""
     theme = theme or DEFAULT_THEME
     relayout(fig, title={"subtitle": {"text": wrap(text, export_size(fig)[0] - 36, theme.sizes.axis_title)}})
-    _reserve_top(fig, theme)
+    reserve_top(fig, theme)
     return fig

@@ -242,15 +242,13 @@ def matrix_heatmap(
     m: (R, C); row_labels: R tokens; col_labels: C tokens (default: dimension indices d0, d1, …).
     """
     m = as_array("matrix", m, 2).astype(np.float32)
-    r, c = m.shape
+    r, c = r0, c0 = m.shape
     theme = theme or Theme()
     y = token_labels(check_labels("row_labels", row_labels, r), theme.positions)
     tokens_across = col_labels is not None
     x = token_labels(check_labels("col_labels", col_labels, c), theme.positions) if tokens_across else None
-    m, y, x, row_edges, _ = fit_to_screen(m, y, x, theme.max_cells)
+    m, y, x, _, _ = fit_to_screen(m, y, x, theme.max_cells)
     x = [f"d{j}" for j in range(m.shape[1])] if x is None else x
-    if row_edges is not None:
-        title = f"{title} (block means)" if title else "block means"
     r, c = m.shape
     finite = np.where(np.isfinite(m), m, np.nan)
     bound = zmax if zmax is not None else (float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0)
@@ -275,8 +273,8 @@ def matrix_heatmap(
     budget = tick_budget(height - 200, theme.sizes.tick)
     update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget))
     update_axes(fig, "x", type="category", **thinned(x, budget))
-    full = f"{title} — shape ({r}, {c})" if title else f"shape ({r}, {c})"
-    return style(fig, theme, title=full, height=height)
+    shape = f"shape ({r0}, {c0})" + (f", shown as {r} × {c} block means" if (r, c) != (r0, c0) else "")
+    return style(fig, theme, title=f"{title} — {shape}" if title else shape, height=height)
 
 
 def similarity_matrix(

@@ -115,6 +115,21 @@ elif part == "Heads specialise":
         st.caption("Spread (standard deviation across heads) of each metric:")
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
 
+elif part == "Pre- or post-norm":
+    st.markdown(
+        "The post's block is **pre-norm**: x + MHA(LN(x)), then x + FF(LN(x)). The norm sits on each branch and the "
+        "stream x is never rescaled, so what a layer adds stays added. BERT (and MiniLM) are **post-norm**: "
+        "LN(x + MHA(x)) — the norm sits on the stream and resets its size after every sublayer. Same text, both "
+        "models: watch the top row."
+    )
+    if on_request("run_norms", "the bundled model and MiniLM on this text", (obs.text, ctx.options)):
+        try:
+            (fig,) = views(ctx, "lesson.norms")
+            show_view(fig, "lesson_norms")
+        except ViewUnavailableError as exc:
+            unavailable(exc)
+    st.page_link("viz/pages/block.py", label="Draw this model's block", icon=":material/stacks:")
+
 elif part == "Ablation":
     every_head = [(layer, head) for layer in range(obs.n_layers) for head in range(obs.n_heads)]
     ablate = tuple(st.multiselect("Switch off heads", every_head, key="ablate_heads", format_func=head_label))

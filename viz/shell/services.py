@@ -24,6 +24,7 @@ from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
+from model.analysis.stream import Stream, residual_stream
 from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
@@ -153,6 +154,11 @@ def get_steps(spec, device, text, options, layer, head, _obs: Observation, _mode
     return observed_head_steps(_obs, weights, layer, head), weights
 
 
+@shared("Measuring the residual stream…")
+def get_stream(spec, device, text, options, _ids: tuple[int, ...], _model) -> Stream:
+    return residual_stream(_model, list(_ids), causal=options.causal, scale=options.scale, positions=options.positions)
+
+
 @dataclass
 class CachedSource:
     """The views' Source (viz/views/base.py) backed by the caches above, shared by every session."""
@@ -233,6 +239,11 @@ class CachedSource:
 
     def induction(self, period, seed):
         return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
+
+    def stream(self, spec=None):
+        obs, loaded = self.other(spec=spec)
+        spec = spec or self.spec
+        return get_stream(spec, self.device, obs.text, self.options, tuple(obs.ids), loaded.model), obs
 
     def steps(self, layer, head):
         full = self.full()

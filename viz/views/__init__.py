@@ -10,11 +10,13 @@ masks       the causal mask switched on or lifted, a padded batch
 lessons     positional encodings, the permutation lab, the lessons page
 decoder     next-token predictions, generation, attention sinks, induction heads, grouped K/V heads
 corpus      a corpus profile: every head on two metrics, a metric's spread per head, a head's top documents
+animate     one head step by step, frame by frame (the page plays them, the export renders them)
+block       the block drawn from the config, the residual stream, pre- or post-norm
 mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, gradients, sinks, head types
 captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import attention, corpus, decoder, find, headview, inside, lessons, masks, mixing  # noqa: F401  (registers)
+from viz.views import animate, attention, block, corpus, decoder, find, headview, inside, lessons, masks, mixing  # noqa: F401
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

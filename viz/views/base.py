@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 from model.analysis.gradients import Attribution
 from model.analysis.mixing import Mixing
 from model.analysis.steps import HeadSteps
+from model.analysis.stream import Stream
 from model.experiments import Prediction
 from model.generate import Step
 from model.io.catalog import ModelSpec
@@ -35,6 +36,7 @@ from model.profile.store import Profile
 from viz.figures.common import DEFAULT_THEME, Theme, label_named, safe_filename
 
 MAX_NAME = 140
+BLOCK_MEANS = re.compile(r", shown as \d+ × \d+ block means$")  # the screen's resolution, not the view's
 NAMED = re.compile(r"“([^”]{1,40})”")  # a token a caption names, as captions quote them
 
 
@@ -68,6 +70,7 @@ class Source(Protocol):
     def next_tokens(self, temperature: float) -> list[list[tuple[str, float]]]: ...
     def generation(self, n_new: int, temperature: float, seed: int) -> list[Step]: ...
     def induction(self, period: int, seed: int) -> dict: ...
+    def stream(self, spec: ModelSpec | None = None) -> tuple[Stream, Observation]: ...  # the residual stream's norms
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,7 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
     views = []
     for part, (fig, caption) in figures.items():
         title = html.unescape((fig.layout.title.text or key).replace("<br>", " ")).removesuffix(" (block means)")
+        title = BLOCK_MEANS.sub("", title)
 
         def restyle(other: Theme, part=part) -> go.Figure:
             return _parts(spec.build(src, other, **full))[part][0]

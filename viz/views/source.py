@@ -14,6 +14,7 @@ from model.analysis.mixing import context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
+from model.analysis.stream import residual_stream
 from model.experiments import Prediction, induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
@@ -136,3 +137,11 @@ class DirectSource:
         return self._once(
             ("induction", period, seed), lambda: induction_run(self.loaded.model, self.loaded.tokenizer, period, seed)
         )
+
+    def stream(self, spec=None):
+        obs, loaded = self.other(spec=spec)
+        o = self.options
+        make = lambda: residual_stream(  # noqa: E731
+            loaded.model, obs.ids, causal=o.causal, scale=o.scale, positions=o.positions
+        )
+        return self._once(("stream", spec or self.spec), make), obs

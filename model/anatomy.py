@@ -1,0 +1,172 @@
+"""The parts of a model and how they connect, read from its config (pure Python; drawn by viz/figures/block.py).
+
+One block stands for all L: where the norm sits (on each branch: pre-norm; on the stream: post-norm), the
+residual additions, sandwich norms, a parallel residual, grouped K/V heads, RoPE and the mask are all read from
+:class:`model.config.TransformerConfig`, so the diagram is the model's, not a textbook's.
+
+Lanes: 0 is the residual stream; 1 (and 2 for a parallel residual) the branches that read it and add to it.
+Rows count upward from the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.config import TransformerConfig
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str  # unique: "embed", "ln1", "attn", "add1", …
+    label: str  # what the box says
+    detail: str  # one line for the hover: sizes and options
+    kind: str  # "input" | "embed" | "norm" | "attention" | "ff" | "add" | "head"
+    lane: int  # 0: the residual stream; 1, 2: a branch
+    row: int  # from the bottom
+    page: str  # url path of the page that shows this part
+    in_block: bool = False  # one of the L repeated blocks
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    parts: tuple[Part, ...]
+    edges: tuple[tuple[str, str], ...]  # (from key, to key): data flows upward
+    n_layers: int
+    block_rows: tuple[int, int]  # first and last row of the repeated block
+    summary: str  # one sentence: where the norms sit and what that does to the stream
+
+    def part(self, key: str) -> Part:
+        return next(p for p in self.parts if p.key == key)
+
+
+def _norm_name(cfg: TransformerConfig) -> str:
+    return "RMSNorm" if cfg.norm_kind == "rmsnorm" else "LayerNorm"
+
+
+def _attention_detail(cfg: TransformerConfig) -> str:
+    heads = f"{cfg.n_heads} heads × d_k {cfg.d_k}"
+    if cfg.group_size > 1:
+        heads += f", {cfg.kv_heads} shared K/V heads (GQA, {cfg.group_size} queries each)"
+    extras = []
+    if cfg.positional == "rope":
+        extras.append("RoPE on q and k")
+    if cfg.qk_norm:
+        extras.append("q/k norm")
+    extras.append("causal mask" if cfg.causal else "sees every token")
+    sliding = sum(cfg.is_sliding(i) for i in range(cfg.n_layers))
+    if sliding:
+        extras.append(f"{sliding} of {cfg.n_layers} layers see a window of {cfg.sliding_window} keys")
+    return " · ".join([heads, *extras])
+
+
+def _ff_detail(cfg: TransformerConfig) -> str:
+    names = {"swiglu": "SwiGLU", "geglu": "GeGLU", "geglu_tanh": "GeGLU", "relu": "ReLU"}
+    return f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}, {names.get(cfg.activation, 'GELU')}"
+
+
+def _embed_detail(cfg: TransformerConfig) -> tuple[str, str]:
+    label = "token embedding"
+    bits = [f"{cfg.vocab_size:,} × {cfg.d_model}"]
+    if cfg.scale_embeddings:
+        bits.append(f"× √{cfg.d_model}")
+    if cfg.positional in ("sinusoidal", "learned"):
+        label += " + positions"
+        bits.append(f"+ {cfg.positional} position table")
+    elif cfg.positional == "rope":
+        bits.append("positions enter as RoPE inside attention")
+    else:
+        bits.append("no positional signal")
+    if cfg.n_token_types:
+        bits.append(f"+ {cfg.n_token_types} token types")
+    return label, " · ".join(bits)
+
+
+def anatomy(cfg: TransformerConfig) -> Anatomy:
+    """The parts and edges of ``cfg``'s model, bottom to top: input, embedding, one block (× L), final norm,
+    head."""
+    norm = _norm_name(cfg)
+    parts: list[Part] = [Part("tokens", "tokens", "token ids from the tokenizer", "input", 0, 0, "tokens")]
+    label, detail = _embed_detail(cfg)
+    parts.append(Part("embed", label, detail, "embed", 0, 1, "positional"))
+    edges = [("tokens", "embed")]
+    row, last = 2, "embed"
+    if cfg.embedding_layer_norm:
+        parts.append(Part("emb_norm", norm, "on the embedding sum", "norm", 0, row, "mixing"))
+        edges.append((last, "emb_norm"))
+        row, last = row + 1, "emb_norm"
+    attn = ("attn", "multi-head attention", _attention_detail(cfg), "attention")
+    ff = ("ff", "feed-forward", _ff_detail(cfg), "ff")
+
+    def add(key, label, detail, kind, lane, r, page=""):
+        page = page or {"attention": "attention", "ff": "mixing", "norm": "mixing", "add": "mixing"}[kind]
+        parts.append(Part(key, label, detail, kind, lane, r, page, in_block=True))
+
+    first = row
+    if cfg.parallel_residual:  # GPT-NeoX: both branches read x; one addition
+        add("ln1", norm, "before attention", "norm", 1, row)
+        add("ln2", norm, "before the feed-forward", "norm", 2, row)
+        add(*attn, 1, row + 1)
+        add(*ff, 2, row + 1)
+        add("add", "+", "x + attention(LN₁(x)) + FF(LN₂(x))", "add", 0, row + 2)
+        edges += [(last, "ln1"), (last, "ln2"), ("ln1", "attn"), ("ln2", "ff"), ("attn", "add"), ("ff", "add")]
+        edges.append((last, "add"))
+        row, last = row + 3, "add"
+    elif cfg.norm == "pre":
+        for i, (key, label, detail, kind) in enumerate((attn, ff)):
+            n, a = f"ln{i + 1}", f"add{i + 1}"
+            where = "before attention" if i == 0 else "before the feed-forward"
+            if i == 0 and not cfg.first_attn_norm:
+                where += " (not in layer 0: the embedding already ends in a norm)"
+            add(n, norm, f"{where}: the branch reads a normalised copy; the stream is not rescaled", "norm", 1, row)
+            add(key, label, detail, kind, 1, row + 1)
+            top = key
+            if cfg.sandwich_norm:
+                add(f"{n}_post", norm, "on the sublayer's output, before it joins the stream", "norm", 1, row + 2)
+                top = f"{n}_post"
+            r_add = row + (3 if cfg.sandwich_norm else 2)
+            add(a, "+", "the residual addition: stream + sublayer output", "add", 0, r_add)
+            edges += [(last, n), (n, key), (top, a), (last, a)]
+            if top != key:
+                edges.append((key, top))
+            row, last = r_add + 1, a
+    else:  # post-norm (BERT): the norm sits on the stream after each addition
+        for i, (key, label, detail, kind) in enumerate((attn, ff)):
+            a, n = f"add{i + 1}", f"ln{i + 1}"
+            add(key, label, detail, kind, 1, row)
+            add(a, "+", "the residual addition: stream + sublayer output", "add", 0, row + 1)
+            add(n, norm, "on the stream itself: the sum is rescaled after every sublayer", "norm", 0, row + 2)
+            edges += [(last, key), (key, a), (last, a), (a, n)]
+            row, last = row + 3, n
+    block_rows = (first, row - 1)
+    if cfg.use_final_layer_norm:
+        parts.append(Part("final_norm", f"final {norm}", "once, after the last block", "norm", 0, row, "mixing"))
+        edges.append((last, "final_norm"))
+        row, last = row + 1, "final_norm"
+    if cfg.lm_head:
+        tied = "tied to the token embedding" if cfg.tie_lm_head else "its own matrix"
+        head = ("next-token logits", f"d_model → {cfg.vocab_size:,} ({tied})", "next-token")
+    elif cfg.mlm_head:
+        head = ("masked-word logits", "dense → GELU → LayerNorm → vocabulary (tied)", "lessons")
+    else:
+        head = ("hidden states", f"{cfg.d_model} numbers per token (no prediction head)", "overview")
+    parts.append(Part("head", head[0], head[1], "head", 0, row, head[2]))
+    edges.append((last, "head"))
+    return Anatomy(tuple(parts), tuple(edges), cfg.n_layers, block_rows, _summary(cfg, norm))
+
+
+def _summary(cfg: TransformerConfig, norm: str) -> str:
+    if cfg.parallel_residual:
+        return (
+            f"Parallel residual: attention and the feed-forward both read the same {norm}-ed copy of the stream and "
+            "their outputs are added together; the stream itself is never rescaled until the final norm."
+        )
+    if cfg.norm == "pre":
+        sandwich = f", and a second {norm} on each output (sandwich)" if cfg.sandwich_norm else ""
+        return (
+            f"Pre-norm: each sublayer reads a {norm}-ed copy of the stream{sandwich} and adds its output to the "
+            "stream, which is never rescaled until the final norm — so it can grow layer by layer."
+        )
+    return (
+        f"Post-norm: each sublayer's output is added to the stream and the sum goes through {norm} — the stream "
+        "itself is rescaled after every sublayer, so its size is reset each time."
+    )
