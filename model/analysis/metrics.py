@@ -8,6 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 METRICS = ("entropy", "mean_distance", "self", "previous", "next", "special", "max_weight")
+#: one definition per metric, said wherever it is shown (Head metrics, Find heads, the gallery, corpus profiles)
+QUERIES = "averaged over the ordinary query tokens ([CLS], [SEP] and other special tokens do not count as queries)"
+METRIC_HELP = {
+    "entropy": f"Entropy of each query's weights in nats (0: all on one key; log N: spread evenly), {QUERIES}.",
+    "mean_distance": f"Weighted mean |i − j| in tokens between a query i and the keys j it attends to, {QUERIES}.",
+    "self": f"Weight a query puts on itself (key i = query i), {QUERIES}.",
+    "previous": f"Weight on the token just before the query (key i − 1), {QUERIES}; the first token has none.",
+    "next": f"Weight on the token just after the query (key i + 1), {QUERIES}; the last token has none.",
+    "special": f"Weight a query puts on special tokens ([CLS], [SEP], <s> …) together, {QUERIES}.",
+    "max_weight": f"The largest weight in a query's row, {QUERIES}.",
+}
 
 
 def _row_mean(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -30,18 +41,23 @@ def diagonal_mass(pattern: np.ndarray, offset: int) -> np.ndarray:
 def head_metrics(
     pattern: np.ndarray, special: np.ndarray | None = None, query_mask: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
-    """Per-head summary statistics, averaged over query rows.
+    """Per-head summary statistics, averaged over query rows as :data:`METRIC_HELP` says.
 
-    pattern: (L, H, N, N) or (H, N, N); special: (N,) bool marks special tokens ([CLS], [SEP]);
-    query_mask: (N,) bool, rows to average over (default: every row that attends somewhere).
+    pattern: (L, H, N, N) or (H, N, N); special: (N,) bool marks special tokens ([CLS], [SEP]), which do not
+    count as queries (unless every token is special); previous/next average only over the queries that have
+    such a neighbour — the same numbers as Find heads' "previous"/"next" relations.
+    query_mask: (N,) bool, rows to average over (default: every ordinary row that attends somewhere).
     Returns {metric: float32 array of shape pattern.shape[:-2]} for each name in METRICS:
     entropy (nats), mean |i - j| distance, mass on self / previous / next / special tokens, max weight.
     """
     p = np.asarray(pattern, dtype=np.float32)
     n = p.shape[-1]
     rows = p.sum(-1) > 0.5  # (..., N): rows that attend somewhere
+    shape = (1,) * (rows.ndim - 1) + (n,)
     if query_mask is not None:
-        rows = rows & np.asarray(query_mask, dtype=bool).reshape((1,) * (rows.ndim - 1) + (n,))
+        rows = rows & np.asarray(query_mask, dtype=bool).reshape(shape)
+    if special is not None and not np.all(special):
+        rows = rows & ~np.asarray(special, dtype=bool).reshape(shape)
     logp = np.log(np.maximum(p, 1e-30))  # p = 0 contributes 0·(−69) = 0
     idx = np.arange(n, dtype=np.float32)
     dist = np.abs(idx[:, None] - idx[None, :])  # (N, N)
@@ -49,8 +65,8 @@ def head_metrics(
         "entropy": _row_mean(-np.einsum("...i,...i->...", p, logp), rows),
         "mean_distance": _row_mean(np.einsum("...ij,ij->...i", p, dist), rows),
         "self": _row_mean(diagonal_mass(p, 0), rows),
-        "previous": _row_mean(diagonal_mass(p, -1), rows),
-        "next": _row_mean(diagonal_mass(p, 1), rows),
+        "previous": _row_mean(diagonal_mass(p, -1), rows & (idx >= 1).reshape(shape)),
+        "next": _row_mean(diagonal_mass(p, 1), rows & (idx <= n - 2).reshape(shape)),
         "max_weight": _row_mean(p.max(-1), rows),
     }
     if special is not None:

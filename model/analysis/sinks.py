@@ -15,7 +15,7 @@ import numpy as np
 
 from model.analysis.decoder import SINK_THRESHOLD
 from model.analysis.flow import row_shares
-from model.analysis.metrics import diagonal_mass
+from model.analysis.metrics import diagonal_mass, head_metrics
 
 SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
 #: a head gets a positional/target label when its queries put at least this share on it (the sink threshold)
@@ -87,8 +87,8 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
     p = np.asarray(patterns, dtype=np.float32)
     L, H, n, _ = p.shape
     shares = sink_shares(p, tokens, special, causal)
-    offsets = {"previous": -1, "next": 1, "self": 0}
-    candidates = {name: diagonal_mass(p, k).mean(-1) for name, k in offsets.items()}
+    metrics = head_metrics(p, special=special)  # previous/next/self as Head metrics define them
+    candidates = {name: metrics[name] for name in ("previous", "next", "self")}
     candidates.update(shares)
     if not causal:
         candidates.pop("position 0")  # in an encoder position 0 is [CLS]: one label for it

@@ -30,12 +30,15 @@ CHOICES = {
     "viz/pages/tokens.py": {"hide_special": True},
     "viz/pages/metrics.py": {"colorscale": "Cividis"},
     "viz/pages/masks.py": {"pad_text_b": "A much longer second text for the batch."},
+    "viz/pages/block.py": {"block_token": 3},
+    "viz/pages/animate.py": {"anim_step": 7, "anim_query": 4, "layer": 1, "head": 2},
 }
 #: every lesson, opened on a non-default choice of its own where it has one
 LESSONS = {
     "Predict first": {"predict_layer": 1, "predict_head": 2, "predict_guess": 2},
     "Why √d_k": {},
     "Heads specialise": {"lesson_metric": "entropy"},
+    "Pre- or post-norm": {},
     "Ablation": {},
     "Masked tokens": {},
     "Attention sinks": {"layer": 1, "head": 3},

@@ -17,7 +17,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/head_view.py": 0,  # drawn by a component; its static version is in the downloads
     "viz/pages/overview.py": 1,
     "viz/pages/compare.py": 2,  # A and B side by side in one figure, then A − B
-    "viz/pages/metrics.py": 1,
+    "viz/pages/metrics.py": 2,  # the gallery of kinds, the head similarity
     "viz/pages/find.py": 1,
     "viz/pages/next_token.py": 0,  # an encoder: the page says which model predicts the next token
     "viz/pages/qkv.py": 2,
@@ -35,7 +35,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
 SECTIONED = {
     "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
-    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 1, 1, 3, 1, 2, 2, 0)),
+    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 3, 1, 3, 1, 2, 2, 0)),
     "viz/pages/mixing.py": ("mix_section", MIXING_SECTIONS, (2, 2, 2)),
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown

@@ -38,8 +38,36 @@ def test_uniform_pattern_metrics():
     assert m["entropy"][0, 0] == pytest.approx(math.log(n), rel=1e-5)
     assert m["special"][0, 0] == pytest.approx(2 / n)
     assert m["self"][0, 1] == pytest.approx(1 / n)
-    # mean |i - j| over a uniform n x n grid: (n^2 - 1) / (3n)
-    assert m["mean_distance"][0, 0] == pytest.approx((n * n - 1) / (3 * n), rel=1e-5)
+    # special tokens are not queries: mean |i - j| over rows 1 … n - 2 of a uniform grid
+    rows = np.arange(1, n - 1)
+    expected = np.abs(rows[:, None] - np.arange(n)[None]).mean()
+    assert m["mean_distance"][0, 0] == pytest.approx(expected, rel=1e-5)
+    everywhere = head_metrics(p)  # no special tokens: every row, (n² − 1) / (3n)
+    assert everywhere["mean_distance"][0, 0] == pytest.approx((n * n - 1) / (3 * n), rel=1e-5)
+
+
+def test_previous_and_next_count_only_queries_that_have_such_a_neighbour():
+    """One definition: a pure previous-token head scores 1 (the first token has no previous one), and the score
+    equals Find heads' "previous" relation, which averages over the same queries."""
+    from model.analysis.find import find_heads, relation_pairs
+
+    n = 7
+    p = previous_token(n)
+    special = np.zeros(n, dtype=bool)
+    special[0] = True  # [CLS]
+    m = head_metrics(p[None, None], special=special)
+    assert m["previous"].item() == pytest.approx(1.0)
+    assert head_metrics(np.eye(n, k=1, dtype=np.float32)[None] + np.eye(n, k=-(n - 1), dtype=np.float32)[None])[
+        "next"
+    ].item() == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    patterns = rng.dirichlet(np.ones(n), size=(2, 3, n)).astype(np.float32)
+    tokens = ["[CLS]", "a", "b", "c", "d", "e", "[SEP]"]
+    special = np.array([t.startswith("[") for t in tokens])
+    metrics = head_metrics(patterns, special=special)
+    for relation in ("previous", "next"):
+        found = find_heads(patterns, relation_pairs(relation, tokens, special), special)
+        np.testing.assert_allclose(found.score, metrics[relation], rtol=1e-5)
 
 
 def test_fully_masked_rows_are_left_out_of_the_averages():

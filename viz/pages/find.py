@@ -4,9 +4,19 @@ import pandas as pd
 import streamlit as st
 
 from model.analysis.find import COLUMN_SHARE, RELATIONS
+from model.analysis.metrics import METRIC_HELP
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, follow_open_page, head_label, open_head, selected_row, show_view, unavailable
+from viz.shell.widgets import (
+    clicked,
+    follow_open_page,
+    head_label,
+    open_head,
+    plain,
+    selected_row,
+    show_view,
+    unavailable,
+)
 from viz.views import ViewUnavailableError
 from viz.views.find import RELATION_LABELS, found_for
 
@@ -42,6 +52,8 @@ st.caption(
     "its weight there is not about your query. Click a thumbnail or a row to open that head."
 )
 relation = st.radio("Look for", RELATIONS, format_func=RELATION_LABELS.get, horizontal=True, key="find_relation")
+if relation in METRIC_HELP:  # previous / next: one definition with Head metrics (the same numbers)
+    st.caption(plain(f"The same number as Head metrics' “{relation}” column. {METRIC_HELP[relation]}"))
 queries, keys = [], []
 if relation == "tokens":
     c1, c2 = st.columns(2)

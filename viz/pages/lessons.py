@@ -3,11 +3,9 @@ heads and grouped K/V heads."""
 
 from dataclasses import replace
 
-import pandas as pd
 import streamlit as st
 
-from model.analysis.metrics import METRICS
-from model.io.catalog import ModelSpec
+from model.analysis.metrics import METRIC_HELP, METRICS
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
@@ -100,20 +98,25 @@ elif part == "Why √d_k":
 
 elif part == "Heads specialise":
     st.markdown(
-        "Does training make heads differ (some look at the previous token, some at [CLS]/[SEP], some spread "
-        "out)? Compare each metric per head with a random init of the same config."
+        "Training gives heads jobs: one looks at the previous token, another parks its weight on [CLS] or the "
+        "first token, another links the pieces of a word. Each head of this model is sorted into a kind on your "
+        "text — and so is each head of a random init of the same config, which has never been trained."
     )
-    metric = st.selectbox("Metric", METRICS, key="lesson_metric")
     if on_request("run_reinit", "a random init of the same config on this text", (ctx.spec, obs.text, ctx.options)):
-        (fig,) = views(ctx, "lesson.spread", metric=metric)
-        show_view(fig, "lesson_spread")
-        rnd = src.metrics(spec=ModelSpec("reinit", base=ctx.spec, seed=0))
-        rows = [
-            {"model": name, **{m: float(side[m].std()) for m in METRICS}}
-            for name, side in ((ctx.model_name, obs.metrics), ("random init", rnd))
-        ]
-        st.caption("Spread (standard deviation across heads) of each metric:")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key="lesson_spread_table")
+        (fig,) = views(ctx, "lesson.kinds")
+        show_view(fig, "lesson_kinds")
+        try:
+            (gallery,) = views(ctx, "heads.gallery")
+            show_view(
+                gallery, "lesson_gallery", on_select=lambda: open_clicked("lesson_gallery"), selection_mode="points"
+            )
+        except ViewUnavailableError as exc:
+            unavailable(exc)
+        with st.expander("One metric per head, trained vs random init"):
+            metric = st.selectbox("Metric", METRICS, key="lesson_metric")
+            st.caption(plain(METRIC_HELP[metric]))
+            (spread,) = views(ctx, "lesson.spread", metric=metric)
+            show_view(spread, "lesson_spread")
 
 elif part == "Pre- or post-norm":
     st.markdown(

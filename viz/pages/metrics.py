@@ -5,11 +5,22 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from model.analysis.metrics import metrics_table
+from model.analysis.metrics import METRIC_HELP, metrics_table
 from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, follow_open_page, head_label, open_head, open_page, selected_row, show_view
+from viz.shell.widgets import (
+    clicked,
+    follow_open_page,
+    head_label,
+    open_clicked,
+    open_head,
+    open_page,
+    selected_row,
+    show_view,
+    unavailable,
+)
+from viz.views import ViewUnavailableError
 
 
 def open_row() -> None:
@@ -47,9 +58,21 @@ def compare_selected_pair() -> None:
 follow_open_page()
 ctx = page_context()
 st.title("Head metrics")
+st.subheader("What kinds of heads")
 st.caption(
-    "One row per head, averaged over query tokens. Entropy in nats (0 = all weight on one key); mean distance "
-    "in tokens; mass = share of attention on the token itself, the previous or next token, or special tokens. "
+    "Each head sorted by the job it does on this text — the strongest of each kind as thumbnails with their score "
+    "(the same numbers as the table below, Find heads and Beyond the weights). Click a thumbnail to open the head."
+)
+try:
+    (gallery,) = views(ctx, "heads.gallery")
+    show_view(gallery, "metrics_gallery", on_select=lambda: open_clicked("metrics_gallery"), selection_mode="points")
+except ViewUnavailableError as exc:
+    unavailable(exc)
+st.subheader("Every head, every metric")
+st.caption(
+    "One row per head, averaged over the ordinary query tokens (special tokens are not counted as queries). "
+    "Entropy in nats (0 = all weight on one key); mean distance in tokens; mass = share of attention on the token "
+    "itself, the previous or next token, or special tokens — hover a column header for its exact definition. "
     "Click a column header to sort; click a row to open that head on the attention map."
 )
 table = pd.DataFrame(metrics_table(ctx.obs.metrics))
@@ -62,7 +85,9 @@ st.dataframe(
     selection_mode="single-row",
     height=min(38 + 35 * len(table), 560),
     column_config={
-        m: st.column_config.NumberColumn(format="%.3f") for m in table.columns if m not in ("layer", "head")
+        m: st.column_config.NumberColumn(format="%.3f", help=METRIC_HELP[m])
+        for m in table.columns
+        if m not in ("layer", "head")
     },
 )
 st.subheader("Which heads attend alike?")

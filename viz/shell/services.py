@@ -19,6 +19,7 @@ import torch
 
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
+from model.analysis.kinds import HeadKinds, observed_kinds
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
@@ -74,6 +75,16 @@ def get_metrics(spec, device, text, options, _data: dict[str, bytes] | None = No
     loaded = _build_model(spec, device, _data) if spec.kind == "reinit" else get_model(spec, device, _data)
     obs = observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device)
     return dict(obs.metrics)
+
+
+@shared("Sorting the heads into kinds…")
+def get_kinds(spec, device, text, options, _data: dict[str, bytes] | None = None, _obs=None) -> HeadKinds:
+    """Each head's kind on a text (model/analysis/kinds.py): from this page's observation, or for another model
+    (a random re-init is built, run and dropped, as for get_metrics)."""
+    if _obs is not None:
+        return observed_kinds(_obs)
+    loaded = _build_model(spec, device, _data) if spec.kind == "reinit" else get_model(spec, device, _data)
+    return observed_kinds(observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device))
 
 
 @shared("Comparing heads…")
@@ -239,6 +250,11 @@ class CachedSource:
 
     def induction(self, period, seed):
         return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
+
+    def kinds(self, spec=None):
+        spec = spec or self.spec
+        mine = self.obs if spec == self.spec else None
+        return get_kinds(spec, self.device, self.obs.text, self.options, upload_bytes(spec), mine)
 
     def stream(self, spec=None):
         obs, loaded = self.other(spec=spec)

@@ -4,6 +4,7 @@ base        the registry, View, Source, export names
 source      DirectSource: a Source that runs everything directly (CLI, benchmark, tests)
 attention   attention map, all heads, mean, overview, compare, head similarity
 headview    the head view's static figure (the focus token's lines stand out)
+kinds       the gallery of specialised heads; trained vs random init
 find        heads ranked by their weight on chosen (query, key) pairs
 inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout and flow
 masks       the causal mask switched on or lifted, a padded batch
@@ -16,7 +17,7 @@ mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, 
 captions    the sentences under figures, computed from the numbers drawn
 """
 
-from viz.views import animate, attention, block, corpus, decoder, find, headview, inside, lessons, masks, mixing  # noqa: F401
+from viz.views import animate, attention, block, corpus, decoder, find, headview, inside, kinds, lessons, masks, mixing  # noqa: F401
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

@@ -24,6 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from model.analysis.gradients import Attribution
+from model.analysis.kinds import HeadKinds
 from model.analysis.mixing import Mixing
 from model.analysis.steps import HeadSteps
 from model.analysis.stream import Stream
@@ -71,6 +72,7 @@ class Source(Protocol):
     def generation(self, n_new: int, temperature: float, seed: int) -> list[Step]: ...
     def induction(self, period: int, seed: int) -> dict: ...
     def stream(self, spec: ModelSpec | None = None) -> tuple[Stream, Observation]: ...  # the residual stream's norms
+    def kinds(self, spec: ModelSpec | None = None) -> HeadKinds: ...  # each head's kind on this text
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import torch
 
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
+from model.analysis.kinds import observed_kinds
 from model.analysis.mixing import context_mixing
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
@@ -145,3 +146,6 @@ class DirectSource:
             loaded.model, obs.ids, causal=o.causal, scale=o.scale, positions=o.positions
         )
         return self._once(("stream", spec or self.spec), make), obs
+
+    def kinds(self, spec=None):
+        return self._once(("kinds", spec or self.spec), lambda: observed_kinds(self.other(spec=spec)[0]))

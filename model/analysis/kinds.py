@@ -1,0 +1,110 @@
+"""What job each head does on a text: previous/next token, self, a sink, punctuation, the other pieces of a word,
+the earlier copy of a repeated token — or none (broad, or mixed). Pure numpy.
+
+Every score is a number another page shows: previous/next/self are Head metrics' (one definition,
+:data:`model.analysis.metrics.METRIC_HELP`), sinks and punctuation the sink shares of "Sinks and head types",
+"same word" and "repeated token" Find heads' relation scores. A head gets the kind whose score passes its
+threshold by the largest factor; "broad" (nearly uniform rows) and "mixed" are no specialisation.
+Shapes: L layers, H heads, N tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.analysis.find import find_heads, relation_pairs, word_ids
+from model.analysis.metrics import head_metrics
+from model.analysis.sinks import BROAD_ENTROPY, TYPE_THRESHOLD, sink_shares
+
+KINDS = ("previous token", "next token", "self", "sink", "punctuation", "same word", "repeated token", "broad")
+SPECIALISED = KINDS[:-1]  # broad is the absence of a job
+#: the score a head needs for a kind: half of each query's weight (as for sinks), or for broad rows 80 % of the
+#: largest possible entropy
+THRESHOLDS = {k: TYPE_THRESHOLD for k in SPECIALISED} | {"broad": BROAD_ENTROPY}
+SENTENCES = {
+    "previous token": "{s:.2f} of each token's weight goes to the token before it",
+    "next token": "{s:.2f} of each token's weight goes to the token after it",
+    "self": "{s:.2f} of each token's weight stays on itself",
+    "sink": "{s:.2f} of each token's weight is parked on {target}",
+    "punctuation": "{s:.2f} of each token's weight goes to punctuation",
+    "same word": "a word piece puts {s:.2f} of its weight on the other pieces of its word",
+    "repeated token": "a repeated token puts {s:.2f} of its weight on its other occurrences",
+    "broad": "its rows are nearly uniform ({s:.0%} of the largest possible entropy)",
+}
+
+
+@dataclass(frozen=True)
+class HeadKinds:
+    scores: dict[str, np.ndarray]  # kind -> (L, H), in the kind's own measure (absent: the text has no such pairs)
+    kind: np.ndarray  # (L, H) object: each head's kind, "" for mixed
+    sink_target: np.ndarray  # (L, H) object: the sink each head parks most weight on
+
+    def heads(self, kind: str) -> list[tuple[int, int]]:
+        """The heads of ``kind``, strongest first."""
+        layer, head = np.nonzero(self.kind == kind)
+        order = np.argsort(-self.scores[kind][layer, head], kind="stable")
+        return [(int(layer[i]), int(head[i])) for i in order]
+
+    def counts(self) -> dict[str, int]:
+        """Heads of each kind, and "mixed" (no kind)."""
+        return {k: int((self.kind == k).sum()) for k in KINDS} | {"mixed": int((self.kind == "").sum())}
+
+    @property
+    def specialised(self) -> int:
+        """Heads with a job (any kind but broad and mixed)."""
+        return int(np.isin(self.kind, SPECIALISED).sum())
+
+    def sentence(self, kind: str, layer: int, head: int) -> str:
+        s = float(self.scores[kind][layer, head])
+        return SENTENCES[kind].format(s=s, target=self.sink_target[layer, head])
+
+
+def normalised_entropy(patterns: np.ndarray) -> np.ndarray:
+    """(L, H): each row's entropy over log(the keys it may see), averaged over rows that see two keys or more
+    (a weight of exactly 0 is a masked key: softmax never underflows to 0 on a visible one at these sizes)."""
+    p = np.asarray(patterns, dtype=np.float64)
+    ent = -(p * np.log(np.maximum(p, 1e-30))).sum(-1)  # (L, H, N)
+    visible = (p > 0).sum(-1).max(axis=(0, 1))  # (N,)
+    rows = visible > 1
+    if not rows.any():
+        return np.zeros(p.shape[:2])
+    return (ent[..., rows] / np.log(visible[rows])).mean(-1)
+
+
+def head_kinds(patterns: np.ndarray, tokens: list[str], special, words=None, causal: bool = False) -> HeadKinds:
+    """Sort every head of patterns (L, H, N, N) into a kind for this text; ``words``: each token's word id
+    (model.analysis.find.word_ids), needed for "same word"."""
+    p = np.asarray(patterns, dtype=np.float32)
+    special = np.asarray(special, dtype=bool)
+    metrics = head_metrics(p, special=special)
+    scores = {"previous token": metrics["previous"], "next token": metrics["next"], "self": metrics["self"]}
+    shares = sink_shares(p, tokens, special, causal)
+    targets = ["[CLS]", "[SEP]"] + (["position 0"] if causal else [])
+    stack = np.stack([shares[t] for t in targets])  # (T, L, H)
+    scores["sink"] = stack.max(0)
+    sink_target = np.array(targets, dtype=object)[stack.argmax(0)]
+    if shares["punctuation"].any():
+        scores["punctuation"] = shares["punctuation"]
+    for kind, relation in (("same word", "same word"), ("repeated token", "same token")):
+        if relation == "same word" and words is None:
+            continue
+        pairs = relation_pairs(relation, tokens, special, words)
+        if pairs.any():
+            scores[kind] = find_heads(p, pairs, special).score
+    scores["broad"] = normalised_entropy(p).astype(np.float32)
+    L, H = p.shape[:2]
+    strength = np.stack([scores[k] / THRESHOLDS[k] if k in scores else np.zeros((L, H)) for k in SPECIALISED])
+    kind = np.full((L, H), "", dtype=object)
+    kind[scores["broad"] >= THRESHOLDS["broad"]] = "broad"
+    best = strength.argmax(0)
+    strong = strength.max(0) >= 1.0
+    kind[strong] = np.array(SPECIALISED, dtype=object)[best[strong]]
+    return HeadKinds(scores, kind, sink_target)
+
+
+def observed_kinds(obs) -> HeadKinds:
+    """:func:`head_kinds` of an observation (:class:`model.observe.Observation`): its patterns, tokens, word ids."""
+    words = word_ids(obs.text, obs.offsets, obs.special)
+    return head_kinds(obs.patterns, obs.tokens, obs.special, words, obs.causal)
