@@ -97,14 +97,18 @@ class Observation:
             scores *= np.float32(self.score_factor)
         elif self.options.scale:
             scores /= np.float32(np.sqrt(q.shape[-1]))
-        if self.causal:
-            scores[np.triu_indices(len(scores), 1)] = -np.inf
-        w = self.windows[layer] if self.windows else 0
-        if w:  # the layer's sliding window, as the model masks it (model.transformer.Transformer.build_masks)
-            i, j = np.indices(scores.shape)
-            scores[(j <= i - w) if self.causal else (np.abs(i - j) > w // 2)] = -np.inf
+        scores[self.blocked(layer)] = -np.inf
         scores.setflags(write=False)
         return scores
+
+    def blocked(self, layer: int) -> np.ndarray:
+        """(N, N) bool: the (query, key) cells the mask blocks in ``layer`` (causal, sliding window)."""
+        i, j = np.indices((self.n_tokens, self.n_tokens))
+        out = (j > i) if self.causal else np.zeros(i.shape, dtype=bool)
+        w = self.windows[layer] if self.windows else 0
+        if w:  # the layer's sliding window, as the model masks it (model.transformer.Transformer.build_masks)
+            out |= (j <= i - w) if self.causal else (np.abs(i - j) > w // 2)
+        return out
 
     @property
     def n_layers(self) -> int:

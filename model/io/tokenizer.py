@@ -55,6 +55,38 @@ class Tokenizer:
         text = raw.decode("utf-8", errors="backslashreplace").replace("\n", "↵").replace("\t", "⇥")
         return text if text.strip() else text.replace(" ", "␣")
 
+    def labels(self, tokens) -> tuple[str, ...]:
+        """Labels of a sequence: as :meth:`label`, except that the pieces of one character split across tokens
+        (an emoji in three byte-level tokens) show the character on the first piece and "↳" + it on the others."""
+        out: list[str] = []
+        i = 0
+        while i < len(tokens):
+            raw, j = self._raw(tokens[i]), i + 1
+            while raw is not None and _incomplete(raw) and j < len(tokens) and j - i < 4:
+                more = self._raw(tokens[j])
+                if more is None:
+                    break
+                raw, j = raw + more, j + 1
+            if raw is None or j == i + 1 or _incomplete(raw):  # whole on its own, or it cannot be completed
+                out.append(self.label(tokens[i]))
+                i += 1
+                continue
+            text = self._shown(raw.decode("utf-8"))
+            out += [text, *(["↳" + (text.strip() or text)] * (j - i - 1))]
+            i = j
+        return tuple(out)
+
+    def _raw(self, token: str) -> bytes | None:
+        """A byte-level token's bytes (None for special tokens and other tokenizers)."""
+        if not self.byte_level or token in self._special:
+            return None
+        return bytes(_BYTE_OF.get(ch, 63) for ch in token)
+
+    @staticmethod
+    def _shown(text: str) -> str:
+        text = text.replace("\n", "↵").replace("\t", "⇥")
+        return text if text.strip() else text.replace(" ", "␣")
+
     @classmethod
     def from_str(cls, data: str) -> Tokenizer:
         try:
@@ -133,7 +165,7 @@ class Tokenizer:
         enc = self.inner.post_process(enc)
         return Encoded(
             ids=tuple(enc.ids),
-            tokens=tuple(self.label(t) for t in enc.tokens),
+            tokens=self.labels(enc.tokens),
             offsets=tuple(tuple(o) for o in enc.offsets),
             # added special tokens typed in the text ("<|im_start|>") are special too, not only those the
             # post-processor adds ([CLS], [SEP])
@@ -193,6 +225,15 @@ class IdTokenizer(Tokenizer):
                 f"spaces (for example “{example}”); “{bad[0][:40]}” is not one"
             )
         return super().encode(text, max_len)
+
+
+def _incomplete(raw: bytes) -> bool:
+    """Whether ``raw`` is not whole UTF-8 (it ends inside a character, or holds a stray continuation byte)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def _bytes_to_unicode() -> dict[int, str]:

@@ -76,3 +76,16 @@ def test_odd_text_does_not_break_encoding(tok):
         enc = tok.encode(text, max_len=16)
         assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]"
     assert tok.encode("[MASK]").tokens[1] == "[MASK]"
+
+
+def test_a_character_split_across_byte_level_tokens_shows_on_its_first_piece():
+    """SmolLM2 cuts an emoji into byte pieces; chips used to read "\\xf0\\x9f", "\\xa4": now the character, then
+    continuations marked "↳"."""
+    from model.io.tokenizer import _bytes_to_unicode, byte_level_bpe
+
+    stand_ins = _bytes_to_unicode()
+    tok = byte_level_bpe([stand_ins[b] for b in range(256)], [], ["<|endoftext|>"], split_digits=False)
+    enc = tok.encode("a🤗b 中\n<|endoftext|>")
+    assert enc.tokens == ("a", "🤗", "↳🤗", "↳🤗", "↳🤗", "b", "␣", "中", "↳中", "↳中", "↵", "<|endoftext|>")
+    assert len(enc.tokens) == len(enc.ids) == len(enc.offsets)
+    assert tok.label(stand_ins[0xF0]) == "\\xf0"  # a piece on its own (a prediction) still shows its byte

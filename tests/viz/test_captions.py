@@ -11,6 +11,7 @@ import pytest
 
 from model.io.catalog import ModelSpec
 from viz.figures import Theme
+from viz.figures.text import pct
 from viz.views import build
 from viz.views import captions as say
 from viz.views.source import DirectSource
@@ -233,7 +234,7 @@ def test_value_norm_spread_ablation_and_padding_captions_agree(src):
     weight, share = (np.array(t.z, dtype=float) for t in values.figure.data)
     gap = weight.mean(0) - share.mean(0)
     j = int(gap.argmax())
-    assert f"“{src.obs.tokens[j]}”" in values.caption and f"{weight.mean(0)[j]:.0%}" in values.caption
+    assert f"“{src.obs.tokens[j]}”" in values.caption and f"{pct(weight.mean(0)[j])}" in values.caption
     (spread,) = build("lesson.spread", src, Theme(), metric="entropy")
     trained, rnd = (np.array(t.y, dtype=float) for t in spread.figure.data[:2])
     assert f"{trained.std():.3f}" in spread.caption and f"{rnd.std():.3f}" in spread.caption

@@ -11,6 +11,7 @@ from model.analysis.decoder import SINK_THRESHOLD, group_distances, sink_mass
 from model.io.catalog import ModelSpec
 from tests.security.gguf_files import write_tiny_gguf
 from viz.figures import Theme
+from viz.figures.text import pct
 from viz.views import ViewUnavailableError, build
 from viz.views.source import DirectSource
 
@@ -41,7 +42,7 @@ def test_sink_grid_and_caption_agree(encoder):
     right = np.array(head.figure.data[1].z, dtype=float)
     rows = right.sum(-1)
     assert np.all((np.abs(rows - 1) < 1e-5) | (rows == 0)) and np.all(right[:, 0] == 0)  # renormalised, no sink
-    assert f"{z[1, 0]:.0%}" in head.caption
+    assert f"{pct(z[1, 0])}" in head.caption
 
 
 def test_induction_caption_names_the_strongest_heads(encoder):
@@ -62,7 +63,7 @@ def test_predictions_bars_and_caption(decoder):
     probs = list(bars.x)
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
     assert f"“{bars.y[0].split('·')[0]}" in view.caption or bars.y[0] in view.caption
-    assert f"{probs[0]:.0%}" in view.caption and f"{sum(probs):.0%} of the probability" in view.caption
+    assert f"{pct(probs[0])}" in view.caption and f"{pct(sum(probs))} of the probability" in view.caption
 
 
 def test_generation_map_rows_are_the_cached_steps(decoder):
@@ -77,7 +78,7 @@ def test_generation_map_rows_are_the_cached_steps(decoder):
     text = "".join(decoder.loaded.tokenizer.id_to_token(s.token) for s in steps)
     assert f"“{text}”" in view.caption
     last = steps[-1].rows[1, 3]
-    assert f"{last.max():.0%} of its weight" in view.caption
+    assert f"{pct(last.max())} of its weight" in view.caption
 
 
 def test_gqa_view_and_caption(decoder):
@@ -97,6 +98,9 @@ def test_decoder_views_explain_themselves_on_an_encoder(encoder):
 def test_what_the_mask_removes(decoder):
     (view,) = build("masks.causal", decoder, Theme(), layer=0, head=1)
     assert "removes" in view.figure.layout.title.text
-    lifted = np.array(view.figure.data[1].z, dtype=float)
+    panels = [t for t in view.figure.data if t.name != "masked"]  # the blocked cells' grey overlay aside
+    lifted = np.array(panels[1].z, dtype=float)
+    masked = next(t for t in view.figure.data if t.name == "masked")
+    assert np.nansum(np.array(masked.z, dtype=float)) == np.triu(np.ones(lifted.shape), 1).sum()  # as built: causal
     future = np.triu(np.nan_to_num(lifted), 1).sum(-1)
-    assert f"{future[:-1].mean():.0%} of its weight on later tokens" in view.caption
+    assert f"{pct(future[:-1].mean())} of its weight on later tokens" in view.caption

@@ -216,3 +216,10 @@ def test_weights_vs_contributions_normalises_each_row_of_the_contributions():
     np.testing.assert_allclose(right.z, [[1.0, 0.0], [1.0, 0.0]])  # row shares
     assert left.coloraxis == right.coloraxis == "coloraxis"  # one colour scale for both
     assert fig.layout.coloraxis.cmax == pytest.approx(1.0)
+
+
+def test_percentages_never_round_to_all_or_nothing():
+    from viz.figures.text import pct
+
+    assert pct(0.998) == "99.8%" and pct(0.99996) == "99.996%" and pct(1.0) == "100%"
+    assert pct(0.5) == "50%" and pct(0.0) == "0%" and pct(0.003) == "0.3%" and pct(0.0001) == "<0.1%"

@@ -6,6 +6,7 @@ import numpy as np
 
 from model.io.catalog import ModelSpec
 from viz.figures import Theme
+from viz.figures.text import pct
 from viz.views import build
 from viz.views.focus import focus_caption
 from viz.views.source import DirectSource
@@ -24,7 +25,7 @@ def test_focus_query_and_key_name_the_weight_and_its_rank():
 def test_without_focus_the_strongest_cell_and_the_most_attended_key():
     text = focus_caption(TOKENS, W, -1, -1, 0, 0)
     assert "strongest weight is “a” → “a” (100%)" in text
-    assert f"{W.mean(0).max():.0%} of its attention to “a”" in text
+    assert f"{pct(W.mean(0).max())} of its attention to “a”" in text
 
 
 def test_scores_caption_reads_masked_cells_as_absent():
@@ -40,4 +41,4 @@ def test_the_view_caption_follows_the_drawn_pattern():
     (view,) = build("attention", src, Theme(), layer=1, head=2, query=5, key=2)
     row = src.obs.patterns[1, 2, 5]
     tokens = src.obs.tokens
-    assert view.caption.startswith(f"L1H2 gives {row[2]:.0%} of “{tokens[5]}”'s attention to “{tokens[2]}”")
+    assert view.caption.startswith(f"L1H2 gives {pct(row[2])} of “{tokens[5]}”'s attention to “{tokens[2]}”")

@@ -21,6 +21,7 @@ from viz.export.notes import speaker_notes
 from viz.export.offline import library
 from viz.export.provenance import app_version, provenance_line
 from viz.figures.text import wrap
+from viz.views.captions import quoted
 
 FORMAT = "attention-lab-deck/1"
 SLIDE_IN = (13.333, 7.5)  # a 16:9 slide in inches
@@ -48,7 +49,7 @@ def predict_question(view, tokens: Sequence[str]) -> str:
     sel = view.selection
     query = min(max(int(sel.get("query", 1)), 0), len(tokens) - 1)
     return (
-        f"Layer {sel.get('layer', 0)}, head {sel.get('head', 0)}: which token will “{tokens[query]}” "
+        f"Layer {sel.get('layer', 0)}, head {sel.get('head', 0)}: which token will {quoted(tokens[query])} "
         f"(position {query}) attend to most?\n\nThe tokens: " + " · ".join(f"{i} {t}" for i, t in enumerate(tokens))
     )
 

@@ -243,3 +243,33 @@ def stream_chart(
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=FEED_FORWARD, name="feed-forward"), row=2, col=1)
     height = boxed(theme, 620 if theme.presentation else 560, 760 * k)[1]
     return style(fig, theme, title=title, height=height, legend=True, above=1)
+
+
+def growth_chart(series: list[dict], *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
+    """Several models' streams on one axis: ‖stream‖ relative to its size after the embedding, over the depth
+    (0: the embedding, 1: after the last sublayer), so models of different depths compare. ``series``: dicts
+    with name, labels (S,) and norm (S,)."""
+    theme = theme or Theme()
+    if not series:
+        raise ValueError("growth_chart needs at least one model")
+    colours = ["#e8590c", "#1c7ed6", "#2f9e44", "#868e96"]
+    fig = figure()
+    for colour, s in zip(colours, series):
+        norm = np.asarray(s["norm"], float)
+        if len(norm) != len(s["labels"]) or len(norm) < 2:
+            raise ValueError("one norm per label, two or more")
+        fig.add_trace(
+            go.Scatter(
+                x=np.linspace(0, 1, len(norm)),
+                y=norm / max(norm[0], 1e-12),
+                customdata=list(s["labels"]),
+                mode="lines+markers",
+                name=s["name"],
+                line={"color": colour, "width": 3 * theme.line_scale},
+                marker={"size": 5 * theme.line_scale},
+                hovertemplate=f"{html.escape(s['name'])}, after %{{customdata}}: ×%{{y:.2f}}<extra></extra>",
+            )
+        )
+    update_axes(fig, "x", title={"text": "depth (0: the embedding, 1: after the last sublayer)"}, range=[-0.02, 1.02])
+    update_axes(fig, "y", title={"text": "× the embedding"}, rangemode="tozero")
+    return style(fig, theme, title=title, height=boxed(theme, 460)[1], legend=True)

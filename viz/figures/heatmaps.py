@@ -83,6 +83,7 @@ def attention_heatmap(
     height: int | None = None,
     focus: tuple[int, int] = (-1, -1),
     cell_ids=None,
+    masked=None,
 ) -> go.Figure:
     """One head's attention as a heatmap: queries down the side, keys along the bottom.
 
@@ -91,8 +92,11 @@ def attention_heatmap(
     (default: tokens). Beyond what the axes can show, tick labels are thinned; hover names every cell.
     ``focus``: (row, column) to outline, -1 for none. ``cell_ids``: (N, M) ids to report when a cell is
     clicked (each row and column's token position); up to CLICK_MAX tokens the cells become clickable.
+    ``masked``: (N, M) bool, cells the mask blocks: drawn grey, not as the colour of a zero weight.
     """
     w = as_array("weights", weights, 2).astype(np.float32)
+    if masked is not None and mode == "weights":  # a blocked cell is not a small weight: grey, as for scores
+        w = np.where(np.asarray(masked, dtype=bool), -np.inf, w)
     n, m = w.shape
     theme = theme or Theme()
     y = token_labels(check_labels("tokens", tokens, n), theme.positions)
@@ -135,8 +139,9 @@ def attention_heatmap(
             name=mode,
         )
     )
-    if mode == "scores":
-        overlay = _masked_overlay(w, x, y, "query: %{y}<br>key: %{x}<br>masked (−∞ before softmax)<extra></extra>")
+    if mode == "scores" or masked is not None:
+        what = "masked (−∞ before softmax)" if mode == "scores" else "masked (weight exactly 0)"
+        overlay = _masked_overlay(w, x, y, f"query: %{{y}}<br>key: %{{x}}<br>{what}<extra></extra>")
         if overlay is not None:
             fig.add_trace(overlay)
     height = height or square_height(max(n, m), theme)

@@ -34,7 +34,17 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
             colorscale=theme.diverging,
             zmin=-bound,
             zmax=bound,
-            showscale=False,
+            colorbar={  # under the left panel, so it never covers the bars
+                "orientation": "h",
+                "x": 0.23,
+                "xanchor": "center",
+                "y": -0.17 if theme.presentation else -0.1,
+                "yanchor": "top",
+                "len": 0.42,
+                "thickness": 12,
+                "title": {"text": "q_d × k_d", "side": "top", "font": {"size": theme.sizes.axis_title}},
+                "tickfont": {"size": theme.sizes.tick},
+            },
             hovertemplate="key: %{y}<br>%{x}: q·k part %{z:.4f}<extra></extra>",
         ),
         1,
@@ -65,7 +75,9 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
     )
     update_axes(fig, "x", type="category", nticks=8, row=1, col=1)
     update_axes(fig, "x", nticks=4)
-    style(fig, theme, title=f"How query “{query_label}” weighs every key", height=height, above=1)
+    style(
+        fig, theme, title=f"How query “{query_label.strip() or query_label}” weighs every key", height=height, above=1
+    )
     update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig
 

@@ -80,7 +80,8 @@ def keep_shown(shown: list[str], labels: list[str], wanted: set[str], limit: int
     so that the axis keeps its number of labels."""
     index = {label: i for i, label in enumerate(labels)}
     chosen = sorted(index[s] for s in shown if s in index)
-    extra = [i for i, label in enumerate(labels) if plain_label(label) in wanted and i not in chosen][:limit]
+    wanted = {w.strip() for w in wanted}  # captions quote tokens without BPE's leading space
+    extra = [i for i, label in enumerate(labels) if plain_label(label).strip() in wanted and i not in chosen][:limit]
     if not extra or not chosen:
         return shown
     fixed = set(extra)
@@ -118,3 +119,19 @@ def fit_title(title: str, width_px: float, sizes: Sizes, *, shrink: bool = True)
     while size > sizes.axis_title and wrap(title, width_px, size).count("<br>") >= lines:
         size -= 1
     return wrap(title, width_px, size), size
+
+
+def pct(x: float) -> str:
+    """A share as a percentage that never says 100 % for less than all of it, nor 0 % for more than nothing:
+    0.998 -> "99.8%", 0.0004 -> "<0.1%", 0.5 -> "50%"."""
+    x = float(x)
+    text = f"{x:.0%}"
+    if text == "100%" and x < 1:
+        for digits in (1, 2, 3):
+            text = f"{x:.{digits}%}"
+            if not text.startswith("100"):
+                return text
+        return ">99.9%"
+    if text == "0%" and x > 0:
+        return f"{x:.1%}" if x >= 0.0005 else "<0.1%"
+    return text

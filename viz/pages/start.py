@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from model.io.catalog import ModelSpec, available
+from viz.figures.text import pct
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import plain, show_view
+from viz.views.captions import quoted
 from viz.views.find import COREFERENCE, lesson_map
 
 ctx = page_context()
@@ -29,8 +31,8 @@ if ordinary:
     best = int(row.argmax())
     st.caption(
         plain(
-            f"Read row “{obs.tokens[ordinary[0]]}”: it puts {row[best]:.0%} of its attention on "
-            f"“{obs.tokens[best]}”, the brightest cell of that row."
+            f"Read row {quoted(obs.tokens[ordinary[0]])}: it puts {pct(row[best])} of its attention on "
+            f"{quoted(obs.tokens[best])}, the brightest cell of that row."
         )
     )
 st.markdown(
@@ -63,11 +65,11 @@ if linking:
     st.markdown(
         plain(
             f"For “it” → “animal”, use {best['model']}: its head {best['“it” → “animal”: best head']} gives "
-            f"{best['its weight']:.0%} of “it”'s attention to “animal”."
+            f"{pct(best['its weight'])} of “it”'s attention to “animal”."
         )
         + "".join(
             plain(
-                f" {r['model']}'s best is {r['“it” → “animal”: best head']} with {r['its weight']:.0%}"
+                f" {r['model']}'s best is {r['“it” → “animal”: best head']} with {pct(r['its weight'])}"
                 + (" (a column pattern)." if r["a column pattern?"] else ".")
             )
             for r in others

@@ -16,6 +16,7 @@ from viz.figures import (
     similarity_matrix,
 )
 from viz.figures.common import Theme, with_subtitle
+from viz.figures.text import pct
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.focus import focus_caption
 from viz.views.windows import window_caption
@@ -94,6 +95,7 @@ def attention(
             theme=theme,
             focus=shown_focus(src, query, key),
             cell_ids=cell_ids(src),
+            masked=obs.shown(obs.blocked(layer), hide),
         )
     fig = with_subtitle(fig, subtitle(src), theme)
     # the numbers drawn, whole (a slide may show a window of them; scores: −inf shown grey)
@@ -123,8 +125,8 @@ def _without_sink(src: Source, theme: Theme, layer: int, head: int, query: int, 
     )
     empty = int((removed > 1 - 1e-6).sum())
     caption = (
-        f"A view, not what the model computes: the weight on {', '.join(names)} (on average {removed.mean():.0%} "
-        f"of a row here, at most {removed.max():.0%}) is removed and each row rescaled to sum to 1, to show where "
+        f"A view, not what the model computes: the weight on {', '.join(names)} (on average {pct(removed.mean())} "
+        f"of a row here, at most {pct(removed.max())}) is removed and each row rescaled to sum to 1, to show where "
         "the rest goes." + (f" {empty} row(s) had all their weight there and are left empty." if empty else "")
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
@@ -155,6 +157,7 @@ def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int
         theme=theme,
         focus=shown_focus(src, query, key),
         cell_ids=cell_ids(src),
+        masked=obs.shown(obs.blocked(layer), src.hide_special),
     )
     return with_subtitle(fig, subtitle(src), theme)
 

@@ -10,7 +10,7 @@ import numpy as np
 from model.analysis.stream import Stream
 from model.anatomy import anatomy
 from model.io.catalog import ModelSpec, available
-from viz.figures.block import block_diagram, stream_chart
+from viz.figures.block import block_diagram, growth_chart, stream_chart
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
@@ -88,14 +88,19 @@ def lesson_norms(src: Source, theme: Theme):
         ok, why = available(spec.kind)
         if not ok:
             raise ViewUnavailableError(f"This lesson compares the bundled model with MiniLM; {spec.kind} is {why}.")
-    columns, captions = [], []
+    series, captions = [], []
     for spec in (PRE, POST):
         s, _ = src.stream(spec)
-        name, short = ("The bundled model", "bundled, pre-norm") if spec == PRE else ("MiniLM", "MiniLM, post-norm")
+        name, short = ("The bundled model", "bundled (pre-norm)") if spec == PRE else ("MiniLM", "MiniLM (post-norm)")
         norm, ratio, what = _token(s, -1)
-        columns.append({"name": short, "labels": s.labels, "norm": norm, "ratio": ratio})
+        series.append({"name": short, "labels": s.labels, "norm": norm})
         captions.append(stream_caption(name, s, norm, ratio, what))
-    fig = stream_chart(
-        columns, title="Pre-norm or post-norm: where the norm sits decides the stream's size", theme=theme
+    title = "Pre-norm or post-norm: where the norm sits decides the stream's size"
+    fig = growth_chart(series, title=title, theme=theme)
+    pre, post = (np.asarray(x["norm"]) / x["norm"][0] for x in series)  # as drawn: relative to the embedding
+    captions.insert(
+        0,
+        f"Drawn relative to the embedding: the bundled model's stream ends at ×{pre[-1]:.2f}; MiniLM's stays between "
+        f"×{post.min():.2f} and ×{post.max():.2f} and ends at ×{post[-1]:.2f}.",
     )
     return Captioned(with_subtitle(fig, subtitle(src, name="bundled and MiniLM"), theme), " ".join(captions))

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from viz.figures.text import pct
+
 
 def quoted(token: str) -> str:
-    return f"“{token}”"
+    """A token in quotes, without the leading space byte-level BPE keeps (SmolLM2's “ animal” reads “animal”)."""
+    return f"“{token.strip() or token}”"
 
 
 def rank_correlation(x, y) -> float:
@@ -135,9 +138,9 @@ def qk_plane(
         f"Queries × c and keys ÷ c (c = {scale:.2f}) so both clouds are equally spread, then the keys shifted "
         "onto the queries' centre: no attention weight changes (c cancels in q·k; a shift adds the same amount "
         "to all of a query's scores). "
-        f"The plane keeps {ratio[0] + ratio[1]:.0%} of the variance. "
+        f"The plane keeps {pct(ratio[0] + ratio[1])} of the variance. "
         f"{quoted(tokens[query])} weighs most: "
-        + ", ".join(f"{quoted(tokens[j])} ({w[j]:.0%})" for j in strongest)
+        + ", ".join(f"{quoted(tokens[j])} ({pct(w[j])})" for j in strongest)
         + "; nearest to it in the plane: "
         + ", ".join(quoted(tokens[j]) for j in nearest)
         + f". Rank correlation between closeness and weight over all {len(w)} keys: ρ = {rho:+.2f} — {verdict}."
@@ -224,12 +227,12 @@ def value_norms(tokens: list[str], weights, contributions) -> str:
     head = "Contribution = α·‖v·W_o‖ (Kobayashi et al., 2020), each row as shares. "
     if w_share[j] - c_share[j] >= 0.05:
         return head + (
-            f"Averaged over the queries, {quoted(tokens[j])} receives {w_share[j]:.0%} of the weight but "
-            f"{c_share[j]:.0%} of the contribution: its value vector is small, so weight on it moves little."
+            f"Averaged over the queries, {quoted(tokens[j])} receives {pct(w_share[j])} of the weight but "
+            f"{pct(c_share[j])} of the contribution: its value vector is small, so weight on it moves little."
         )
     return head + (
         "Here weight and contribution agree: no key's contribution share is 5 points below its weight share "
-        f"(largest gap: {quoted(tokens[j])}, {w_share[j]:.0%} vs {c_share[j]:.0%})."
+        f"(largest gap: {quoted(tokens[j])}, {pct(w_share[j])} vs {pct(c_share[j])})."
     )
 
 
@@ -305,12 +308,12 @@ def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
     best = int(order[0])
     if guess == best:
         return (
-            f"Right: {quoted(tokens[query])} attends most to {quoted(tokens[guess])} ({w[guess]:.0%}). "
-            f"Next: {quoted(tokens[order[1]])} ({w[order[1]]:.0%})."
+            f"Right: {quoted(tokens[query])} attends most to {quoted(tokens[guess])} ({pct(w[guess])}). "
+            f"Next: {quoted(tokens[order[1]])} ({pct(w[order[1]])})."
             if len(w) > 1
             else "Right."
         )
     return (
-        f"Not quite: your guess {quoted(tokens[guess])} gets {w[guess]:.0%} (rank {rank} of {len(w)}); "
-        f"{quoted(tokens[query])} attends most to {quoted(tokens[best])} ({w[best]:.0%})."
+        f"Not quite: your guess {quoted(tokens[guess])} gets {pct(w[guess])} (rank {rank} of {len(w)}); "
+        f"{quoted(tokens[query])} attends most to {quoted(tokens[best])} ({pct(w[best])})."
     )

@@ -10,6 +10,7 @@ from model.analysis.sinks import without_keys
 from viz.figures import heatmap_panels, prediction_bars, ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
+from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
@@ -47,8 +48,8 @@ def next_predictions(src: Source, theme: Theme, *, position: int = -1, temperatu
     fig = prediction_bars(tokens, probs, title=f"What comes after “…{context}”", theme=theme)
     truth = obs.tokens[position + 1] if position + 1 < obs.n_tokens else None
     caption = (
-        f"At temperature {temperature:g}, the model gives {quoted(tokens[0])} {probs[0]:.0%} after position "
-        f"{position}; the ten shown hold {sum(probs):.0%} of the probability."
+        f"At temperature {temperature:g}, the model gives {quoted(tokens[0])} {pct(probs[0])} after position "
+        f"{position}; the ten shown hold {pct(sum(probs))} of the probability."
     )
     if truth is not None:
         rank = tokens.index(truth) + 1 if truth in tokens else None
@@ -103,7 +104,7 @@ def next_generation(
     caption = (
         f"{S} tokens, {mode}: “{''.join(new)}”. Each row is the attention of the query that produced that token, "
         f"computed with the KV cache (earlier keys and values are reused, not recomputed). To produce "
-        f"{quoted(new[-1])}, this head put {last[where]:.0%} of its weight on {quoted(label)} at position {where}."
+        f"{quoted(new[-1])}, this head put {pct(last[where])} of its weight on {quoted(label)} at position {where}."
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
@@ -126,7 +127,7 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     sinks = int((mass > SINK_THRESHOLD).sum())
     strongest = top_heads(mass, 3)
     grid_caption = (
-        f"{sinks} of {mass.size} heads put more than {SINK_THRESHOLD:.0%} of their weight on position 0 "
+        f"{sinks} of {mass.size} heads put more than {pct(SINK_THRESHOLD)} of their weight on position 0 "
         f"({quoted(first)}; dots mark them); the strongest: {heads_text(mass, strongest)}. Click a cell to open it."
     )
     pattern = obs.patterns[layer, head]
@@ -143,7 +144,7 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     rest = pattern[1:, 1:].sum(-1)
     left = 1 - mass[layer, head]
     panel_caption = (
-        f"This head puts {mass[layer, head]:.0%} of its weight on position 0. Taking that away and rescaling "
+        f"This head puts {pct(mass[layer, head])} of its weight on position 0. Taking that away and rescaling "
         f"shows where the other {left:.1%} goes; the rescaling magnifies rows whose rest was small (least rest: "
         f"{rest.min():.1%} of a row). "
         + (

@@ -8,8 +8,10 @@ import numpy as np
 from viz.figures import Theme, head_view
 from viz.figures.common import with_subtitle
 from viz.figures.headview import WINDOW
+from viz.figures.text import pct
 from viz.views.attention import _check, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import quoted
 
 
 @view("headview", page="head-view")
@@ -40,7 +42,7 @@ def headview(
         threshold=threshold,
         window=(start, min(n, start + WINDOW)),
         title=f"Layer {layer}: head{'s' * (len(heads) > 1)} {', '.join(map(str, heads))}"
-        + (f" — “{tokens[q]}” in focus" if (q := shown_focus(src, focus, -1)[0]) >= 0 else ""),
+        + (f" — {quoted(tokens[q])} in focus" if (q := shown_focus(src, focus, -1)[0]) >= 0 else ""),
         theme=theme,
         focus=q,
     )
@@ -48,7 +50,7 @@ def headview(
         return with_subtitle(fig, subtitle(src), theme)
     row = obs.shown(obs.patterns[layer], src.hide_special)[list(heads), q]  # (heads, N): the focus token's rows
     caption = "; ".join(
-        f"head {h}: “{tokens[q]}” looks most at “{tokens[int(np.argmax(r))]}” ({r.max():.0%})"
+        f"head {h}: {quoted(tokens[q])} looks most at {quoted(tokens[int(np.argmax(r))])} ({pct(r.max())})"
         for h, r in zip(heads, row)
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption + ".")

@@ -96,6 +96,7 @@ def qkv_softmax(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, que
         theme=theme,
         focus=shown_focus(src, query, key, hide=False),
         cell_ids=cell_ids(src, hide=False),
+        masked=np.isneginf(steps.masked),
     )
     return with_subtitle(fig, subtitle(src), theme)
 

@@ -30,6 +30,7 @@ from viz.views.captions import (
     heads_off,
     permutation,
     prediction_check,
+    quoted,
     scaling,
     spread,
     wavelengths,
@@ -167,7 +168,7 @@ def lesson_predict(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, 
     fig = change_bars(
         obs.tokens,
         row,
-        title=f"Where “{obs.tokens[query]}” looks: layer {layer}, head {head}",
+        title=f"Where {quoted(obs.tokens[query])} looks: layer {layer}, head {head}",
         theme=theme,
         x_title="attention weight",
         highlight=guess,
@@ -254,7 +255,7 @@ def lesson_mlm(src: Source, theme: Theme, *, pick: int = -1):
     positions, typed = mask_positions(src, None if pick < 0 else pick)
     figures = {}
     for prediction in _predictions(src, positions, ()):
-        truth = "" if typed else f" (was “{src.obs.tokens[prediction.position]}”)"
+        truth = "" if typed else f" (was {quoted(src.obs.tokens[prediction.position])})"
         figures[str(prediction.position)] = prediction_bars(
             prediction.tokens, prediction.probs, title=f"position {prediction.position}{truth}", theme=theme
         )

@@ -9,6 +9,7 @@ import numpy as np
 from model.analysis.norms import relative_change
 from viz.figures import change_bars, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
+from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, view
 from viz.views.captions import mask_change, quoted
@@ -35,10 +36,14 @@ def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     caption says what the mask removes: the weight the head gives to later tokens once it may see them."""
     as_built, toggled, labels = causal_pair(src)
     built = src.loaded.model.cfg.causal
+
+    def grey(obs):  # blocked cells grey (−∞ in the panels), not the colour of a weight near 0
+        return np.where(obs.blocked(layer), -np.inf, obs.patterns[layer, head])
+
     fig = heatmap_panels(
         [
-            (as_built.patterns[layer, head], as_built.tokens, as_built.tokens, labels[0]),
-            (toggled.patterns[layer, head], toggled.tokens, toggled.tokens, labels[1]),
+            (grey(as_built), as_built.tokens, as_built.tokens, labels[0]),
+            (grey(toggled), toggled.tokens, toggled.tokens, labels[1]),
         ],
         title=f"What the causal mask {'removes' if built else 'changes'}: layer {layer}, head {head}",
         theme=theme,
@@ -51,9 +56,9 @@ def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         return with_subtitle(fig, subtitle(src), theme)
     worst = int(future[:-1].argmax())
     caption = (
-        f"Allowed to look ahead, this head would put {future[:-1].mean():.0%} of its weight on later tokens on "
+        f"Allowed to look ahead, this head would put {pct(future[:-1].mean())} of its weight on later tokens on "
         f"average (most for token {worst} {quoted(as_built.tokens[worst])}: "
-        f"{future[worst]:.0%}); the mask removes exactly that and renormalises each row over the tokens before it. "
+        f"{pct(future[worst])}); the mask removes exactly that and renormalises each row over the tokens before it. "
         + (
             "The model was trained with the mask, so without it it reads text it never learned to read."
             if built
@@ -63,7 +68,7 @@ def masks_causal(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     cfg = src.loaded.model.cfg
     if cfg.is_sliding(layer):  # the window is a mask too: drawn as built, and said
         caption += " " + window_caption(layer, cfg.sliding_window, as_built.patterns[layer, head], as_built.causal)
-    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+    return Captioned(with_subtitle(fig, "grey: blocked by the mask · " + subtitle(src), theme), caption)
 
 
 @view("masks.change", page="masks")

@@ -14,6 +14,7 @@ from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import head_scores
 from viz.figures.mixing import agreement_matrix, method_rows, type_grid
+from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted, rank_correlation
@@ -105,8 +106,8 @@ def mixing_heads(src: Source, theme: Theme, *, layer: int = 0):
     top = int(per_head.argmax())
     low = int(per_head.argmin())
     caption = (
-        f"Head {top} moves the most in total ({per_head[top] / per_head.sum():.0%} of the layer's summed norms), "
-        f"head {low} the least ({per_head[low] / per_head.sum():.0%}): a head with strong weights on tokens "
+        f"Head {top} moves the most in total ({pct(per_head[top] / per_head.sum())} of the layer's summed norms), "
+        f"head {low} the least ({pct(per_head[low] / per_head.sum())}): a head with strong weights on tokens "
         "whose values are short moves little."
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
@@ -138,10 +139,10 @@ def rollout_token(src: Source, theme: Theme, *, query: int = -1):
     last = roll[-1]
     top = int(last.argmax())
     caption = (
-        f"After the last layer, rollout gives {quoted(obs.tokens[i])} {last[i]:.0%} of itself and "
-        f"{quoted(obs.tokens[top])} (token {top}) {last[top]:.0%}"
+        f"After the last layer, rollout gives {quoted(obs.tokens[i])} {pct(last[i])} of itself and "
+        f"{quoted(obs.tokens[top])} (token {top}) {pct(last[top])}"
         + ("" if top != i else " — its largest share")
-        + f"; after layer 0 it kept {roll[0, i]:.0%} of itself."
+        + f"; after layer 0 it kept {pct(roll[0, i])} of itself."
     )
     if len(panels) == 1:
         caption += f" Flow is drawn up to {MAX_FLOW_TOKENS} tokens; this text has {obs.n_tokens}."
@@ -224,15 +225,15 @@ def sinks(src: Source, theme: Theme, *, sink: str = "[CLS]"):
     total = labels.size
     strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
     caption = (
-        f"{int(flagged.sum())} of {total} heads are sinks (at least {SINK_THRESHOLD:.0%} of each query's weight on "
+        f"{int(flagged.sum())} of {total} heads are sinks (at least {pct(SINK_THRESHOLD)} of each query's weight on "
         "one target, averaged over the queries): "
         + ", ".join(f"{counts[t]} on {t}" for t in SINK_TARGETS)
-        + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({shares[sink].max():.0%})."
+        + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({pct(shares[sink].max())})."
     )
     kinds = {t: int((labels == t).sum()) for t in HEAD_TYPES if (labels == t).any()}
     type_caption = (
         "Head types from the same patterns (a label when one target or offset holds at least "
-        f"{SINK_THRESHOLD:.0%}; broad = nearly uniform rows): " + ", ".join(f"{n} {t}" for t, n in kinds.items()) + "."
+        f"{pct(SINK_THRESHOLD)}; broad = nearly uniform rows): " + ", ".join(f"{n} {t}" for t, n in kinds.items()) + "."
     )
     return {
         "share": Captioned(with_subtitle(grid, subtitle(src), theme), caption),
