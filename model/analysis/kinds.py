@@ -42,7 +42,9 @@ class HeadKinds:
     sink_target: np.ndarray  # (L, H) object: the sink each head parks most weight on
 
     def heads(self, kind: str) -> list[tuple[int, int]]:
-        """The heads of ``kind``, strongest first."""
+        """The heads of ``kind``, strongest first (none when the text has no pairs for it)."""
+        if kind not in self.scores:
+            return []
         layer, head = np.nonzero(self.kind == kind)
         order = np.argsort(-self.scores[kind][layer, head], kind="stable")
         return [(int(layer[i]), int(head[i])) for i in order]

@@ -349,3 +349,36 @@ def test_a_big_model_runs_the_extra_lesson_passes_on_request(app):
             assert [m for m in app.metric if m.label == "same weights, no scaling"]
         app.run()  # asked once for this text: it stays shown
         assert len(app.get("plotly_chart")) == charts, section
+
+
+CLAIM_PAGES = [  # Start here's six claims: the page each opens and its title
+    ("viz/pages/animate.py", "Step through a head"),
+    ("viz/pages/lessons.py", "Lessons"),
+    ("viz/pages/lessons.py", "Lessons"),
+    ("viz/pages/positional.py", "Positional encodings"),
+    ("viz/pages/block.py", "The block"),
+    ("viz/pages/masks.py", "Masks"),
+]
+
+
+@pytest.mark.parametrize("claim", range(6))
+def test_each_of_the_posts_claims_is_one_click_from_start_here(claim):
+    """Start here lists the post's six claims; each button sets the section that shows it and asks for its page
+    (the switch itself is a browser's: tests/e2e/test_animate.py clicks one), which draws a figure with its
+    computed caption."""
+    from tests.app.conftest import new_app
+
+    at = new_app()
+    at.switch_page("viz/pages/start.py").run()
+    at.button(key=f"start_claim_{claim}").click().run()
+    assert not at.exception
+    page, title = CLAIM_PAGES[claim]
+    section = {1: ("lesson_section", "Why √d_k"), 2: ("lesson_section", "Heads specialise")}
+    section[3] = ("pe_section", "Permutation lab")
+    if claim in section:
+        key, value = section[claim]
+        assert at.session_state[key] == value
+    at.switch_page(page).run()
+    assert not at.exception and at.title[0].value == title
+    assert at.get("plotly_chart"), title
+    assert any(len(c.value) > 40 for c in at.caption)  # a computed caption under the figure

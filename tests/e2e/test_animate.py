@@ -77,3 +77,15 @@ def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
             from PIL import Image
 
             assert Image.open(path).n_frames == 12
+
+
+def test_a_claim_on_start_here_opens_its_view(server, page):
+    open_page(page, server, "start", "Start here")
+    page.get_by_role("button", name=re.compile(r"^5\. The pre-norm block")).click()
+    page.get_by_role("heading", name="The block").first.wait_for(timeout=30_000)
+    wait_idle(page)
+    open_page(page, server, "start", "Start here")
+    page.get_by_role("button", name=re.compile(r"^4\. Without positions")).click()
+    page.get_by_role("heading", name="Positional encodings").first.wait_for(timeout=30_000)
+    wait_idle(page)
+    assert page.get_by_text(re.compile("^Permutation lab: layer")).count() or page.locator(".gtitle").count()

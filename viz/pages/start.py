@@ -7,10 +7,11 @@ from model.io.catalog import ModelSpec, available
 from viz.figures.text import pct
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import plain, show_view
+from viz.shell.widgets import follow_open_page, open_page, plain, show_view
 from viz.views.captions import quoted
 from viz.views.find import COREFERENCE, lesson_map
 
+follow_open_page()
 ctx = page_context()
 obs = ctx.obs
 st.title("Start here")
@@ -46,6 +47,27 @@ st.markdown(
     "6. **Q / K / V**: how one weight is computed, step by step.\n"
     "7. **Lessons**: predict first, then look; why √d_k; ablation; masked words."
 )
+st.subheader("The post's six claims, one click each")
+CLAIMS = (  # (claim, page, {setting: value}) — each opens a live view whose caption is computed from this text
+    ("Q and K decide where a token looks, V what it takes", "viz/pages/animate.py", {}),
+    ("Dividing by √d_k keeps the softmax soft", "viz/pages/lessons.py", {"lesson_section": "Why √d_k"}),
+    ("Heads specialise", "viz/pages/lessons.py", {"lesson_section": "Heads specialise"}),
+    ("Without positions attention ignores order", "viz/pages/positional.py", {"pe_section": "Permutation lab"}),
+    ("The pre-norm block: x + MHA(LN(x)), x + FF(LN(x))", "viz/pages/block.py", {}),
+    ("The causal mask hides the future", "viz/pages/masks.py", {}),
+)
+
+
+def open_claim(page: str, settings: dict) -> None:
+    st.session_state.update(settings)
+    open_page(page)
+
+
+claims = st.columns(3)
+for i, (claim, page, settings) in enumerate(CLAIMS):
+    claims[i % 3].button(
+        f"{i + 1}. {claim}", key=f"start_claim_{i}", on_click=open_claim, args=(page, settings), width="stretch"
+    )
 st.subheader("Which model carries which lesson")
 specs = [ModelSpec(kind) for kind in ("bundled", "minilm") if available(kind)[0]]
 if ctx.spec not in specs and ctx.spec.kind in ("random", "upload", "folder"):

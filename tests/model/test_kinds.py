@@ -1,0 +1,66 @@
+"""Kinds of heads on hand-built patterns with known answers; the scores are the numbers other pages show."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.analysis.kinds import KINDS, head_kinds, normalised_entropy
+from model.analysis.metrics import head_metrics
+
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
+SPECIAL = np.array([t.startswith("[") for t in TOKENS])
+
+
+def patterns() -> np.ndarray:
+    n = len(TOKENS)
+    prev = np.eye(n, k=-1, dtype=np.float32)
+    prev[0, 0] = 1.0
+    nxt = np.eye(n, k=1, dtype=np.float32)
+    nxt[-1, -1] = 1.0
+    sink = np.zeros((n, n), dtype=np.float32)
+    sink[:, 0] = 0.9
+    sink[:, 1] = 0.1
+    uniform = np.full((n, n), 1 / n, dtype=np.float32)
+    repeat = np.full((n, n), 0.02, dtype=np.float32)
+    repeat[5, 1], repeat[1, 5] = 0.84, 0.84  # "the" looks at the other "the"
+    repeat /= repeat.sum(-1, keepdims=True)
+    return np.stack([prev, nxt, sink, uniform, repeat])[None]  # (1, 5, N, N)
+
+
+def test_each_hand_built_head_gets_its_kind():
+    p = patterns()
+    kinds = head_kinds(p, TOKENS, SPECIAL)
+    assert kinds.kind.tolist() == [["previous token", "next token", "sink", "broad", "repeated token"]]
+    assert kinds.sink_target[0, 2] == "[CLS]"
+    assert "parked on [CLS]" in kinds.sentence("sink", 0, 2)
+    metrics = head_metrics(p, special=SPECIAL)  # the same numbers as Head metrics
+    np.testing.assert_allclose(kinds.scores["previous token"], metrics["previous"])
+    assert kinds.counts() == {
+        **{k: 0 for k in KINDS},
+        "previous token": 1,
+        "next token": 1,
+        "sink": 1,
+        "broad": 1,
+        "repeated token": 1,
+        "mixed": 0,
+    }
+    assert kinds.specialised == 4 and kinds.heads("previous token") == [(0, 0)]
+    # the repeated-token head is found by Find heads' "same token" relation: both "the"s look at each other
+    assert kinds.scores["repeated token"][0, 4] > 0.8
+
+
+def test_a_text_without_repeats_has_no_repeated_token_kind():
+    tokens = ["a", "b", "c", "d"]
+    p = np.full((1, 1, 4, 4), 0.25, dtype=np.float32)
+    kinds = head_kinds(p, tokens, np.zeros(4, dtype=bool))
+    assert "repeated token" not in kinds.scores and kinds.heads("repeated token") == []
+    assert kinds.kind[0, 0] == "broad"
+
+
+def test_normalised_entropy_follows_the_mask():
+    n = 6
+    causal = np.tril(np.ones((n, n), dtype=np.float32))
+    causal /= causal.sum(-1, keepdims=True)  # uniform over the keys each query may see
+    np.testing.assert_allclose(normalised_entropy(causal[None, None]), 1.0, rtol=1e-6)
+    one_hot = np.eye(n, dtype=np.float32)[None, None]
+    np.testing.assert_allclose(normalised_entropy(one_hot), 0.0, atol=1e-6)
