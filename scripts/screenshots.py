@@ -3,7 +3,8 @@
 Starts the app, types the README's sentence and saves one screenshot per page in assets/screenshots/.
 (The browser tests write theirs under build/screenshots/ and never touch the committed ones.)
 ``--lessons`` instead renders each lesson's figure, as exported, to assets/screenshots/lessons/ and prints
-its computed caption beside the file name (the figures of the lessons the README links).
+its computed caption beside the file name (the figures of the lessons the README links); ``--claims`` renders the
+figures of the README's "six claims" table (with their caption band) to assets/screenshots/claims/.
 """
 
 from __future__ import annotations
@@ -57,9 +58,50 @@ def lessons() -> None:
         print(f"{path.relative_to(ROOT)}: {view.caption or view.figure.layout.title.text}")
 
 
+#: (file name, model, view key, selection, width px): the README's six-claims figures, as downloaded
+CLAIMS = [
+    ("block-bundled", "bundled", "block.diagram", {}, 600),
+    ("block-minilm", "minilm", "block.diagram", {}, 600),
+    ("pre-or-post-norm", "bundled", "lesson.norms", {}, 900),
+    ("stream-bundled", "bundled", "block.stream", {}, 900),
+    ("gallery-minilm", "minilm", "heads.gallery", {}, 900),
+    ("heads-specialise", "bundled", "lesson.kinds", {}, 900),
+    *(
+        (f"step-{s + 1:02d}", "bundled", "anim.frame", {"layer": 2, "head": 0, "query": 10, "step": s}, 900)
+        for s in (5, 8, 9)
+    ),
+]
+
+
+def claims() -> None:
+    import io
+
+    from PIL import Image
+
+    from model.io.catalog import ModelSpec
+    from viz.export.render import render_view
+    from viz.figures.theme import Theme
+    from viz.views import build
+    from viz.views.source import DirectSource
+
+    out = OUT / "claims"
+    out.mkdir(parents=True, exist_ok=True)
+    sources = {kind: DirectSource.for_text(ModelSpec(kind), LESSON_TEXT) for kind in ("bundled", "minilm")}
+    for name, kind, key, selection, width in CLAIMS:
+        view = build(key, sources[kind], Theme(), **selection)[0]
+        image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
+        image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
+        path = out / f"{name}.png"
+        image.save(path, optimize=True)
+        print(f"{path.relative_to(ROOT)}: {view.caption}")
+
+
 def main() -> None:
     if "--lessons" in sys.argv[1:]:
         lessons()
+        return
+    if "--claims" in sys.argv[1:]:
+        claims()
         return
     OUT.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, chromium() as browser:
