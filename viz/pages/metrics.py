@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.analysis.kinds import KINDS
 from model.analysis.metrics import METRIC_HELP, metrics_table
 from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
@@ -21,6 +22,7 @@ from viz.shell.widgets import (
     unavailable,
 )
 from viz.views import ViewUnavailableError
+from viz.views.kinds import PER_KIND
 
 
 def open_row() -> None:
@@ -66,6 +68,21 @@ st.caption(
 try:
     (gallery,) = views(ctx, "heads.gallery")
     show_view(gallery, "metrics_gallery", on_select=lambda: open_clicked("metrics_gallery"), selection_mode="points")
+    kinds = ctx.source.kinds()
+    shown = [(kind, h) for kind in KINDS for h in kinds.heads(kind)[:PER_KIND]]
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "kind": [kind for kind, _ in shown],
+                "head": [head_label(h) for _, h in shown],
+                "score": [float(kinds.scores[kind][h]) for kind, h in shown],
+                "what it does here": [kinds.sentence(kind, *h) for kind, h in shown],
+            }
+        ),
+        hide_index=True,
+        key="metrics_kinds",
+        column_config={"score": st.column_config.NumberColumn(format="%.2f")},
+    )
 except ViewUnavailableError as exc:
     unavailable(exc)
 st.subheader("Every head, every metric")
