@@ -232,8 +232,8 @@ def stream_chart(
         )
         layers = (len(labels) - 1) // 2
         every = max(1, int(np.ceil(layers / (12 if k == 1 else 6))))
-        ticks = [0] + [2 * i + 2 for i in range(0, layers, every)]
-        text = ["emb"] + [f"L{i}" for i in range(0, layers, every)]
+        ticks = [2 * i + 2 for i in range(0, layers, every)]  # x = 0, the embedding, is named by its hover
+        text = [f"L{i}" for i in range(0, layers, every)]
         for r in (1, 2):
             update_axes(fig, "x", row=r, col=j, tickvals=ticks, ticktext=text, range=[-0.6, len(labels) - 0.4])
         update_axes(fig, "x", row=2, col=j, title={"text": "after layer (attention, then feed-forward)"})

@@ -105,17 +105,19 @@ def kind_counts(counts: dict[str, dict[str, int]], kinds: list[str], *, title=No
         values = [c.get(k, 0) for k in kinds]
         fig.add_trace(
             go.Bar(
-                x=kinds,
-                y=values,
+                y=kinds,
+                x=values,
+                orientation="h",
                 name=name,
                 marker_color=colour,
                 text=[str(v) for v in values],
                 textposition="outside",
                 cliponaxis=False,
-                hovertemplate=f"{html.escape(name)}: %{{y}} heads %{{x}}<extra></extra>",
+                hovertemplate=f"{html.escape(name)}: %{{x}} heads %{{y}}<extra></extra>",
             )
         )
-    update_axes(fig, "x", type="category")
-    update_axes(fig, "y", title={"text": "heads"}, rangemode="tozero")
+    update_axes(fig, "y", type="category", autorange="reversed")
+    update_axes(fig, "x", title={"text": "heads"}, rangemode="tozero")
     relayout(fig, barmode="group")
-    return style(fig, theme, title=title, height=boxed(theme, 440)[1], legend=True)
+    height = 200 + (70 if theme.presentation else 52) * len(kinds)
+    return style(fig, theme, title=title, height=boxed(theme, height)[1], legend=True)

@@ -34,15 +34,8 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
             colorscale=theme.diverging,
             zmin=-bound,
             zmax=bound,
-            colorbar={  # under the left panel, so it never covers the bars
-                "orientation": "h",
-                "x": 0.23,
-                "xanchor": "center",
-                "y": -0.17 if theme.presentation else -0.1,
-                "yanchor": "top",
-                "len": 0.42,
-                "thickness": 12,
-                "title": {"text": "q_d × k_d", "side": "top", "font": {"size": theme.sizes.axis_title}},
+            colorbar={  # at the right, as usual; it is the left panel's scale (the others are bars)
+                "title": {"text": "q⊙k<br>(left)", "font": {"size": theme.sizes.axis_title}},
                 "tickfont": {"size": theme.sizes.tick},
             },
             hovertemplate="key: %{y}<br>%{x}: q·k part %{z:.4f}<extra></extra>",
