@@ -14,15 +14,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.analysis.find import find_heads, relation_pairs, word_ids
+from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
 from model.analysis.metrics import head_metrics
 from model.analysis.sinks import BROAD_ENTROPY, TYPE_THRESHOLD, sink_shares
 
-KINDS = ("previous token", "next token", "self", "sink", "punctuation", "same word", "repeated token", "broad")
+KINDS = (
+    "previous token",
+    "next token",
+    "self",
+    "sink",
+    "punctuation",
+    "same word",
+    "repeated token",
+    "your pair",  # the focus query → key (a pronoun and its antecedent, say), as Find heads scores it
+    "broad",
+)
 SPECIALISED = KINDS[:-1]  # broad is the absence of a job
 #: the score a head needs for a kind: half of each query's weight (as for sinks), or for broad rows 80 % of the
 #: largest possible entropy
 THRESHOLDS = {k: TYPE_THRESHOLD for k in SPECIALISED} | {"broad": BROAD_ENTROPY}
+#: one key among many: a fifth of the query's weight (and three times chance, and not a column pattern) is a link
+THRESHOLDS["your pair"] = PAIR_THRESHOLD = 0.2
 SENTENCES = {
     "previous token": "{s:.2f} of each token's weight goes to the token before it",
     "next token": "{s:.2f} of each token's weight goes to the token after it",
@@ -31,6 +43,7 @@ SENTENCES = {
     "punctuation": "{s:.2f} of each token's weight goes to punctuation",
     "same word": "a word piece puts {s:.2f} of its weight on the other pieces of its word",
     "repeated token": "a repeated token puts {s:.2f} of its weight on its other occurrences",
+    "your pair": "{pair} with {s:.2f} of the query's weight",
     "broad": "its rows are nearly uniform ({s:.0%} of the largest possible entropy)",
 }
 
@@ -40,6 +53,7 @@ class HeadKinds:
     scores: dict[str, np.ndarray]  # kind -> (L, H), in the kind's own measure (absent: the text has no such pairs)
     kind: np.ndarray  # (L, H) object: each head's kind, "" for mixed
     sink_target: np.ndarray  # (L, H) object: the sink each head parks most weight on
+    pair: str = ""  # the focus pair, “it” → “animal” (empty: none)
 
     def heads(self, kind: str) -> list[tuple[int, int]]:
         """The heads of ``kind``, strongest first (none when the text has no pairs for it)."""
@@ -60,7 +74,7 @@ class HeadKinds:
 
     def sentence(self, kind: str, layer: int, head: int) -> str:
         s = float(self.scores[kind][layer, head])
-        return SENTENCES[kind].format(s=s, target=self.sink_target[layer, head])
+        return SENTENCES[kind].format(s=s, target=self.sink_target[layer, head], pair=f"links {self.pair}")
 
 
 def normalised_entropy(patterns: np.ndarray) -> np.ndarray:
@@ -75,9 +89,13 @@ def normalised_entropy(patterns: np.ndarray) -> np.ndarray:
     return (ent[..., rows] / np.log(visible[rows])).mean(-1)
 
 
-def head_kinds(patterns: np.ndarray, tokens: list[str], special, words=None, causal: bool = False) -> HeadKinds:
+def head_kinds(
+    patterns: np.ndarray, tokens: list[str], special, words=None, causal: bool = False, pair=None
+) -> HeadKinds:
     """Sort every head of patterns (L, H, N, N) into a kind for this text; ``words``: each token's word id
-    (model.analysis.find.word_ids), needed for "same word"."""
+    (model.analysis.find.word_ids), needed for "same word"; ``pair``: (query, key) positions of a link to look
+    for (a pronoun and its antecedent), scored as Find heads scores picked tokens — a head that gives the key as
+    much from every other token (a column pattern) does not count."""
     p = np.asarray(patterns, dtype=np.float32)
     special = np.asarray(special, dtype=bool)
     metrics = head_metrics(p, special=special)
@@ -95,6 +113,13 @@ def head_kinds(patterns: np.ndarray, tokens: list[str], special, words=None, cau
         pairs = relation_pairs(relation, tokens, special, words)
         if pairs.any():
             scores[kind] = find_heads(p, pairs, special).score
+    label = ""
+    n = p.shape[-1]
+    if pair is not None and all(0 <= i < n for i in pair) and pair[0] != pair[1]:
+        found = find_heads(p, token_pairs(n, [pair[0]], [pair[1]]), special)
+        link = np.where(found.flagged | (found.score < 3 * found.chance), 0.0, found.score)
+        scores["your pair"] = link.astype(np.float32)
+        label = f"“{tokens[pair[0]].strip()}” → “{tokens[pair[1]].strip()}”"
     scores["broad"] = normalised_entropy(p).astype(np.float32)
     L, H = p.shape[:2]
     strength = np.stack([scores[k] / THRESHOLDS[k] if k in scores else np.zeros((L, H)) for k in SPECIALISED])
@@ -103,10 +128,10 @@ def head_kinds(patterns: np.ndarray, tokens: list[str], special, words=None, cau
     best = strength.argmax(0)
     strong = strength.max(0) >= 1.0
     kind[strong] = np.array(SPECIALISED, dtype=object)[best[strong]]
-    return HeadKinds(scores, kind, sink_target)
+    return HeadKinds(scores, kind, sink_target, label)
 
 
-def observed_kinds(obs) -> HeadKinds:
+def observed_kinds(obs, pair=None) -> HeadKinds:
     """:func:`head_kinds` of an observation (:class:`model.observe.Observation`): its patterns, tokens, word ids."""
     words = word_ids(obs.text, obs.offsets, obs.special)
-    return head_kinds(obs.patterns, obs.tokens, obs.special, words, obs.causal)
+    return head_kinds(obs.patterns, obs.tokens, obs.special, words, obs.causal, pair)

@@ -64,3 +64,20 @@ def test_normalised_entropy_follows_the_mask():
     np.testing.assert_allclose(normalised_entropy(causal[None, None]), 1.0, rtol=1e-6)
     one_hot = np.eye(n, dtype=np.float32)[None, None]
     np.testing.assert_allclose(normalised_entropy(one_hot), 0.0, atol=1e-6)
+
+
+def test_a_head_linking_the_focus_pair_gets_its_own_kind_unless_it_is_a_column():
+    n = len(TOKENS)
+    link = np.full((n, n), 0.05, dtype=np.float32)
+    link[6, 2] = 0.7  # "mat" → "cat": only this query looks there
+    link /= link.sum(-1, keepdims=True)
+    column = np.full((n, n), 0.05, dtype=np.float32)
+    column[:, 2] = 0.7  # every token looks at "cat": not about the query
+    column /= column.sum(-1, keepdims=True)
+    p = np.stack([link, column])[None]
+    kinds = head_kinds(p, TOKENS, SPECIAL, pair=(6, 2))
+    assert kinds.pair == "“mat” → “cat”"
+    assert kinds.kind[0, 0] == "your pair" and kinds.kind[0, 1] != "your pair"
+    assert kinds.scores["your pair"][0, 1] == 0  # a column pattern does not count
+    assert kinds.sentence("your pair", 0, 0).startswith("links “mat” → “cat” with 0.")
+    assert "your pair" not in head_kinds(p, TOKENS, SPECIAL).scores

@@ -124,3 +124,14 @@ def test_the_animation_files_hold_every_frame():
     assert m[4:8] == b"ftyp" and len(m) > 500
     names = zipfile.ZipFile(io.BytesIO(png_zip(frames, "head"))).namelist()
     assert names == ["head_01.png", "head_02.png", "head_03.png"]
+
+
+def test_the_gallery_finds_minilms_it_to_animal_head_from_the_focus():
+    """The content kind: with “it” → “animal” in focus, MiniLM's L3H1 (Find heads' best for that pair, not a
+    column pattern) gets the row "“it” → “animal”"."""
+    minilm = DirectSource.for_text(ModelSpec("minilm"), TEXT)
+    tokens = minilm.obs.tokens
+    (view,) = build("heads.gallery", minilm, Theme(), query=tokens.index("it"), key=tokens.index("animal"))
+    rows = list(view.figure.layout.yaxis.ticktext)
+    assert any(r.startswith("“it” → “animal”") for r in rows), rows
+    assert "linking “it” → “animal” (strongest L3H1" in view.caption

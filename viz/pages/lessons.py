@@ -103,10 +103,12 @@ elif part == "Heads specialise":
         "text — and so is each head of a random init of the same config, which has never been trained."
     )
     if on_request("run_reinit", "a random init of the same config on this text", (ctx.spec, obs.text, ctx.options)):
-        (fig,) = views(ctx, "lesson.kinds")
+        (fig,) = views(ctx, "lesson.kinds", query=st.session_state["focus_query"], key=st.session_state["focus_key"])
         show_view(fig, "lesson_kinds")
         try:
-            (gallery,) = views(ctx, "heads.gallery")
+            (gallery,) = views(
+                ctx, "heads.gallery", query=st.session_state["focus_query"], key=st.session_state["focus_key"]
+            )
             show_view(
                 gallery, "lesson_gallery", on_select=lambda: open_clicked("lesson_gallery"), selection_mode="points"
             )

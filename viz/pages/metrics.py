@@ -22,7 +22,7 @@ from viz.shell.widgets import (
     unavailable,
 )
 from viz.views import ViewUnavailableError
-from viz.views.kinds import PER_KIND
+from viz.views.kinds import PER_KIND, focus_pair
 
 
 def open_row() -> None:
@@ -63,17 +63,21 @@ st.title("Head metrics")
 st.subheader("What kinds of heads")
 st.caption(
     "Each head sorted by the job it does on this text — the strongest of each kind as thumbnails with their score "
-    "(the same numbers as the table below, Find heads and Beyond the weights). Click a thumbnail to open the head."
+    "(the same numbers as the table below, Find heads and Beyond the weights). With a query and a key in focus "
+    "(click a cell of the attention map: “it” and “animal”, say), the heads that link them get a row of their own. "
+    "Click a thumbnail to open the head."
 )
 try:
-    (gallery,) = views(ctx, "heads.gallery")
+    (gallery,) = views(ctx, "heads.gallery", query=st.session_state["focus_query"], key=st.session_state["focus_key"])
     show_view(gallery, "metrics_gallery", on_select=lambda: open_clicked("metrics_gallery"), selection_mode="points")
-    kinds = ctx.source.kinds()
+    kinds = ctx.source.kinds(
+        pair=focus_pair(ctx.source, st.session_state["focus_query"], st.session_state["focus_key"])
+    )
     shown = [(kind, h) for kind in KINDS for h in kinds.heads(kind)[:PER_KIND]]
     st.dataframe(
         pd.DataFrame(
             {
-                "kind": [kind for kind, _ in shown],
+                "kind": [kinds.pair if kind == "your pair" else kind for kind, _ in shown],
                 "head": [head_label(h) for _, h in shown],
                 "score": [float(kinds.scores[kind][h]) for kind, h in shown],
                 "what it does here": [kinds.sentence(kind, *h) for kind, h in shown],

@@ -78,13 +78,14 @@ def get_metrics(spec, device, text, options, _data: dict[str, bytes] | None = No
 
 
 @shared("Sorting the heads into kinds…")
-def get_kinds(spec, device, text, options, _data: dict[str, bytes] | None = None, _obs=None) -> HeadKinds:
+def get_kinds(spec, device, text, options, pair, _data: dict[str, bytes] | None = None, _obs=None) -> HeadKinds:
     """Each head's kind on a text (model/analysis/kinds.py): from this page's observation, or for another model
     (a random re-init is built, run and dropped, as for get_metrics)."""
     if _obs is not None:
-        return observed_kinds(_obs)
+        return observed_kinds(_obs, pair)
     loaded = _build_model(spec, device, _data) if spec.kind == "reinit" else get_model(spec, device, _data)
-    return observed_kinds(observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device))
+    obs = observe(loaded.model, loaded.tokenizer, text, replace(options, kinds=("pattern",)), device)
+    return observed_kinds(obs, pair)
 
 
 @shared("Comparing heads…")
@@ -251,10 +252,10 @@ class CachedSource:
     def induction(self, period, seed):
         return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
 
-    def kinds(self, spec=None):
+    def kinds(self, spec=None, pair=None):
         spec = spec or self.spec
         mine = self.obs if spec == self.spec else None
-        return get_kinds(spec, self.device, self.obs.text, self.options, upload_bytes(spec), mine)
+        return get_kinds(spec, self.device, self.obs.text, self.options, pair, upload_bytes(spec), mine)
 
     def stream(self, spec=None):
         obs, loaded = self.other(spec=spec)

@@ -72,7 +72,7 @@ class Source(Protocol):
     def generation(self, n_new: int, temperature: float, seed: int) -> list[Step]: ...
     def induction(self, period: int, seed: int) -> dict: ...
     def stream(self, spec: ModelSpec | None = None) -> tuple[Stream, Observation]: ...  # the residual stream's norms
-    def kinds(self, spec: ModelSpec | None = None) -> HeadKinds: ...  # each head's kind on this text
+    def kinds(self, spec: ModelSpec | None = None, pair=None) -> HeadKinds: ...  # each head's kind on this text
 
 
 @dataclass(frozen=True)

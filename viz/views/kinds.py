@@ -23,18 +23,26 @@ def summary(kinds: HeadKinds, total: int, name: str) -> str:
         if counts[kind]:
             layer, head = kinds.heads(kind)[0]
             score = float(kinds.scores[kind][layer, head])
-            jobs.append(f"{counts[kind]} {kind} (strongest L{layer}H{head}, {score:.2f})")
+            what = f"linking {kinds.pair}" if kind == "your pair" else kind
+            jobs.append(f"{counts[kind]} {what} (strongest L{layer}H{head}, {score:.2f})")
     rest = f"{counts['broad']} broad (nearly uniform), {counts['mixed']} mixed (no single job)"
     if not jobs:
         return f"No head of {name} passes a kind's threshold on this text: {rest}."
     return f"{kinds.specialised} of {total} heads of {name} have a job on this text: {', '.join(jobs)}; {rest}."
 
 
+def focus_pair(src: Source, query: int, key: int) -> tuple[int, int] | None:
+    """The focus query → key as a pair to look for (a pronoun and its antecedent), or None."""
+    n = src.obs.n_tokens
+    return (query, key) if 0 <= query < n and 0 <= key < n and query != key else None
+
+
 @view("heads.gallery", page="metrics")
-def gallery(src: Source, theme: Theme):
-    """Per kind, its strongest heads (thumbnails on their own colour scale; a click opens the head)."""
+def gallery(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
+    """Per kind, its strongest heads (thumbnails on their own colour scale; a click opens the head); with a focus
+    query and key, the heads that link them ("your pair") too."""
     obs = src.obs
-    kinds = src.kinds()
+    kinds = src.kinds(pair=focus_pair(src, query, key))
     counts = kinds.counts()
     rows = []
     for kind in KINDS:
@@ -44,7 +52,7 @@ def gallery(src: Source, theme: Theme):
         layers, hs = np.array(heads).T
         rows.append(
             {
-                "kind": f"{kind} ({counts[kind]})",
+                "kind": f"{kinds.pair if kind == 'your pair' else kind} ({counts[kind]})",
                 "patterns": obs.patterns[layers, hs],
                 "labels": [f"L{la}H{h} · {kinds.scores[kind][la, h]:.2f}" for la, h in heads],
                 "heads": heads,
@@ -55,15 +63,18 @@ def gallery(src: Source, theme: Theme):
         raise ViewUnavailableError("No head has a kind on this text (every head is mixed); try a longer text.")
     total = obs.n_layers * obs.n_heads
     fig = head_gallery(rows, title=f"What the heads of {src.loaded.name} do on this text", theme=theme)
-    bar = f"a kind needs a score ≥ {THRESHOLDS['self']:.1f} (broad: ≥ {THRESHOLDS['broad']:.0%} of the largest entropy)"
+    bar = f"a kind needs a score ≥ {THRESHOLDS['self']:.1f} (broad: ≥ {THRESHOLDS['broad']:.0%} of the largest entropy"
+    bar += f"; your pair: ≥ {THRESHOLDS['your pair']:.1f}, 3 × chance, no column pattern)" if kinds.pair else ")"
     return Captioned(with_subtitle(fig, f"{bar} · " + subtitle(src), theme), summary(kinds, total, src.loaded.name))
 
 
 @view("lesson.kinds", page="lessons")
-def lesson_kinds(src: Source, theme: Theme):
-    """Heads of each kind: the trained model beside a random init of the same config, on this text."""
-    trained = src.kinds()
-    random = src.kinds(ModelSpec("reinit", base=src.spec, seed=0))
+def lesson_kinds(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
+    """Heads of each kind: the trained model beside a random init of the same config, on this text (with a focus
+    pair: the heads that link its two tokens too)."""
+    pair = focus_pair(src, query, key)
+    trained = src.kinds(pair=pair)
+    random = src.kinds(ModelSpec("reinit", base=src.spec, seed=0), pair)
     total = src.obs.n_layers * src.obs.n_heads
     name = src.loaded.name
     counts = {name: trained.counts(), "random init, same config": random.counts()}

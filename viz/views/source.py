@@ -147,5 +147,6 @@ class DirectSource:
         )
         return self._once(("stream", spec or self.spec), make), obs
 
-    def kinds(self, spec=None):
-        return self._once(("kinds", spec or self.spec), lambda: observed_kinds(self.other(spec=spec)[0]))
+    def kinds(self, spec=None, pair=None):
+        key = ("kinds", spec or self.spec, pair)
+        return self._once(key, lambda: observed_kinds(self.other(spec=spec)[0], pair))
