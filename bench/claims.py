@@ -16,35 +16,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.pages import text_of
 from model.io.catalog import ModelSpec
 from viz.export.animation import gif, mp4, png_zip, render_frames
 from viz.figures import Theme
 from viz.views import build
 from viz.views.animate import STEPS
 from viz.views.source import DirectSource
-
-WORDS = [
-    "The",
-    "animal",
-    "didn't",
-    "cross",
-    "the",
-    "street",
-    "because",
-    "it",
-    "was",
-    "too",
-    "tired",
-    "and",
-    "the",
-    "road",
-    "was",
-    "long",
-]
-
-
-def text_of(n: int) -> str:
-    return " ".join(WORDS[i % len(WORDS)] for i in range(n))
 
 
 def timed(make):

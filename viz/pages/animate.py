@@ -106,30 +106,11 @@ else:
     def rendered() -> list[bytes]:
         return render_frames(frames, size=size, caption=band, provenance=record)
 
-    out.download_button(
-        "GIF",
-        lambda: gif(rendered(), seconds),
-        f"{stem}.gif",
-        "image/gif",
-        key="anim_gif",
-        icon=":material/gif:",
-        on_click="ignore",
+    files = (
+        ("GIF", lambda: gif(rendered(), seconds), "gif", "image/gif", ":material/gif:"),
+        ("MP4", lambda: mp4(rendered(), seconds), "mp4", "video/mp4", ":material/movie:"),
+        ("PNG frames (zip)", lambda: png_zip(rendered(), stem), "zip", "application/zip", ":material/folder_zip:"),
     )
-    out.download_button(
-        "MP4",
-        lambda: mp4(rendered(), seconds),
-        f"{stem}.mp4",
-        "video/mp4",
-        key="anim_mp4",
-        icon=":material/movie:",
-        on_click="ignore",
-    )
-    out.download_button(
-        "PNG frames (zip)",
-        lambda: png_zip(rendered(), stem),
-        f"{stem}_frames.zip",
-        "application/zip",
-        key="anim_zip",
-        icon=":material/folder_zip:",
-        on_click="ignore",
-    )
+    for label, make, ext, mime, icon in files:
+        name = f"{stem}_frames.zip" if ext == "zip" else f"{stem}.{ext}"
+        out.download_button(label, make, name, mime, key=f"anim_{ext}", icon=icon, on_click="ignore")
