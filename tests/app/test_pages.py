@@ -361,6 +361,7 @@ CLAIM_PAGES = [  # Start here's six claims: the page each opens and its title
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("claim", range(6))
 def test_each_of_the_posts_claims_is_one_click_from_start_here(claim):
     """Start here lists the post's six claims; each button sets the section that shows it and asks for its page
