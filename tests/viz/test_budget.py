@@ -1,5 +1,6 @@
 """The shared cache is bounded in bytes: sizes, least-recently-used eviction, one computation per key."""
 
+import contextlib
 import sys
 import threading
 import time
@@ -100,3 +101,22 @@ def test_freed_memory_is_handed_back_after_a_quarter_of_the_budget_was_evicted()
     cache.get(4, lambda: b"x" * 100)  # fits without evicting: no call
     cache.get(5, lambda: b"x" * 200)  # evicts 300 more
     assert len(calls) == 2
+
+
+def test_the_mixing_spinner_names_only_what_runs(monkeypatch):
+    from viz.shell import cache, services
+
+    shown = []
+    monkeypatch.setattr(cache.st, "spinner", lambda text: (shown.append(text), contextlib.nullcontext())[1])
+
+    @cache.shared(services._mixing_spinner)
+    def measure(spec, value_zeroing: bool) -> int:
+        return 1
+
+    measure("a", value_zeroing=False)
+    measure("a", True)
+    assert shown == [
+        "Measuring context mixing (norm-based, ALTI)…",
+        "Measuring context mixing (norm-based, ALTI, value zeroing)…",
+    ]
+    cache.CACHE.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
@@ -31,9 +32,10 @@ def frozen(value):
     return value
 
 
-def shared(spinner: str | None = None):
+def shared(spinner: str | Callable[..., str] | None = None):
     """Cache a function's results in the shared byte-bounded cache, keyed by its name and its arguments whose
-    names do not start with ``_``; shows ``spinner`` while a result is computed."""
+    names do not start with ``_``; shows ``spinner`` while a result is computed (a callable gets the call's
+    arguments by name and returns the text, so the spinner says what this call runs)."""
 
     def wrap(func):
         names = list(inspect.signature(func).parameters)
@@ -46,7 +48,7 @@ def shared(spinner: str | None = None):
             def make():
                 if spinner is None:
                     return func(*args, **kwargs)
-                with st.spinner(spinner):
+                with st.spinner(spinner(**bound) if callable(spinner) else spinner):
                     return func(*args, **kwargs)
 
             return CACHE.get(key, make)

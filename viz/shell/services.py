@@ -101,7 +101,11 @@ def get_flow(spec, device, text, options, token: int | None, _patterns: np.ndarr
     return attention_flow(_patterns) if token is None else flow_from(_patterns, token)
 
 
-@shared("Measuring context mixing (norm-based, ALTI, value zeroing)…")
+def _mixing_spinner(value_zeroing: bool, **_) -> str:
+    return f"Measuring context mixing (norm-based, ALTI{', value zeroing' if value_zeroing else ''})…"
+
+
+@shared(_mixing_spinner)
 def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, _model) -> Mixing:
     kept = capture_bytes(_model.cfg, len(ids), MIXING_KINDS)  # ALTI's and value zeroing's work: as much again
     with IN_FLIGHT.hold(2 * kept):
