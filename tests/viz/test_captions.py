@@ -255,3 +255,13 @@ def test_split_note_names_the_words_cut_into_pieces():
     note = split_note(tokens, special)
     assert note.startswith("The tokenizer cuts 2 words into pieces: “unbelievable” → un ##believ ##able; “loved”")
     assert split_note(["[CLS]", "the", "cat", "[SEP]"], [True, False, False, True]).startswith("Every word")
+
+
+def test_the_mask_filler_sentence_is_a_sentence():
+    from viz.figures.text import mask_fillers
+
+    assert mask_fillers(["Attention Lab bundled MLM v2"]) == (
+        "For masked-word predictions, use Attention Lab bundled MLM v2: only it fills in [MASK]."
+    )
+    assert mask_fillers(["A", "B", "C"]) == "For masked-word predictions, use A, B and C: only they fill in [MASK]."
+    assert mask_fillers([]).startswith("None of these models fills in [MASK]")

@@ -135,3 +135,16 @@ def pct(x: float) -> str:
     if text == "0%" and x > 0:
         return f"{x:.1%}" if x >= 0.0005 else "<0.1%"
     return text
+
+
+def names(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def mask_fillers(models: list[str]) -> str:
+    """The sentence saying which of the compared models can predict masked words."""
+    if not models:
+        return "None of these models fills in [MASK], so masked-word predictions need another model."
+    subject = "it fills" if len(models) == 1 else "they fill"
+    return f"For masked-word predictions, use {names(models)}: only {subject} in [MASK]."

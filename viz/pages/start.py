@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from model.io.catalog import ModelSpec, available
-from viz.figures.text import pct
+from viz.figures.text import mask_fillers, pct
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import follow_open_page, open_page, plain, show_view
@@ -96,7 +96,5 @@ if linking:
             )
             for r in others
         )
-        + plain(" Masked-word predictions need a model that fills in [MASK]; ")
-        + plain(", ".join(r["model"] for r in rows if r["fills in [MASK]"]) or "none of these does")
-        + plain(".")
+        + plain(" " + mask_fillers([r["model"] for r in rows if r["fills in [MASK]"]]))
     )
