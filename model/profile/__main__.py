@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from model.errors import CheckpointError
-from model.profile.corpus import CorpusError, bundled_documents, read_corpus
+from model.profile.corpus import CorpusError, bundled_documents, read_documents
 from model.profile.job import BATCH_SIZE, MAX_LEN, head_means
 from model.profile.run import ENGINES, run_profile, spec_from_arg
 
@@ -32,15 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="recompute even if the profile exists")
     args = p.parse_args(argv)
     try:
-        docs = bundled_documents() if args.corpus == "bundled" else read_corpus(args.corpus)
-        docs = docs[: args.limit] if args.limit else docs
+        docs, ids = (bundled_documents(), None) if args.corpus == "bundled" else read_documents(args.corpus)
+        if args.limit:
+            docs, ids = docs[: args.limit], ids[: args.limit] if ids else None
         spec = spec_from_arg(args.model)
 
         def progress(done: int, total: int) -> None:
             print(f"\r{done}/{total} documents", end="", file=sys.stderr, flush=True)
 
         profile = run_profile(
-            spec, docs, args.out, corpus_name=args.corpus, max_len=args.max_len, batch_size=args.batch_size,
+            spec, docs, args.out, ids=ids, corpus_name=args.corpus, max_len=args.max_len, batch_size=args.batch_size,
             device=args.device, engine=args.engine, address=args.address, workers=args.workers,
             progress=progress, reuse=not args.force,
         )  # fmt: skip

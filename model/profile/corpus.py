@@ -1,5 +1,6 @@
 """A corpus is a list of documents: from a .txt file (paragraphs separated by blank lines, else lines), a .jsonl
-file (one JSON object per line with a "text" field, or a bare JSON string), or the bundled held-out documents.
+file (one JSON object per line with a "text" field and an optional "id", or a bare JSON string), or the bundled
+held-out documents.
 Nothing in a corpus file is executed; files larger than MAX_CORPUS_BYTES are refused."""
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ class CorpusError(ValueError):
 
 def parse_corpus(data: bytes, name: str) -> list[str]:
     """Documents from a corpus file's bytes; ``name`` decides the format by its suffix (.txt or .jsonl)."""
+    return parse_documents(data, name)[0]
+
+
+def parse_documents(data: bytes, name: str) -> tuple[list[str], list[str] | None]:
+    """(documents, their ids) from a corpus file's bytes: a .jsonl line's "id" field names its document (as text;
+    "" where a line has none); ids is None when no line has one (and for .txt files)."""
     if len(data) > MAX_CORPUS_BYTES:
         raise CorpusError(f"{name} is {len(data) / 2**20:.1f} MB; corpora up to {MAX_CORPUS_BYTES // 2**20} MB")
     try:
@@ -27,6 +34,7 @@ def parse_corpus(data: bytes, name: str) -> list[str]:
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{name} is not UTF-8 text (byte {exc.start}); save it as UTF-8 .txt or .jsonl") from None
     suffix = Path(name).suffix.lower()
+    ids: list[str] = []
     if suffix == ".jsonl":
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -40,26 +48,35 @@ def parse_corpus(data: bytes, name: str) -> list[str]:
             if not isinstance(value, str):
                 raise CorpusError(f'{name}, line {number}: expected {{"text": "..."}} or a JSON string')
             docs.append(value)
+            given = item.get("id") if isinstance(item, dict) else None
+            ids.append("" if given is None else str(given))
     elif suffix == ".txt":
         parts = re.split(r"\n\s*\n", text) if re.search(r"\n\s*\n", text) else text.splitlines()
         docs = parts
     else:
         raise CorpusError(f"{name}: corpora are .txt (paragraphs or lines) or .jsonl (one {{'text': ...}} per line)")
-    docs = [" ".join(d.split()) for d in docs]
-    docs = [d for d in docs if d]
-    if not docs:
+    ids = ids or [""] * len(docs)
+    kept = [(" ".join(d.split()), i) for d, i in zip(docs, ids, strict=True)]
+    kept = [(d, i) for d, i in kept if d]
+    if not kept:
         raise CorpusError(f"{name} holds no text")
-    return docs
+    texts, names = [d for d, _ in kept], [i for _, i in kept]
+    return texts, names if any(names) else None
 
 
 def read_corpus(path: str | Path) -> list[str]:
     """Documents of a corpus file on disk (.txt or .jsonl, up to MAX_CORPUS_BYTES)."""
+    return read_documents(path)[0]
+
+
+def read_documents(path: str | Path) -> tuple[list[str], list[str] | None]:
+    """(documents, ids) of a corpus file on disk, as :func:`parse_documents`."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path} is not a file")
     if path.stat().st_size > MAX_CORPUS_BYTES:
         raise CorpusError(f"{path} is larger than {MAX_CORPUS_BYTES // 2**20} MB")
-    return parse_corpus(path.read_bytes(), path.name)
+    return parse_documents(path.read_bytes(), path.name)
 
 
 def bundled_documents() -> list[str]:
@@ -67,9 +84,11 @@ def bundled_documents() -> list[str]:
     return [d["text"] for d in json.loads(gzip.decompress(BUNDLED.read_bytes()))]
 
 
-def corpus_hash(docs: list[str], max_len: int) -> str:
-    """A short stable key for (documents, token limit): the first 16 hex digits of a SHA-256."""
+def corpus_hash(docs: list[str], max_len: int, ids: list[str] | None = None) -> str:
+    """A short stable key for (documents, token limit, their ids if any): the first 16 hex digits of a SHA-256."""
     h = hashlib.sha256(f"{max_len}\0".encode())
     for doc in docs:
         h.update(doc.encode("utf-8", "replace") + b"\0")
+    for name in ids or ():
+        h.update(b"\1" + name.encode("utf-8", "replace"))
     return h.hexdigest()[:16]

@@ -29,10 +29,13 @@ def model_key(loaded: LoadedModel, spec: ModelSpec) -> str:
     return f"{loaded.name}-{Path(spec.path).name}" if spec.kind == "folder" else loaded.name
 
 
-def documents_table(loaded: LoadedModel, docs: list[str], max_len: int) -> pd.DataFrame:
+def documents_table(loaded: LoadedModel, docs: list[str], max_len: int, ids: list[str] | None = None) -> pd.DataFrame:
+    """doc (index), id (the file's own name for it, "" where none), text, n_tokens (after the cut)."""
     limit = min(max_len, loaded.model.cfg.max_seq_len)
     n = [len(loaded.tokenizer.encode(d, max_len=limit)) for d in docs]
-    return pd.DataFrame({"doc": range(len(docs)), "text": docs, "n_tokens": n}).astype({"doc": "int32"})
+    names = list(ids) if ids is not None else [""] * len(docs)
+    frame = pd.DataFrame({"doc": range(len(docs)), "id": names, "text": docs, "n_tokens": n})
+    return frame.astype({"doc": "int32"})
 
 
 def run_profile(
@@ -40,6 +43,7 @@ def run_profile(
     docs: list[str],
     out: str | Path,
     *,
+    ids: list[str] | None = None,
     loaded: LoadedModel | None = None,
     corpus_name: str = "",
     max_len: int = MAX_LEN,
@@ -52,12 +56,13 @@ def run_profile(
     cancel: Callable[[], bool] | None = None,
     reuse: bool = True,
 ) -> Profile:
-    """Profile ``docs`` on the model of ``spec`` (``loaded`` when the caller has it) and save it under ``out``;
-    with ``reuse`` an existing complete profile of the same model and corpus is returned as it is."""
+    """Profile ``docs`` (named by ``ids`` where the file names them) on the model of ``spec`` (``loaded`` when
+    the caller has it) and save it under ``out``; with ``reuse`` an existing complete profile of the same model
+    and corpus is returned as it is."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}")
     loaded = loaded or load(spec)
-    key = corpus_hash(docs, max_len)
+    key = corpus_hash(docs, max_len, ids)
     path = profile_dir(out, model_key(loaded, spec), key)
     if reuse and (found := read_profile(path)) is not None:
         return found
@@ -84,5 +89,5 @@ def run_profile(
         "layers": loaded.model.cfg.n_layers,
         "heads": loaded.model.cfg.n_heads,
     }
-    write_profile(path, heads, documents_table(loaded, docs, max_len), meta)
+    write_profile(path, heads, documents_table(loaded, docs, max_len, ids), meta)
     return read_profile(path)

@@ -120,3 +120,13 @@ def test_ray_computes_the_same_table_as_the_in_process_job(tmp_path):
     assert ray.meta["engine"] == "ray"
     pd.testing.assert_frame_equal(ray.heads, local.heads, atol=1e-6, rtol=0)
     pd.testing.assert_frame_equal(ray.docs, local.docs)
+
+
+def test_jsonl_ids_stay_with_their_documents():
+    from model.profile.corpus import parse_documents
+
+    data = b'{"id": 7, "text": "a b"}\n{"id": "x", "text": "   "}\n{"text": "c"}\n"d"\n'
+    assert parse_documents(data, "a.jsonl") == (["a b", "c", "d"], ["7", "", ""])  # the blank one dropped with its id
+    assert parse_documents(b'{"text": "a"}\n', "a.jsonl") == (["a"], None)
+    assert parse_documents(b"a\nb\n", "a.txt") == (["a", "b"], None)
+    assert corpus_hash(["a"], 8) != corpus_hash(["a"], 8, ["one"])

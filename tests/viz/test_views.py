@@ -197,3 +197,20 @@ def test_every_slide_draws_what_the_screen_draws_in_a_slide_box(src, decoder_src
             assert [(s.type, s.x0, s.x1, s.y0, s.y1) for s in slide.layout.shapes] == shapes, view.key
             checked += 1
     assert checked > 50
+
+
+def test_top_documents_are_named_by_the_corpus_files_own_ids(src, tmp_path):
+    from model.profile.corpus import bundled_documents, parse_documents
+    from model.profile.run import run_profile
+
+    texts = bundled_documents()[::150][:4]
+    lines = [json.dumps({"id": f"essay-{i}", "text": t}) for i, t in enumerate(texts)]
+    docs, ids = parse_documents("\n".join(lines).encode(), "mine.jsonl")
+    assert ids == ["essay-0", "essay-1", "essay-2", "essay-3"]
+    profile = run_profile(ModelSpec("bundled"), docs, tmp_path, ids=ids, max_len=32)
+    assert list(profile.docs["id"]) == ids
+    (view,) = build("corpus.examples", src, Theme(), profile=str(profile.path), metric="previous")
+    titles = [a.text for a in view.figure.layout.annotations if a.text.startswith("essay-")]
+    heatmaps = [t for t in view.figure.data if t.type == "heatmap"]
+    assert len(titles) == len(heatmaps) > 0, titles
+    assert not [a.text for a in view.figure.layout.annotations if a.text.startswith("document ")]

@@ -4,7 +4,7 @@ top documents."""
 
 import streamlit as st
 
-from model.profile.corpus import CorpusError, bundled_documents, corpus_hash, parse_corpus
+from model.profile.corpus import CorpusError, bundled_documents, corpus_hash, parse_documents
 from model.profile.job import COLUMNS, MAX_LEN
 from viz.settings import CORPUS_SOURCES
 from viz.shell import jobs
@@ -25,7 +25,7 @@ st.caption(
 cols = st.columns([2, 1])
 source = cols[0].radio("Corpus", CORPUS_SOURCES, key="corpus_source", horizontal=True)
 limit = cols[1].number_input("Documents (at most)", 10, 5000, step=50, key="corpus_docs")
-docs, name = [], ""
+docs, name, ids = [], "", None
 if source == CORPUS_SOURCES[0]:
     docs, name = bundled_documents(), "the bundled held-out documents"
 else:
@@ -33,15 +33,15 @@ else:
                               key="corpus_upload")  # fmt: skip
     if upload is not None:
         try:
-            docs, name = parse_corpus(upload.getvalue(), upload.name), upload.name
+            (docs, ids), name = parse_documents(upload.getvalue(), upload.name), upload.name
         except CorpusError as exc:
             st.error(f"Could not read this corpus: {exc}")
-docs = docs[: int(limit)]
+docs, ids = docs[: int(limit)], ids[: int(limit)] if ids else None
 if not docs:
     st.info("Choose a corpus to profile.")
     st.stop()
 
-key = corpus_hash(docs, MAX_LEN)  # hashed once per run (a corpus may be 10 MB)
+key = corpus_hash(docs, MAX_LEN, ids)  # hashed once per run (a corpus may be 10 MB)
 path = jobs.profile_path(ctx.spec, ctx.loaded, key)
 job = jobs.job_for(ctx.spec, ctx.device, key)
 stored = ctx.source.profile(str(path))
@@ -70,7 +70,7 @@ elif job is not None and job.cancelled and stored is None:
 if stored is None:
     st.write(f"{len(docs)} documents of {name} on {ctx.loaded.name}: not profiled yet.")
     if st.button("Run the corpus", key="corpus_run", type="primary", icon=":material/play_arrow:"):
-        jobs.start(ctx.spec, ctx.device, ctx.loaded, docs, name, MAX_LEN)
+        jobs.start(ctx.spec, ctx.device, ctx.loaded, docs, name, MAX_LEN, ids)
         st.rerun()
     st.stop()
 

@@ -57,9 +57,10 @@ def job_for(spec: ModelSpec, device: str, key: str) -> Job | None:
         return _jobs.get((spec, device, key))
 
 
-def start(spec: ModelSpec, device: str, loaded: LoadedModel, docs: list[str], name: str, max_len: int) -> Job:
-    """Start a run unless one for the same model, device and corpus is already going (then that one is returned)."""
-    key = (spec, device, corpus_hash(docs, max_len))
+def start(spec: ModelSpec, device: str, loaded: LoadedModel, docs: list[str], name: str, max_len: int, ids=None) -> Job:
+    """Start a run unless one for the same model, device and corpus is already going (then that one is returned).
+    ids: the documents' own names (a .jsonl "id" field) or None."""
+    key = (spec, device, corpus_hash(docs, max_len, ids))
     with _guard:
         job = _jobs.get(key)
         if job is not None and job.running:
@@ -72,7 +73,7 @@ def start(spec: ModelSpec, device: str, loaded: LoadedModel, docs: list[str], na
     def work() -> None:
         try:
             profile = run_profile(
-                spec, docs, profiles_root(), loaded=loaded, corpus_name=name, max_len=max_len, device=device,
+                spec, docs, profiles_root(), ids=ids, loaded=loaded, corpus_name=name, max_len=max_len, device=device,
                 progress=progress, cancel=job.stop.is_set, reuse=False,
             )  # fmt: skip
             job.path = profile.path

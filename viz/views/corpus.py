@@ -104,11 +104,13 @@ def corpus_examples(
         raise ViewUnavailableError(f"the profile has {p.meta['layers']} layers × {p.meta['heads']} heads")
     top = top_documents(p.heads, layer, head, metric, k=EXAMPLES)
     texts = p.docs.set_index("doc")["text"]
+    names = p.docs.set_index("doc")["id"] if "id" in p.docs else None  # profiles before ids: none
     options = replace(src.options, max_len=int(p.meta["max_len"]), kinds=("pattern",))
     panels = []
     for doc, value in zip(top["doc"], top[metric], strict=True):
         obs, _ = src.other(text=str(texts[doc]), options=options)
-        panels.append((obs.patterns[layer, head], obs.tokens, obs.tokens, f"document {doc}: {value:.2f}"))
+        name = str(names[doc]) if names is not None and names[doc] else f"document {doc}"
+        panels.append((obs.patterns[layer, head], obs.tokens, obs.tokens, f"{name}: {value:.2f}"))
     fig = heatmap_panels(panels, title=f"L{layer}H{head}: the documents with the highest {label(metric)}", theme=theme)
     mean = float(p.heads[(p.heads["layer"] == layer) & (p.heads["head"] == head)][metric].mean())
     first = str(texts[int(top["doc"].iloc[0])])
