@@ -284,6 +284,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("predict_guess", 0, int, fits="token", page="lessons", url=True),
     Setting("ablate_heads", lambda s, state: [(0, 0)], list, fits="pairs", saved=False, page="lessons"),
+    # -1: not chosen yet, so the lesson opens on the text's strongest sink head (a function of the patterns)
+    Setting("sink_layer", -1, int, page="lessons", url=True),
+    Setting("sink_head", -1, int, page="lessons", url=True),
     Setting("ind_period", 24, int, page="lessons", url=True),
     Setting("ind_seed", 0, int, page="lessons", url=True),
     Setting("gqa_kv", 0, int, page="lessons", url=True),

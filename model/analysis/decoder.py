@@ -26,6 +26,14 @@ def sink_mass(patterns: np.ndarray, key: int = 0) -> np.ndarray:
     return p[:, :, key + 1 :, key].mean(-1)
 
 
+def strongest_sink(patterns: np.ndarray) -> tuple[int, int]:
+    """(layer, head) putting the most weight on position 0 (:func:`sink_mass`); heads with non-finite weights
+    are skipped, and (0, 0) is returned when no head is finite."""
+    mass = np.where(np.isfinite(m := sink_mass(patterns)), m, -np.inf)
+    layer, head = np.unravel_index(int(np.argmax(mass)), mass.shape)
+    return int(layer), int(head)
+
+
 def induction_scores(patterns: np.ndarray, period: int, start: int = 0) -> np.ndarray:
     """Induction score per head (Olsson et al., 2022) on a sequence that repeats a block of ``period`` tokens
     starting at ``start`` (after a [CLS], say): the mean weight each token of the second copy puts on the token

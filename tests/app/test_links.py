@@ -41,7 +41,7 @@ LESSONS = {
     "Pre- or post-norm": {},
     "Ablation": {},
     "Masked tokens": {},
-    "Attention sinks": {"layer": 1, "head": 3},
+    "Attention sinks": {"sink_layer": 1, "sink_head": 3},
     "Induction heads": {"ind_period": 12, "ind_seed": 2},
     "Shared K/V (GQA)": {"gqa_kv": 0},
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -383,3 +384,20 @@ def test_each_of_the_posts_claims_is_one_click_from_start_here(claim):
     assert not at.exception and at.title[0].value == title
     assert at.get("plotly_chart"), title
     assert any(len(c.value) > 40 for c in at.caption)  # a computed caption under the figure
+
+
+def test_the_sink_lesson_opens_on_the_texts_strongest_sink_head(app):
+    """Not on L0H0 (1 % on position 0 for SmolLM2): on the head the grid's caption names as the strongest; a
+    head the user picks then stays picked, and the second panel follows it."""
+    app.sidebar.text_area(key="text").set_value(EXAMPLES["Two sentences"]).run()
+    app.switch_page("viz/pages/lessons.py").run()
+    app.session_state["lesson_section"] = "Attention sinks"
+    app.run()
+    assert not app.exception
+    named = re.search(r"the strongest: L(\d+)H(\d+)", " ".join(c.value for c in app.caption))
+    chosen = (app.selectbox(key="sink_layer").value, app.selectbox(key="sink_head").value)
+    assert chosen == (int(named[1]), int(named[2]))
+    other = (chosen[1] + 1) % 4
+    app.selectbox(key="sink_head").set_value(other).run()
+    assert app.selectbox(key="sink_head").value == other
+    assert any(f"Layer {chosen[0]}, head {other} with and without" in json.dumps(f) for f in figures(app))

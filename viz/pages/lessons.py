@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from model.analysis.decoder import strongest_sink
 from model.analysis.metrics import METRIC_HELP, METRICS
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
@@ -153,7 +154,10 @@ elif part == "Attention sinks":
         "rows must sum to 1, so a head with nothing useful to read parks its weight on a token whose value moves "
         "little (Xiao et al., 2023, “attention sinks”). Encoders do the same with [CLS] and [SEP]."
     )
-    layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
+    chosen = st.session_state.get("sink_layer", -1), st.session_state.get("sink_head", -1)
+    if not (0 <= chosen[0] < obs.n_layers and 0 <= chosen[1] < obs.n_heads):  # first visit: the strongest sink
+        st.session_state["sink_layer"], st.session_state["sink_head"] = strongest_sink(obs.patterns)
+    layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="sink_")
     grid, one = views(ctx, "lesson.sinks", layer=layer, head=head)
     show_view(grid, "sinks_grid", on_select=lambda: open_clicked("sinks_grid"), selection_mode="points")
     show_view(one, "sinks_head")
