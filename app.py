@@ -11,7 +11,9 @@ from viz.shell.deck import deck_status, restore_url_deck, slide_note
 from viz.shell.export_panel import export_section, session_controls
 from viz.shell.sidebar import draw_sidebar
 from viz.shell.state import init_state, load_url_state, save_url_state
-from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS
+from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable
+from viz.views import ViewUnavailableError
+from viz.views.finite import model_notice
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
@@ -82,9 +84,13 @@ if deck_note:
     url_notes.append(deck_note)
 if context.theme.presentation:
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
-for notice in [*context.obs.notices, *url_notes]:
+model_note = model_notice(context.loaded.warnings, context.obs)  # NaN/Inf weights: said on top, not only aside
+for notice in [*([model_note] if model_note else []), *context.obs.notices, *url_notes]:
     st.warning(notice)
-page.run()
+try:
+    page.run()
+except ViewUnavailableError as exc:  # a view a page did not expect to be refused (a not-computable head): say why
+    unavailable(exc)
 link_note = save_url_state()
 if link_note:
     st.caption(link_note)

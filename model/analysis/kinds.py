@@ -30,6 +30,7 @@ KINDS = (
     "broad",
 )
 SPECIALISED = KINDS[:-1]  # broad is the absence of a job
+NOT_COMPUTABLE = "not computable"  # a head whose weights are NaN or Inf (a checkpoint with NaN/Inf weights)
 #: the score a head needs for a kind: half of each query's weight (as for sinks), or for broad rows 80 % of the
 #: largest possible entropy
 THRESHOLDS = {k: TYPE_THRESHOLD for k in SPECIALISED} | {"broad": BROAD_ENTROPY}
@@ -64,8 +65,9 @@ class HeadKinds:
         return [(int(layer[i]), int(head[i])) for i in order]
 
     def counts(self) -> dict[str, int]:
-        """Heads of each kind, and "mixed" (no kind)."""
-        return {k: int((self.kind == k).sum()) for k in KINDS} | {"mixed": int((self.kind == "").sum())}
+        """Heads of each kind, "mixed" (no kind) and "not computable" (NaN or Inf weights)."""
+        counts = {k: int((self.kind == k).sum()) for k in KINDS} | {"mixed": int((self.kind == "").sum())}
+        return counts | {NOT_COMPUTABLE: int((self.kind == NOT_COMPUTABLE).sum())}
 
     @property
     def specialised(self) -> int:
@@ -146,6 +148,7 @@ def head_kinds(
     best = strength.argmax(0)
     strong = strength.max(0) >= 1.0
     kind[strong] = np.array(SPECIALISED, dtype=object)[best[strong]]
+    kind[~np.isfinite(metrics["entropy"])] = NOT_COMPUTABLE  # NaN/Inf weights: no score means anything
     return HeadKinds(scores, kind, sink_target, label)
 
 

@@ -39,25 +39,36 @@ def head_similarity(patterns: np.ndarray, max_rows: int = 128) -> tuple[np.ndarr
     """JS distance between every pair of heads of (L, H, N, M) patterns: ((L*H, L*H), [(layer, head), ...]).
 
     Rows are renormalised to sum to 1 first (see renormalised_rows). Long inputs compare an evenly spaced
-    subset of at most ``max_rows`` query rows (keys are all kept).
+    subset of at most ``max_rows`` query rows (keys are all kept). A head with NaN or Inf weights gets NaN
+    distances (its row and column, diagonal included): it is not computable, not identical to other such heads.
     """
     p = np.asarray(patterns)
     L, H, n, m = p.shape
     rows = np.unique(np.linspace(0, n - 1, min(n, max_rows)).round().astype(int))
-    flat = renormalised_rows(p[:, :, rows]).reshape(L * H, len(rows), m)  # (K, r, M)
-    return js_distance_matrix(flat), [(i, j) for i in range(L) for j in range(H)]
+    sampled = p[:, :, rows].reshape(L * H, len(rows), m)  # (K, r, M)
+    broken = ~np.isfinite(sampled).all(axis=(1, 2))  # (K,): NaN/Inf weights compare with nothing
+    flat = renormalised_rows(np.where(broken[:, None, None], 0.0, sampled))  # broken heads: uniform, then blanked
+    dist = js_distance_matrix(flat)
+    dist[broken, :] = np.nan
+    dist[:, broken] = np.nan
+    return dist, [(i, j) for i in range(L) for j in range(H)]
 
 
 def cluster_order(distance: np.ndarray) -> np.ndarray:
-    """Leaf order of average-linkage clustering (optimal ordering): similar heads end up adjacent."""
+    """Leaf order of average-linkage clustering (optimal ordering): similar heads end up adjacent; heads with
+    NaN distances (not computable) come last."""
     from scipy.cluster.hierarchy import leaves_list, linkage
     from scipy.spatial.distance import squareform
 
     d = np.asarray(distance, dtype=np.float64)
     if d.ndim != 2 or d.shape[0] != d.shape[1]:
         raise ValueError(f"distance must be a square matrix, got shape {d.shape}")
-    if d.shape[0] < 3:
-        return np.arange(d.shape[0])
+    broken = np.isnan(d).all(0) if d.size else np.zeros(0, dtype=bool)  # not computable: ordered last
+    good = np.flatnonzero(~broken)
+    if len(good) < 3:
+        return np.concatenate([good, np.flatnonzero(broken)])
+    d = d[np.ix_(good, good)]
     d = 0.5 * (d + d.T)
     np.fill_diagonal(d, 0.0)
-    return leaves_list(linkage(squareform(d, checks=False), method="average", optimal_ordering=True))
+    order = good[leaves_list(linkage(squareform(d, checks=False), method="average", optimal_ordering=True))]
+    return np.concatenate([order, np.flatnonzero(broken)])

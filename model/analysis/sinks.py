@@ -22,7 +22,10 @@ SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
 TYPE_THRESHOLD = SINK_THRESHOLD
 #: "broad": mean row entropy at least this fraction of the uniform row's log N
 BROAD_ENTROPY = 0.8
-HEAD_TYPES = ("previous", "next", "self", "[CLS]", "[SEP]", "punctuation", "position 0", "positional", "broad", "mixed")
+HEAD_TYPES = (
+    "previous", "next", "self", "[CLS]", "[SEP]", "punctuation", "position 0", "positional", "broad", "mixed",
+    "not computable",  # NaN or Inf weights
+)  # fmt: skip
 
 
 def is_punctuation(token: str) -> bool:
@@ -83,7 +86,8 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
 
     previous/next/self token, [CLS], [SEP], punctuation, position 0 — the largest, if it reaches TYPE_THRESHOLD
     (ties go to the earlier name); else "positional" if one other fixed offset (±2 … ±8) reaches it; else
-    "broad" if rows are nearly uniform (mean entropy ≥ BROAD_ENTROPY · log N); else "mixed"."""
+    "broad" if rows are nearly uniform (mean entropy ≥ BROAD_ENTROPY · log N); else "mixed"; "not computable"
+    for a head whose weights are NaN or Inf."""
     p = np.asarray(patterns, dtype=np.float32)
     L, H, n, _ = p.shape
     shares = sink_shares(p, tokens, special, causal)
@@ -102,4 +106,5 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
     best = stack.argmax(0)
     strong = stack.max(0) >= TYPE_THRESHOLD
     labels[strong] = np.array(names, dtype=object)[best[strong]]
+    labels[~np.isfinite(ent)] = "not computable"
     return labels

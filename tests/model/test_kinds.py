@@ -43,6 +43,7 @@ def test_each_hand_built_head_gets_its_kind():
         "broad": 1,
         "repeated token": 1,
         "mixed": 0,
+        "not computable": 0,
     }
     assert kinds.specialised == 4 and kinds.heads("previous token") == [(0, 0)]
     # the repeated-token head is found by Find heads' "same token" relation: both "the"s look at each other

@@ -265,3 +265,13 @@ def test_the_mask_filler_sentence_is_a_sentence():
     )
     assert mask_fillers(["A", "B", "C"]) == "For masked-word predictions, use A, B and C: only they fill in [MASK]."
     assert mask_fillers([]).startswith("None of these models fills in [MASK]")
+
+
+def test_captions_with_nan_numbers_say_why_instead():
+    from viz.views.finite import checked_caption
+
+    warnings = ["blocks.0.ff.fc1.weight contains NaN or Inf values; outputs will not be meaningful"]
+    said = checked_caption("This head puts nan% of its weight on position 0; spread ×inf.", warnings)
+    assert said.startswith("Not computable:") and "blocks.0.ff.fc1.weight" in said
+    for fine in ("No head of nan.safetensors passes", "3 heads are not computable (NaN or Inf weights)", ""):
+        assert checked_caption(fine, warnings) == fine

@@ -26,6 +26,7 @@ TYPE_COLORS = (
     "#90be6d",
     "#e9ecef",
     "#adb5bd",
+    "#ffc9c9",
 )
 
 

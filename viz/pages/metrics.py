@@ -98,8 +98,16 @@ st.caption(
 )
 table = pd.DataFrame(metrics_table(ctx.obs.metrics))
 st.session_state["_metrics_rows"] = list(zip(table["layer"], table["head"]))
+broken = int(table["entropy"].isna().sum())
+if broken:
+    st.warning(
+        f"{broken} of {len(table)} heads are not computable: their attention weights are NaN or Inf (the model's "
+        "weights hold NaN or Inf values). Their rows say so; they are left out of the comparisons below.",
+        icon=":material/warning:",
+    )
+numeric = [m for m in table.columns if m not in ("layer", "head")]
 st.dataframe(
-    table,
+    table.style.format("{:.3f}", subset=numeric, na_rep="not computable") if broken else table,
     hide_index=True,
     key="metrics_table",
     on_select=open_row,
@@ -128,7 +136,8 @@ st.caption(
 show_view(fig, "metrics_sim", on_select=compare_clicked_cell if clickable else None, selection_mode="points")
 st.markdown("**The closest pairs of heads** — click a row to compare them side by side:")
 i, j = np.triu_indices(len(pairs), k=1)
-closest = np.argsort(dist[i, j], kind="stable")[:10]
+computable = np.flatnonzero(np.isfinite(dist[i, j]))  # heads with NaN/Inf weights compare with nothing
+closest = computable[np.argsort(dist[i, j][computable], kind="stable")[:10]]
 st.session_state["_metrics_pairs"] = [(*pairs[i[c]], *pairs[j[c]]) for c in closest]
 st.dataframe(
     pd.DataFrame(

@@ -283,4 +283,13 @@ def similarity(src: Source, theme: Theme):
         theme=theme,
     )
     compared = "rows renormalised over the shown tokens (special tokens hidden)" if src.hide_special else "every token"
-    return with_subtitle(fig, f"{compared} · " + subtitle(src), theme)
+    fig = with_subtitle(fig, f"{compared} · " + subtitle(src), theme)
+    broken = [pairs[i] for i in np.flatnonzero(np.isnan(dist).all(0))]
+    if not broken:
+        return fig
+    names = ", ".join(f"L{a}H{b}" for a, b in broken[:6]) + (f" and {len(broken) - 6} more" if len(broken) > 6 else "")
+    caption = (
+        f"{len(broken)} of {len(pairs)} heads are not computable (their weights are NaN or Inf): {names}. They "
+        "compare with nothing, so they are drawn blank and last, not as identical."
+    )
+    return Captioned(fig, caption)

@@ -35,6 +35,7 @@ from model.io.state import LoadedModel
 from model.observe import Observation, Options
 from model.profile.store import Profile
 from viz.figures.common import DEFAULT_THEME, Theme, label_named, safe_filename
+from viz.views.finite import check_selection, checked_caption, mark_figure
 
 MAX_NAME = 140
 BLOCK_MEANS = re.compile(r", shown as \d+ × \d+ block means$")  # the screen's resolution, not the view's
@@ -192,7 +193,13 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
     if unknown:
         raise ValueError(f"view {key!r} takes no {', '.join(sorted(unknown))}; it takes {', '.join(full) or 'nothing'}")
     full.update(selection)
+    warnings = list(getattr(src.loaded, "warnings", []))
+    if (message := check_selection(src.obs, warnings, full)) is not None:
+        raise ViewUnavailableError(message)
     figures = _parts(spec.build(src, theme, **full))
+    for fig, _ in figures.values():
+        mark_figure(fig)
+    figures = {p: (fig, checked_caption(caption, warnings)) for p, (fig, caption) in figures.items()}
     name = export_name(src, theme, key, full)
     views = []
     for part, (fig, caption) in figures.items():
@@ -200,7 +207,9 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
         title = BLOCK_MEANS.sub("", title)
 
         def restyle(other: Theme, part=part) -> go.Figure:
-            return _parts(spec.build(src, other, **full))[part][0]
+            fig = _parts(spec.build(src, other, **full))[part][0]
+            mark_figure(fig)
+            return fig
 
         # rebuilt for a file (exact, no click targets) only when one is asked for
         exact = (lambda restyle=restyle: restyle(theme.for_export())) if theme.for_export() != theme else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.kinds import KINDS, SPECIALISED, THRESHOLDS, HeadKinds
+from model.analysis.kinds import KINDS, NOT_COMPUTABLE, SPECIALISED, THRESHOLDS, HeadKinds
 from model.io.catalog import ModelSpec
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.gallery import head_gallery, kind_counts
@@ -26,6 +26,8 @@ def summary(kinds: HeadKinds, total: int, name: str) -> str:
             what = f"linking {kinds.pair}" if kind == "your pair" else kind
             jobs.append(f"{counts[kind]} {what} (strongest L{layer}H{head}, {score:.2f})")
     rest = f"{counts['broad']} broad (nearly uniform), {counts['mixed']} mixed (no single job)"
+    if counts[NOT_COMPUTABLE]:
+        rest += f", {counts[NOT_COMPUTABLE]} not computable (NaN or Inf weights)"
     if not jobs:
         return f"No head of {name} passes a kind's threshold on this text: {rest}."
     return f"{kinds.specialised} of {total} heads of {name} have a job on this text: {', '.join(jobs)}; {rest}."
@@ -78,7 +80,7 @@ def lesson_kinds(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
     total = src.obs.n_layers * src.obs.n_heads
     name = src.loaded.name
     counts = {name: trained.counts(), "random init, same config": random.counts()}
-    shown = [k for k in (*KINDS, "mixed") if any(c[k] for c in counts.values())]
+    shown = [k for k in (*KINDS, "mixed", NOT_COMPUTABLE) if any(c[k] for c in counts.values())]
     fig = kind_counts(counts, shown, title="Heads specialise: kinds of head, trained vs random init", theme=theme)
     caption = summary(trained, total, name) + " " + summary(random, total, "a random init of the same config")
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
