@@ -14,6 +14,7 @@ from viz.figures import Theme
 from viz.figures.text import pct
 from viz.views import build
 from viz.views import captions as say
+from viz.views import head_captions as heads_say
 from viz.views.source import DirectSource
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -114,11 +115,13 @@ def test_value_norms_spread_ablation_padding_and_one_query():
     text = say.value_norms(["x", "y"], weights, contrib)
     assert "“x” receives 60% of the weight but 13% of the contribution" in text
     assert "agree" in say.value_norms(["x", "y"], weights, weights)
-    assert "specialise" in say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.5, 0.52])}, "previous")
-    assert "does not tell" in say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.0, 1.1])}, "previous")
-    text = say.ablation(TOKENS, [0.1, 0.2, 0.9, 0.1, 0.1, 0.1], [(0, 1), (2, 3)])
+    assert "specialise" in heads_say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.5, 0.52])}, "previous")
+    assert "does not tell" in heads_say.spread({"m": np.array([0.0, 1.0]), "r": np.array([0.0, 1.1])}, "previous")
+    text = heads_say.ablation(TOKENS, [0.1, 0.2, 0.9, 0.1, 0.1, 0.1], [(0, 1), (2, 3)])
     assert "token 2 “b” (0.900)" in text and text.startswith("With L0H1 and L2H3 off,")
-    assert say.heads_off([(1, 0)]) == "L1H0 off" and say.heads_off([(0, h) for h in range(5)]) == "5 heads off"
+    assert (
+        heads_say.heads_off([(1, 0)]) == "L1H0 off" and heads_say.heads_off([(0, h) for h in range(5)]) == "5 heads off"
+    )
     assert "exactly zero weight" in say.padding(0.0, 1e-7, 3) and "the same as" in say.padding(0.0, 1e-7, 3)
     assert "at most 1.0e-03" in say.padding(1e-3, 0.5, 3) and "different from" in say.padding(1e-3, 0.5, 3)
     assert "nothing is padded" in say.padding(0.0, 0.0, 0)

@@ -15,6 +15,8 @@ animate     one head step by step, frame by frame (the page plays them, the expo
 block       the block drawn from the config, the residual stream, pre- or post-norm
 mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, gradients, sinks, head types
 captions    the sentences under figures, computed from the numbers drawn
+head_captions  the same for heads: their spread, ablation, Find heads' ranking, a prediction check
+finite      heads with NaN or Inf weights: not computable, with the reason
 """
 
 from viz.views import animate, attention, block, corpus, decoder, find, headview, inside, kinds, lessons, masks, mixing  # noqa: F401

@@ -10,7 +10,8 @@ from viz.figures import ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import found_heads, quoted
+from viz.views.captions import quoted
+from viz.views.head_captions import found_heads
 
 #: what each relation looks for, as the page offers it
 RELATION_LABELS = {

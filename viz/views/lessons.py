@@ -24,17 +24,15 @@ from viz.figures import (
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import ablation as ablation_caption
 from viz.views.captions import (
     clipped_table,
-    heads_off,
     permutation,
-    prediction_check,
     quoted,
     scaling,
-    spread,
     wavelengths,
 )
+from viz.views.head_captions import ablation as ablation_caption
+from viz.views.head_captions import heads_off, prediction_check, spread
 
 
 def _formula_width(src: Source) -> int:

@@ -1,0 +1,92 @@
+"""Captions about heads — their spread across a model, ablation, Find heads' ranking, a prediction check —
+computed from the numbers drawn, as :mod:`viz.views.captions` (plain text; pages escape Markdown)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from viz.figures.text import pct
+from viz.views.captions import quoted
+
+
+def spread(values: dict[str, np.ndarray], metric: str) -> str:
+    """Heads specialise: the spread of one metric across heads, trained vs random init."""
+    (trained, a), (other, b) = values.items()
+    sa, sb = float(np.std(a)), float(np.std(b))
+    ratio = sa / max(sb, 1e-12)
+    if ratio >= 1.5:
+        verdict = f"{trained}'s heads differ {ratio:.1f}× more from each other: training made them specialise."
+    elif ratio <= 1 / 1.5:
+        verdict = f"here the random init's heads differ more ({1 / ratio:.1f}×) — this metric does not show it."
+    else:
+        verdict = "the two spreads are alike: this metric does not tell them apart on this text."
+    return f"Spread of {metric} across heads (standard deviation): {trained} {sa:.3f}, {other} {sb:.3f} — {verdict}"
+
+
+def heads_off(heads) -> str:
+    """ "L0H2 off", "L0H2 and L1H3 off", or "5 heads off" for more than three."""
+    names = [f"L{layer}H{head}" for layer, head in heads]
+    if len(names) > 3:
+        return f"{len(names)} heads off"
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names or ["no head"]) + " off"
+
+
+def ablation(tokens: list[str], change, heads) -> str:
+    """The ablation lesson: mean and largest relative change of the final vectors with ``heads`` off."""
+    c = np.asarray(change, dtype=np.float64)
+    hi = int(c.argmax())
+    return (
+        f"With {heads_off(heads)}, the final vectors move by {c.mean():.3f} on average (relative change); most for "
+        f"token {hi} {quoted(tokens[hi])} ({c[hi]:.3f})."
+    )
+
+
+def found_heads(what: str, score, column, flagged, chance: float, n_queries: int, shown: int = 8) -> str:
+    """Find heads: the strongest head for the chosen pairs, against chance, and which of the strongest owe their
+    weight to a column pattern. score/column/flagged: (L, H) (column None for a per-query relation)."""
+    s = np.asarray(score, dtype=np.float64)
+    L, H = s.shape
+    order = np.lexsort((np.tile(np.arange(H), L), np.repeat(np.arange(L), H), -s.ravel()))[:shown]
+    best = divmod(int(order[0]), H)
+    text = (
+        f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {s[best]:.2f} of the weight "
+        f"(a head spreading evenly would give {chance:.2f}; averaged over {n_queries} quer"
+        f"{'y' if n_queries == 1 else 'ies'})."
+    )
+    above = int((s > 2 * chance).sum()) if chance > 0 else int((s > 0).sum())
+    text += f" {above} head{'' if above == 1 else 's'} give{'s' if above == 1 else ''} more than twice chance."
+    if column is not None:
+        col = np.asarray(column, dtype=np.float64)
+        marked = [divmod(int(i), H) for i in order if flagged[divmod(int(i), H)]]
+        if marked:
+            text += (
+                " Among the strongest, column patterns (the other tokens give the same keys nearly as much): "
+                + (
+                    ", ".join(
+                        f"L{lay}H{hd} ({s[lay, hd]:.2f} vs {col[lay, hd]:.2f} from the others)" for lay, hd in marked
+                    )
+                )
+                + "."
+            )
+        else:
+            text += " None of the strongest is a column pattern: the other tokens give these keys much less."
+    return text
+
+
+def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
+    """Predict-then-look: how the student's guess for a query's strongest key fared. weights: (N,) the row."""
+    w = np.asarray(weights, dtype=np.float64)
+    order = np.argsort(-w, kind="stable")
+    rank = int(np.flatnonzero(order == guess)[0]) + 1
+    best = int(order[0])
+    if guess == best:
+        return (
+            f"Right: {quoted(tokens[query])} attends most to {quoted(tokens[guess])} ({pct(w[guess])}). "
+            f"Next: {quoted(tokens[order[1]])} ({pct(w[order[1]])})."
+            if len(w) > 1
+            else "Right."
+        )
+    return (
+        f"Not quite: your guess {quoted(tokens[guess])} gets {pct(w[guess])} (rank {rank} of {len(w)}); "
+        f"{quoted(tokens[query])} attends most to {quoted(tokens[best])} ({pct(w[best])})."
+    )
