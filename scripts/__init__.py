@@ -1,1 +1,1 @@
-"""Helper commands (see the README's development section)."""
+"""Helper commands (see docs/development.md)."""

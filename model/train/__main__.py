@@ -1,4 +1,4 @@
-"""``python -m model.train tokenizer|mlm ...``: rebuild the bundled tokenizer and model (see the README)."""
+"""``python -m model.train tokenizer|mlm ...``: rebuild the bundled tokenizer and model (see docs/models.md)."""
 
 from __future__ import annotations
 
