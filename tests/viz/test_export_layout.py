@@ -6,6 +6,7 @@ bar, subplot titles) overlap."""
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import pytest
 
 from model.io.catalog import ModelSpec
@@ -102,3 +103,46 @@ def test_corpus_views_export_cleanly(page, kind, tmp_path):
                     for a, b in overlaps(boxes)
                 ]
     assert not problems, "\n".join(problems[:40])
+
+
+SCREEN_COLUMN = 1100  # px: the page's column on a laptop, narrower than the exported figure
+
+
+def tick_collisions(boxes: list[dict], slack: float = 2.0) -> list[tuple[dict, dict]]:
+    """Tick labels of one axis drawn over each other ("hurry·35 a·34")."""
+    ticks = [b for b in boxes if is_tick(b)]
+    return [
+        (a, b)
+        for i, a in enumerate(ticks)
+        for b in ticks[i + 1 :]
+        if text_group(a) == text_group(b)
+        and min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > slack
+        and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > slack
+    ]
+
+
+def test_side_by_side_panels_keep_their_labels_off_each_other_in_a_screen_column(page, tmp_path):
+    """SmolLM2's Beyond-the-weights panels (block means over 300 tokens: labels like "tokens 12–15") and the
+    corpus page's top documents, drawn as wide as a laptop's page column: no panel's tick labels over the previous
+    heatmap, no tick labels over each other."""
+    from model.observe import Options
+    from model.profile.corpus import bundled_documents
+    from model.profile.run import run_profile
+    from scripts.browser import data_boxes, over_data
+    from viz.figures.common import set_export_width
+
+    long = " ".join([DECODER[1]] * 5)
+    smol = DirectSource.for_text(ModelSpec("smollm2"), long, Options(max_len=300))
+    assert smol.obs.n_tokens == 300
+    profile = run_profile(ModelSpec("bundled"), bundled_documents()[::40][:24], tmp_path, corpus_name="sample")
+    bundled = DirectSource.for_text(ModelSpec("bundled"), SHORT[1])
+    views = [*build("mixing", smol, Theme()), *build("corpus.examples", bundled, Theme(), profile=str(profile.path))]
+    problems = []
+    for view in views:
+        fig = set_export_width(go.Figure(view.figure), SCREEN_COLUMN)
+        svg = render_image(fig, "svg")
+        boxes, data = text_boxes(page, svg), data_boxes(page, svg)
+        ticks = sorted({text_group(b) for b in boxes if is_tick(b)})
+        problems += [f"{view.key}: tick {b['text']!r} over a heatmap" for b, _ in over_data(boxes, data, ticks)]
+        problems += [f"{view.key}: {a['text']!r} over {b['text']!r}" for a, b in tick_collisions(boxes)]
+    assert not problems, "\n".join(problems[:20])

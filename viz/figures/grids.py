@@ -151,6 +151,24 @@ def weights_vs_contributions(pattern, contrib, tokens, *, title: str | None = No
     return fig
 
 
+SCREEN_WIDTH = 1200  # px a figure may get on screen (the page's column); gaps between panels are sized for it
+
+
+def _gap(panels, theme: Theme, width: int) -> float:
+    """Horizontal spacing between panels with their own row labels: wide enough for the longest label of the
+    panels right of the first (a label like "tokens 12–15" must not reach into the previous heatmap), as a
+    fraction of the plotting width, sized for the narrower of the export and a screen column."""
+    longest = max((len(str(label)) for _, rows, _, _ in panels for label in rows), default=0)
+    label_px = 0.62 * theme.sizes.tick * (longest + 3) + 12  # "·12" positions are added to repeated tokens
+    return float(min(0.22, max(0.06, label_px / (min(width, SCREEN_WIDTH) - 160))))
+
+
+def _label_px(labels, theme: Theme) -> float:
+    """Room under a panel for its column labels, drawn upright when crowded (capped: plotly cuts long ones)."""
+    longest = max((len(str(label)) for group in labels for label in group), default=4)
+    return min(140.0, 0.62 * theme.sizes.tick * (longest + 3) + 16)
+
+
 def heatmap_panels(
     panels,
     *,
@@ -162,8 +180,10 @@ def heatmap_panels(
     shared_rows: bool = False,
     height: int | None = None,
     keep: tuple = ((), ()),
+    columns: int | None = None,
 ) -> go.Figure:
-    """Matrices side by side on one colour scale, each with its own title: one figure to compare them.
+    """Matrices side by side on one colour scale, each with its own title: one figure to compare them
+    (``columns``: at most this many side by side, the rest in further rows of the grid).
 
     panels: [(matrix (R, C), row labels (R), column labels (C) or None for d0, d1, …, panel title)].
     −inf cells are grey ("masked"). ``shared_rows``: the panels have the same rows (labels only on the left).
@@ -184,27 +204,43 @@ def heatmap_panels(
     bound = zmax if zmax is not None else float(np.nanmax(np.abs(values)) if diverging else np.nanmax(values))
     bound = bound or 1.0
     rows = max(m.shape[0] for m in mats)
+    ncols = min(columns or k, k)
+    nrows = -(-k // ncols)
+    asked = height
     width, height = boxed(
-        theme, height or max(380, (26 if theme.presentation else 18) * min(rows, 60) + 240), max(800, 360 * k + 160)
+        theme,
+        height or max(380, (26 if theme.presentation else 18) * min(rows, 60) + 240),
+        max(800, 360 * ncols + 160),
     )
     width = min(1800, width)
     # Panel titles are wrapped to their panel's width (they sit above it and must not reach the next one).
-    panel_titles = [wrap(p[3], 0.8 * (width - 160) / k, theme.sizes.axis_title) for p in panels]
-    spacing = 0.04 if shared_rows else 0.1
+    panel_titles = [wrap(p[3], 0.8 * (width - 160) / ncols, theme.sizes.axis_title) for p in panels]
+    right = [p for i, p in enumerate(panels) if i % ncols]  # panels whose row labels sit beside another panel
+    spacing = 0.04 if shared_rows else _gap(right, theme, width) if right else 0.1
+    panel_w = (min(width, SCREEN_WIDTH) - 160) * (1 - spacing * (ncols - 1)) / ncols
+    shape = max(m.shape[0] / max(m.shape[1], 1) for m in mats)
+    below = _label_px([p[2] or [] for p in panels], theme) + theme.sizes.axis_title * 2.4  # x labels + next title
+    if asked is None and not theme.box and nrows > 1:  # a grid of roughly square panels
+        height = int(nrows * (min(700, max(260, panel_w * shape)) + below) + 200)
+    elif asked is None and not theme.box and k > 2:  # many square matrices side by side: not tall strips
+        height = int(min(height, max(380, panel_w * shape + 240)))
     fig = subplots(
-        rows=1,
-        cols=k,
+        rows=nrows,
+        cols=ncols,
         subplot_titles=panel_titles,
         shared_yaxes=shared_rows,
         horizontal_spacing=spacing,
+        vertical_spacing=min(0.3, below / max(height - 200, 1)) if nrows > 1 else 0.1,
     )
-    budget = tick_budget(height - 240, theme.sizes.tick)
-    x_budget = tick_budget((width - 160) * (1 - spacing * (k - 1)) / k, theme.sizes.tick)  # one panel's width
-    for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite), start=1):
+    panel_h = (height - 240) / nrows if nrows == 1 else (height - 200) / nrows - below
+    budget = tick_budget(panel_h, theme.sizes.tick)
+    x_budget = tick_budget((width - 160) * (1 - spacing * (ncols - 1)) / ncols, theme.sizes.tick)  # one panel
+    for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite)):
+        at = {"row": i // ncols + 1, "col": i % ncols + 1}
         y = token_labels(row_labels, theme.positions)
         x = [f"d{j}" for j in range(m.shape[1])] if col_labels is None else token_labels(col_labels, theme.positions)
         hover = f"row: %{{y}}<br>column: %{{x}}<br>{value_name}: %{{z:.4f}}<extra></extra>"
-        fig.add_trace(go.Heatmap(z=f, x=x, y=y, coloraxis="coloraxis", hovertemplate=hover, name=value_name), 1, i)
+        fig.add_trace(go.Heatmap(z=f, x=x, y=y, coloraxis="coloraxis", hovertemplate=hover, name=value_name), **at)
         if np.isneginf(m).any():
             fig.add_trace(
                 go.Heatmap(
@@ -216,11 +252,10 @@ def heatmap_panels(
                     hovertemplate="row: %{y}<br>column: %{x}<br>−∞ (masked)<extra></extra>",
                     name="masked",
                 ),
-                1,
-                i,
+                **at,
             )
-        update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget, keep[0]), row=1, col=i)
-        update_axes(fig, "x", type="category", **thinned(x, x_budget, keep[1]), row=1, col=i)
+        update_axes(fig, "y", autorange="reversed", type="category", **thinned(y, budget, keep[0]), **at)
+        update_axes(fig, "x", type="category", **thinned(x, x_budget, keep[1]), **at)
     scale = theme.diverging if diverging else theme.colorscale
     relayout(
         fig,

@@ -111,7 +111,8 @@ def corpus_examples(
         obs, _ = src.other(text=str(texts[doc]), options=options)
         name = str(names[doc]) if names is not None and names[doc] else f"document {doc}"
         panels.append((obs.patterns[layer, head], obs.tokens, obs.tokens, f"{name}: {value:.2f}"))
-    fig = heatmap_panels(panels, title=f"L{layer}H{head}: the documents with the highest {label(metric)}", theme=theme)
+    title = f"L{layer}H{head}: the documents with the highest {label(metric)}"
+    fig = heatmap_panels(panels, title=title, theme=theme, columns=2)  # 2 × 2 near-square maps, not four strips
     mean = float(p.heads[(p.heads["layer"] == layer) & (p.heads["head"] == head)][metric].mean())
     first = str(texts[int(top["doc"].iloc[0])])
     first = first[:60] + ("…" if len(first) > 60 else "")
