@@ -6,6 +6,7 @@ Pattern arrays are (..., N, M) with rows summing to 1 (or 0 for fully-masked row
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 METRICS = ("entropy", "mean_distance", "self", "previous", "next", "special", "max_weight")
 #: one definition per metric, said wherever it is shown (Head metrics, Find heads, the gallery, corpus profiles)
@@ -52,28 +53,45 @@ def head_metrics(
     """
     p = np.asarray(pattern, dtype=np.float32)
     n = p.shape[-1]
-    rows = p.sum(-1) > 0.5  # (..., N): rows that attend somewhere
+    sums = _row_reductions(p, special)  # the passes over every cell, in torch, one block of heads at a time
+    rows = sums["total"] > 0.5  # (..., N): rows that attend somewhere
     shape = (1,) * (rows.ndim - 1) + (n,)
     if query_mask is not None:
         rows = rows & np.asarray(query_mask, dtype=bool).reshape(shape)
     if special is not None and not np.all(special):
         rows = rows & ~np.asarray(special, dtype=bool).reshape(shape)
-    logp = np.log(np.maximum(p, 1e-30))  # p = 0 contributes 0·(−69) = 0
     idx = np.arange(n, dtype=np.float32)
-    dist = np.abs(idx[:, None] - idx[None, :])  # (N, N)
     out = {
-        "entropy": _row_mean(-np.einsum("...i,...i->...", p, logp), rows),
-        "mean_distance": _row_mean(np.einsum("...ij,ij->...i", p, dist), rows),
+        "entropy": _row_mean(sums["entropy"], rows),
+        "mean_distance": _row_mean(sums["distance"], rows),
         "self": _row_mean(diagonal_mass(p, 0), rows),
         "previous": _row_mean(diagonal_mass(p, -1), rows & (idx >= 1).reshape(shape)),
         "next": _row_mean(diagonal_mass(p, 1), rows & (idx <= n - 2).reshape(shape)),
-        "max_weight": _row_mean(p.max(-1), rows),
+        "max_weight": _row_mean(sums["max"], rows),
+        "special": _row_mean(sums["special"], rows) if special is not None else np.zeros(rows.shape[:-1]),
     }
-    if special is not None:
-        out["special"] = _row_mean(p @ np.asarray(special, dtype=np.float32), rows)
-    else:
-        out["special"] = np.zeros_like(out["self"])
     return {k: out[k].astype(np.float32) for k in METRICS}
+
+
+def _row_reductions(p: np.ndarray, special: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Per query row of (..., N, M) patterns: total weight, entropy (nats), Σ_j p_ij |i − j|, the largest
+    weight and the weight on special tokens — each (..., N) float32, computed in torch a block of rows at a time
+    (no full-size temporaries: SmolLM2's 270 heads at 512 tokens in 0.3 s instead of 1.4 s with numpy)."""
+    n, m = p.shape[-2:]
+    flat = p.reshape(-1, n, m)  # (K, N, M)
+    dist = (torch.arange(n, dtype=torch.float32)[:, None] - torch.arange(m, dtype=torch.float32)[None]).abs_()
+    marks = torch.from_numpy(np.asarray(special, dtype=np.float32)) if special is not None else torch.zeros(m)
+    out = {k: np.empty(flat.shape[:2], dtype=np.float32) for k in ("total", "entropy", "distance", "max", "special")}
+    step = max(1, (1 << 22) // max(n * m, 1))
+    for k0 in range(0, flat.shape[0], step):
+        block = torch.from_numpy(np.array(flat[k0 : k0 + step]))  # (B, N, M), a writable copy
+        part = slice(k0, k0 + step)
+        out["total"][part] = block.sum(-1).numpy()
+        out["entropy"][part] = torch.special.entr(block).sum(-1).numpy()
+        out["distance"][part] = (block * dist).sum(-1).numpy()
+        out["max"][part] = block.amax(-1).numpy() if m else 0.0
+        out["special"][part] = (block @ marks).numpy()
+    return {k: v.reshape(p.shape[:-1]) for k, v in out.items()}
 
 
 def metrics_table(metrics: dict[str, np.ndarray]) -> list[dict]:

@@ -135,3 +135,27 @@ def test_cluster_order_puts_similar_heads_together():
     assert abs(order.index(0) - order.index(2)) == 1 and abs(order.index(1) - order.index(3)) == 1
     with pytest.raises(ValueError, match="square"):
         cluster_order(np.zeros((2, 3)))
+
+
+def test_js_distances_equal_scipys_on_causal_and_full_patterns():
+    """The blocked torch computation (pairs j ≥ i, rows cropped to their last used key) against scipy's
+    jensenshannon, row by row."""
+    from scipy.spatial.distance import jensenshannon
+
+    rng = np.random.default_rng(3)
+    for causal in (True, False):
+        p = rng.random((5, 11, 11)).astype(np.float32)
+        p = np.tril(p) if causal else p
+        p /= p.sum(-1, keepdims=True)
+        d = js_distance_matrix(p)
+        ref = np.array([[np.mean([jensenshannon(a[r], b[r]) ** 2 for r in range(11)]) for b in p] for a in p])
+        np.testing.assert_allclose(d, np.sqrt(ref), atol=2e-6)
+
+
+def test_similarity_compares_fewer_rows_only_when_the_pairs_are_many():
+    from model.analysis.similarity import similarity_rows
+
+    assert similarity_rows(24, 10, 10, False) == 10  # a short text: every row
+    assert similarity_rows(72, 512, 512, False) == 111  # MiniLM at 512
+    assert similarity_rows(270, 512, 512, True) == 16  # SmolLM2 at 512: the floor
+    assert similarity_rows(72, 128, 128, False) == 128
