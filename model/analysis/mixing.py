@@ -37,6 +37,20 @@ from model.transformer import Transformer
 ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
 KINDS = ("resid_pre", "v", "pattern", "resid_mid", "resid_post")  # what context_mixing captures
 ZERO_BATCH = 16  # value-zeroing variants recomputed per forward pass of one block
+#: seconds per unit of work on this project's 2 CPU cores (bench/RESULTS.md, "Beyond the weights"): norm-based and
+#: ALTI cost L·N²·d_model·H units (MiniLM at 512 tokens: 5.2 s; SmolLM2 at 256: 7.4 s), value zeroing
+#: L·N²·d_model·(12·d_model + 2N) (MiniLM at 128 tokens: 4.4 s)
+CPU_SECONDS_PER_UNIT = {"alti": 0.72e-9, "value_zeroing": 0.024e-9}
+
+
+def mixing_seconds(cfg, n_tokens: int, value_zeroing: bool) -> float:
+    """About how long :func:`context_mixing` takes on a 2-core CPU for a text of ``n_tokens`` (the page says
+    so before it starts a long one)."""
+    work = cfg.n_layers * n_tokens**2 * cfg.d_model
+    seconds = CPU_SECONDS_PER_UNIT["alti"] * work * cfg.n_heads
+    if value_zeroing:
+        seconds += CPU_SECONDS_PER_UNIT["value_zeroing"] * work * (12 * cfg.d_model + 2 * n_tokens)
+    return seconds
 
 
 def work_dtype(model: Transformer) -> torch.dtype:

@@ -401,3 +401,28 @@ def test_the_sink_lesson_opens_on_the_texts_strongest_sink_head(app):
     app.selectbox(key="sink_head").set_value(other).run()
     assert app.selectbox(key="sink_head").value == other
     assert any(f"Layer {chosen[0]}, head {other} with and without" in json.dumps(f) for f in figures(app))
+
+
+@pytest.mark.slow
+def test_context_mixing_of_a_long_text_waits_for_a_button_that_states_the_time(app):
+    """MiniLM at 400 tokens: norm-based and ALTI take ≈ 3 s here, so the section says so and waits; the sinks
+    section needs none of it; the button draws the panels and the choice is kept for the text."""
+    from model.analysis.mixing import mixing_seconds
+
+    app.sidebar.selectbox(key="model_kind").set_value("minilm").run()
+    app.sidebar.text_area(key="text").set_value(" ".join(["the cat sat on the mat"] * 66)).run()
+    app.switch_page("viz/pages/mixing.py").run()
+    assert not app.exception
+    assert not app.get("plotly_chart")
+    estimate = mixing_seconds(app.session_state["_ctx"].loaded.model.cfg, app.session_state["_ctx"].obs.n_tokens, False)
+    assert estimate > 2 and any(f"about {estimate:.0f} s" in i.value for i in app.info)
+    app.session_state["mix_section"] = "Sinks and head types"
+    app.run()
+    assert len(app.get("plotly_chart")) == 2
+    app.session_state["mix_section"] = "Context mixing"
+    app.run()
+    app.button(key="mix_run").click().run()
+    assert not app.exception and len(app.get("plotly_chart")) == 2
+    app.session_state["layer"] = 1
+    app.run()  # asked once for this text: other layers come without asking again
+    assert len(app.get("plotly_chart")) == 2

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from model.analysis.gradients import targets_for
+from model.analysis.mixing import mixing_seconds
 from model.analysis.sinks import SINK_TARGETS
 from viz.settings import MIXING_SECTIONS
 from viz.shell.components import token_strip
@@ -28,6 +29,26 @@ if obs.n_tokens > MAX_ZEROING_TOKENS and part != "Sinks and head types":
         f"Value zeroing recomputes every layer once per token; it is left out above {MAX_ZEROING_TOKENS} tokens "
         f"(this text has {obs.n_tokens}). The other methods are shown."
     )
+
+ASK_ABOVE_S = 2.0  # a measurement expected to take longer waits for the button, with its estimate
+zeroing = obs.n_tokens <= MAX_ZEROING_TOKENS
+estimate = mixing_seconds(ctx.loaded.model.cfg, obs.n_tokens, zeroing)
+asked = (ctx.spec, ctx.device, obs.text, ctx.options)
+if (
+    part != "Sinks and head types"
+    and ctx.device == "cpu"
+    and estimate > ASK_ABOVE_S
+    and st.session_state.get("_asked_mixing") != asked
+):
+    methods = "norm-based, ALTI" + (" and value zeroing" if zeroing else "")
+    st.info(
+        f"Measuring context mixing ({methods}) on this text takes about {estimate:.0f} s on this server's CPU "
+        f"({obs.n_layers} layers × {obs.n_tokens} tokens; it grows with the square of the length), so it waits for "
+        "the button. Once measured it is kept for every page and user. *Sinks and head types* needs none of it."
+    )
+    if not st.button(f"Measure it (about {estimate:.0f} s)", key="mix_run", icon=":material/play_arrow:"):
+        st.stop()
+    st.session_state["_asked_mixing"] = asked
 
 if part == "Context mixing":
     cols = st.columns(2)
