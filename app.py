@@ -1,21 +1,29 @@
 """Attention Lab: `streamlit run app.py`. The frame only: page config, shared sidebar, navigation."""
 
 import os
+import sys
 
 import streamlit as st
 
-from model.memory import keep_freed_memory
-from viz.export.render import warm_up_renderer
-from viz.shell import prepare
-from viz.shell.deck import deck_status, restore_url_deck, slide_note
-from viz.shell.export_panel import export_section, session_controls
-from viz.shell.sidebar import draw_sidebar
-from viz.shell.state import init_state, load_url_state, save_url_state
-from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable
-from viz.views import ViewUnavailableError
-from viz.views.finite import model_notice
-
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
+_charts = None
+if "torch" not in sys.modules:  # a cold server: the browser fetches its chart code while torch and the model load
+    _charts = st.empty()
+    _charts.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}}, key="_preload")
+
+from model.memory import keep_freed_memory  # noqa: E402
+from viz.export.render import warm_up_renderer  # noqa: E402
+from viz.shell import prepare  # noqa: E402
+from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
+from viz.shell.export_panel import export_section, session_controls  # noqa: E402
+from viz.shell.sidebar import draw_sidebar  # noqa: E402
+from viz.shell.state import init_state, load_url_state, save_url_state  # noqa: E402
+from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable  # noqa: E402
+from viz.views import ViewUnavailableError  # noqa: E402
+from viz.views.finite import model_notice  # noqa: E402
+
+if _charts is not None:
+    _charts.empty()
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
 
 PAGES = {

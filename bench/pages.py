@@ -72,8 +72,10 @@ def timed(page, action, timeout: float = 60.0) -> float:
 
 
 def first_chart(page, start: float, timeout: float = 120.0) -> float:
+    """Seconds until the attention map's heatmap is drawn (not any chart: a cold server first shows an empty
+    one so that the browser loads its chart code while the server imports torch)."""
     while time.perf_counter() - start < timeout:
-        if page.locator(".js-plotly-plot .main-svg").count():
+        if page.locator(".js-plotly-plot .heatmaplayer image").count():
             return time.perf_counter() - start
         page.wait_for_timeout(20)
     raise TimeoutError("no chart appeared")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
 from model.analysis.metrics import METRICS, head_metrics
@@ -20,6 +20,9 @@ from model.analysis.sinks import SINK_TARGETS, sink_shares
 from model.capture import run_with_cache
 from model.io.tokenizer import Encoded, Tokenizer
 from model.transformer import Transformer
+
+if TYPE_CHECKING:  # pandas (0.5 s to import) is loaded when a profile is made or read
+    import pandas as pd
 
 #: parquet column of each sink share
 SHARE_COLUMNS = {"[CLS]": "share_cls", "[SEP]": "share_sep", "punctuation": "share_punct", "position 0": "share_pos0"}
@@ -104,6 +107,8 @@ def profile_corpus(
 
 def table(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     """Rows of many documents as one DataFrame sorted by (doc, layer, head), float32 metrics."""
+    import pandas as pd
+
     frame = pd.DataFrame({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
     frame = frame.astype({c: "float32" for c in COLUMNS} | {"doc": "int32", "layer": "int16", "head": "int16"})
     return frame.sort_values(["doc", "layer", "head"], kind="stable").reset_index(drop=True)

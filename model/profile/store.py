@@ -13,8 +13,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas (0.5 s to import) is loaded when a profile is made or read
+    import pandas as pd
 
 FORMAT = "attention-lab-profile/1"
 
@@ -54,6 +56,8 @@ def write_profile(path: Path, heads: pd.DataFrame, docs: pd.DataFrame, meta: dic
 
 def read_profile(path: str | Path) -> Profile | None:
     """The profile at ``path``, or None when there is no complete one there."""
+    import pandas as pd
+
     path = Path(path)
     meta_file = path / "meta.json"
     if path.name.startswith(".tmp-") or not meta_file.is_file():
