@@ -74,7 +74,8 @@ class Setting:
     """One session-state key.
 
     ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "tokens", "token", "token_or_none" (-1 for
-    none), "ordinary" (a non-special token), "window" (the head view's first token) or None.
+    none), "ordinary" (a non-special token), "window" (the head view's first token), "unset" (an index, or -1
+    until the page chooses one from the text) or None.
     ``saved``: written to session files. ``page``: the url path of the page whose widget it is (its
     default is filled when that page is first drawn, so a default that follows the head in focus or the
     model's width takes them as they are then), None for shared settings. ``url``: kept in the URL."""
@@ -110,7 +111,7 @@ class Setting:
                 raise ValueError(f"ignored {self.key!r}: expected a list of indices")
         if self.allowed is not None and value not in self.allowed:
             raise ValueError(f"ignored {self.key!r}: {value!r} is not one of {self.allowed}")
-        if self.type is int and not (-1 if self.fits == "token_or_none" else 0) <= value <= 10**9:
+        if self.type is int and not (-1 if self.fits in ("token_or_none", "unset") else 0) <= value <= 10**9:
             raise ValueError(f"ignored {self.key!r}: out of range")
         if self.type is str and len(value) > MAX_TEXT:
             return value[:MAX_TEXT], f"the {self.key} was cut to {MAX_TEXT:,} characters"
@@ -285,8 +286,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("predict_guess", 0, int, fits="token", page="lessons", url=True),
     Setting("ablate_heads", lambda s, state: [(0, 0)], list, fits="pairs", saved=False, page="lessons"),
     # -1: not chosen yet, so the lesson opens on the text's strongest sink head (a function of the patterns)
-    Setting("sink_layer", -1, int, page="lessons", url=True),
-    Setting("sink_head", -1, int, page="lessons", url=True),
+    Setting("sink_layer", -1, int, fits="unset", page="lessons", url=True),
+    Setting("sink_head", -1, int, fits="unset", page="lessons", url=True),
     Setting("ind_period", 24, int, page="lessons", url=True),
     Setting("ind_seed", 0, int, page="lessons", url=True),
     Setting("gqa_kv", 0, int, page="lessons", url=True),
