@@ -160,13 +160,13 @@ def _gap(panels, theme: Theme, width: int) -> float:
     fraction of the plotting width, sized for the narrower of the export and a screen column."""
     longest = max((len(str(label)) for _, rows, _, _ in panels for label in rows), default=0)
     label_px = 0.62 * theme.sizes.tick * (longest + 3) + 12  # "·12" positions are added to repeated tokens
-    return float(min(0.22, max(0.06, label_px / (min(width, SCREEN_WIDTH) - 160))))
+    return float(min(0.15, max(0.1, label_px / (min(width, SCREEN_WIDTH) - 160))))
 
 
 def _label_px(labels, theme: Theme) -> float:
     """Room under a panel for its column labels, drawn upright when crowded (capped: plotly cuts long ones)."""
     longest = max((len(str(label)) for group in labels for label in group), default=4)
-    return min(140.0, 0.62 * theme.sizes.tick * (longest + 3) + 16)
+    return min(260.0, 0.62 * theme.sizes.tick * (longest + 3) + 16)
 
 
 def heatmap_panels(
@@ -219,11 +219,9 @@ def heatmap_panels(
     spacing = 0.04 if shared_rows else _gap(right, theme, width) if right else 0.1
     panel_w = (min(width, SCREEN_WIDTH) - 160) * (1 - spacing * (ncols - 1)) / ncols
     shape = max(m.shape[0] / max(m.shape[1], 1) for m in mats)
-    below = _label_px([p[2] or [] for p in panels], theme) + theme.sizes.axis_title * 2.4  # x labels + next title
+    below = _label_px([p[2] or [] for p in panels], theme) + theme.sizes.axis_title * 4  # x labels + next title
     if asked is None and not theme.box and nrows > 1:  # a grid of roughly square panels
         height = int(nrows * (min(700, max(260, panel_w * shape)) + below) + 200)
-    elif asked is None and not theme.box and k > 2:  # many square matrices side by side: not tall strips
-        height = int(min(height, max(380, panel_w * shape + 240)))
     fig = subplots(
         rows=nrows,
         cols=ncols,
@@ -267,7 +265,8 @@ def heatmap_panels(
         },
     )
     set_export_width(fig, width)
-    style(fig, theme, title=title, height=height, above=max(t.count("<br>") + 1 for t in panel_titles))
+    above = max(t.count("<br>") + 1 for t in panel_titles) + (1 if nrows > 1 else 0)
+    style(fig, theme, title=title, height=height, above=above)
     if theme.box:  # labels crowded in a slide's panels stand upright
         update_axes(fig, "x", tickangle=-90)
     update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})

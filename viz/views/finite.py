@@ -44,10 +44,10 @@ def finite_heads(obs: Observation) -> np.ndarray:
 def not_computable(obs: Observation, warnings: list[str], heads: list[tuple[int, int]]) -> str:
     names = ", ".join(f"L{a}H{b}" for a, b in heads)
     good = finite_heads(obs)
+    first = np.argwhere(good)
     where = (
-        f" {int(good.sum())} of {good.size} heads are computable (first: L{np.argwhere(good)[0][0]}H"
-        f"{np.argwhere(good)[0][1]})."
-        if good.any()
+        f" {int(good.sum())} of {good.size} heads are computable (first: L{first[0][0]}H{first[0][1]})."
+        if len(first)
         else " No head of this model is computable on this text."
     )
     return f"{names} is not computable: {reason(warnings)}.{where}"
