@@ -95,6 +95,7 @@ if context.theme.presentation:
 model_note = model_notice(context.loaded.warnings, context.obs)  # NaN/Inf weights: said on top, not only aside
 for notice in [*([model_note] if model_note else []), *context.obs.notices, *url_notes]:
     st.warning(notice)
+st.session_state["_unavailable_shown"] = set()  # what this run has already said it cannot draw
 try:
     page.run()
 except ViewUnavailableError as exc:  # a view a page did not expect to be refused (a not-computable head): say why

@@ -58,6 +58,7 @@ def test_heads_a_nan_weight_reaches_are_not_computable_on_every_page():
     said = " ".join(i.value for i in at.info)
     assert "L0H0 is not computable: the model's weights hold NaN or Inf values (blocks.0.attn.w_q.weight)" in said
     assert "3 of 8 heads are computable (first: L0H1)" in said
+    assert sum("L0H0 is not computable" in i.value for i in at.info) == 1  # said once, not by page and app both
     at.selectbox(key="head").set_value(1).run()
     assert not at.info and figures(at)
     at.switch_page("viz/pages/metrics.py").run()

@@ -149,7 +149,12 @@ def show_views(views: list[View], key: str, columns: int = 1) -> None:
 
 
 def unavailable(exc: Exception) -> None:
-    """Say why a view cannot be drawn here (a ViewUnavailableError's message)."""
+    """Say why a view cannot be drawn here (a ViewUnavailableError's message), once per run: a page that
+    catches a refusal and tries again, refused for the same reason, does not repeat it."""
+    shown = st.session_state.setdefault("_unavailable_shown", set())
+    if str(exc) in shown:
+        return
+    shown.add(str(exc))
     st.info(str(exc))
 
 
