@@ -39,6 +39,8 @@ KIND_PATHS: dict[str, str] = {
     "resid_pre": "hook_resid_pre",  # (B, N, d_model)
     "resid_mid": "hook_resid_mid",  # (B, N, d_model)
     "resid_post": "hook_resid_post",  # (B, N, d_model)
+    "mlp_in": "hook_mlp_in",  # (B, N, d_model), what the feed-forward reads (LN(x) in a pre-norm block)
+    "mlp_hidden": "ff.hook_hidden",  # (B, N, d_ff), after the activation (SwiGLU: silu(gate) · up)
     "mlp_out": "hook_mlp_out",  # (B, N, d_model), the feed-forward's output before it joins the stream
 }
 KINDS: tuple[str, ...] = tuple(KIND_PATHS)
@@ -253,11 +255,15 @@ def run_with_cache(
     ablate_mode: str = "output",
     replace_patterns: Mapping[tuple[int, int], str | torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, Trace]:
-    """One eval-mode, no-grad forward pass with capture. Returns (hidden (B, N, d) on CPU, trace)."""
+    """One eval-mode, no-grad forward pass with capture. Returns (hidden (B, N, d) on CPU, trace).
+
+    ``no_grad``, not ``inference_mode``: what it returns are ordinary tensors, so a notebook can go on with
+    them (``model.lm_logits(hidden)`` on an inference tensor raises "Inference tensors cannot be saved for
+    backward" while the weights require grad)."""
     if model.training:
         raise ValueError("run_with_cache needs a model in eval() mode (shared models are never switched)")
     with (
-        torch.inference_mode(),
+        torch.no_grad(),
         capture(
             model,
             layers,

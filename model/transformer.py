@@ -30,10 +30,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.full((d_model,), 1.0 - offset))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x.float()
+        h = x if x.dtype == torch.float64 else x.float()  # at least float32 (a float64 model stays exact)
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # (B, N, d_model)
         if self.offset:
-            return (h * (self.offset + self.weight.float())).to(x.dtype)
+            return (h * (self.offset + self.weight.to(h.dtype))).to(x.dtype)
         return self.weight * h.to(x.dtype)
 
 
@@ -58,6 +58,7 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)  # "down"
         self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.gated else None
         self.activation = cfg.activation
+        self.hook_hidden = HookPoint()  # (B, N, d_ff), after the activation (and the gate): what fc2 reads
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)  # (B, N, d_ff)
@@ -69,7 +70,7 @@ class FeedForward(nn.Module):
             h = F.relu(h)
         else:
             h = F.gelu(h, approximate="tanh" if self.activation == "gelu_tanh" else "none")
-        return self.fc2(h)  # (B, N, d_model)
+        return self.fc2(self.hook_hidden(h))  # (B, N, d_model)
 
 
 class TransformerBlock(nn.Module):
@@ -108,6 +109,7 @@ class TransformerBlock(nn.Module):
         self.hook_attn_in = HookPoint()  # (B, N, d_model), what attention reads: LN(x) pre-norm, x post-norm
         self.hook_resid_mid = HookPoint()  # (B, N, d_model), after the attention sublayer
         self.hook_resid_post = HookPoint()  # (B, N, d_model)
+        self.hook_mlp_in = HookPoint()  # (B, N, d_model), what the feed-forward reads (LN(x) pre-norm)
         self.hook_mlp_out = HookPoint()  # (B, N, d_model), the feed-forward's output, before any norm or addition
 
     def forward(
@@ -130,18 +132,19 @@ class TransformerBlock(nn.Module):
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
             h = self.hook_attn_in(self.ln1(x))
             mid = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(mid + self.drop(self.hook_mlp_out(self.ff(self.ln2(x)))))
+            return self.hook_resid_post(mid + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))))
         if self.ln1_post is not None and self.ln2_post is not None:
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
-            return self.hook_resid_post(x + self.drop(self.ln2_post(self.hook_mlp_out(self.ff(self.ln2(x))))))
+            ff = self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))
+            return self.hook_resid_post(x + self.drop(self.ln2_post(ff)))
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(x + self.drop(self.hook_mlp_out(self.ff(self.ln2(x)))))
+            return self.hook_resid_post(x + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))))
         h = self.hook_attn_in(x)
         x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
-        return self.hook_resid_post(self.ln2(x + self.drop(self.hook_mlp_out(self.ff(x)))))
+        return self.hook_resid_post(self.ln2(x + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(x))))))
 
 
 class MLMHead(nn.Module):
@@ -187,6 +190,7 @@ class Transformer(nn.Module):
             for i in range(cfg.n_layers)
         )
         self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None
+        self.hook_final = HookPoint()  # (B, N, d_model), the stream after the final norm: what the head reads
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
         untied = cfg.lm_head and not cfg.tie_lm_head
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if untied else None  # (V, d_model)
@@ -287,7 +291,7 @@ class Transformer(nn.Module):
         x = self.hook_embed(self.embed(ids, token_type_ids, positions))
         for i, block in enumerate(self.blocks):
             x = block(x, mask=masks[i], scale=scale, positions=positions, cache=cache, layer=i)
-        return self.ln_f(x) if self.ln_f is not None else x
+        return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, N, d_model) -> next-token logits (B, N, V) through the tied embeddings; needs

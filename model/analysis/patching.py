@@ -1,0 +1,183 @@
+"""Activation patching (Meng et al., 2022; Wang et al., 2022): which activations carry the answer.
+
+Run a clean prompt ("When Mary and John went to the store, John gave a drink to") and a corrupted one of the
+same length that changes the answer ("… Mary gave a drink to"). Then run the corrupted prompt again with one
+activation taken from the clean run — the residual stream, the attention output or the feed-forward output at
+one layer and position, or one head's output z at every position — and measure how much of the clean answer
+comes back:
+
+    recovered = (metric(patched) − metric(corrupted)) / (metric(clean) − metric(corrupted))
+
+1 means that activation alone carries what the corruption took away; 0 means it carries nothing of it. The
+metric is the logit difference between two answer tokens (or the probability of one) at the last position.
+Path patching (which path between two heads carries it) is out of scope.
+
+Each patched run starts from the receiving run's stream at the patched layer (the layers before it cannot
+change), and the runs of one layer go as one batch: a sweep costs about (L + 1) / 2 full passes per
+position (per head for z), not L.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.capture import hook_name
+from model.intervene import hooks, readout
+from model.transformer import Transformer
+
+POSITION_KINDS = ("resid_pre", "attn_out", "mlp_out")  # patched per layer × position
+HEAD_KIND = "z"  # patched per layer × head, at every position
+PATCH_KINDS = (*POSITION_KINDS, HEAD_KIND)
+MAX_BATCH = 32
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What the runs are scored by, at ``position`` (default: the last): logit(answer) − logit(foil), or the
+    probability of ``answer`` when there is no foil."""
+
+    answer: int
+    foil: int | None = None
+    position: int = -1
+
+    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits (B, V) at the metric's position -> (B,)."""
+        if self.foil is None:
+            return logits.float().softmax(-1)[:, self.answer]
+        return logits[:, self.answer] - logits[:, self.foil]
+
+    @property
+    def name(self) -> str:
+        return "probability" if self.foil is None else "logit difference"
+
+
+@dataclass(frozen=True)
+class Patching:
+    """A patching sweep's results: the two baselines and, by kind, the metric of every patched run."""
+
+    metric: Metric
+    clean: float
+    corrupted: float
+    raw: dict[str, np.ndarray]  # kind -> (L, N) for POSITION_KINDS, (L, H) for "z"
+
+    def recovered(self, kind: str) -> np.ndarray:
+        """The recovered fraction of each patched run (NaN where clean and corrupted score the same)."""
+        gap = self.clean - self.corrupted
+        if abs(gap) < 1e-9:
+            return np.full_like(self.raw[kind], np.nan)
+        return (self.raw[kind] - self.corrupted) / gap
+
+
+def _device(model: Transformer) -> torch.device:
+    return next(model.parameters()).device
+
+
+def cache_run(model: Transformer, ids: Sequence[int], kinds: Sequence[str] = PATCH_KINDS) -> dict[str, torch.Tensor]:
+    """One run's activations by hook name (batch dimension kept: (1, ...)), for donating or receiving."""
+    names = {hook_name(k, i) for k in (*kinds, "resid_pre") for i in range(model.cfg.n_layers)}
+    kept: dict[str, torch.Tensor] = {}
+
+    def keep(x: torch.Tensor, hook) -> None:
+        kept[hook.name] = x.detach()
+
+    with torch.no_grad(), hooks(model, [(name, keep) for name in sorted(names)]):
+        model(torch.tensor([list(ids)], device=_device(model)))
+    return kept
+
+
+def score(model: Transformer, ids: Sequence[int], metric: Metric) -> float:
+    """The metric of one plain run."""
+    with torch.no_grad():
+        hidden = model(torch.tensor([list(ids)], device=_device(model)))
+        return float(metric(readout(model, hidden[:, metric.position])))
+
+
+def run_from(
+    model: Transformer, start: torch.Tensor, layer: int, metric: Metric, edit: Callable | None, name: str
+) -> torch.Tensor:
+    """Run blocks ``layer`` … L − 1 on ``start`` (B, N, d_model), the stream entering ``layer``, with ``edit``
+    hooked on ``name``; returns the metric (B,)."""
+    cfg = model.cfg
+    masks = model.build_masks(start.size(1), None, cfg.causal, start.device)
+    with torch.no_grad(), hooks(model, [(name, edit)] if edit is not None else []):
+        x = start
+        for i in range(layer, cfg.n_layers):
+            x = model.blocks[i](x, mask=masks[i], layer=i)
+        x = model.hook_final(model.ln_f(x) if model.ln_f is not None else x)
+        return metric(readout(model, x[:, metric.position]))
+
+
+def _sweep_layer(model: Transformer, receiver: dict, donor: dict, kind: str, layer: int, metric: Metric) -> np.ndarray:
+    """One layer of one kind: (N,) for a position kind, (H,) for z."""
+    name = hook_name(kind, layer)
+    start = receiver[hook_name("resid_pre", layer)]  # (1, N, d_model)
+    width = start.size(1) if kind in POSITION_KINDS else model.blocks[layer].attn.n_heads
+    out = []
+    for lo in range(0, width, MAX_BATCH):
+        which = torch.arange(lo, min(width, lo + MAX_BATCH), device=start.device)  # (b,) the cell each run patches
+        rows = torch.arange(len(which), device=start.device)
+
+        def edit(x: torch.Tensor, _hook, which=which, rows=rows) -> torch.Tensor:
+            x = x.clone()
+            # position kinds: x (b, N, d_model), run r takes the donor's value at position which[r];
+            # z: x (b, H, N, d_k), run r takes head which[r]'s donated output at every position
+            x[rows, which] = donor[name][0, which]
+            return x
+
+        batch = start.expand(len(which), -1, -1)  # (b, N, d_model)
+        out.append(run_from(model, batch, layer, metric, edit, name).float().cpu())
+    return torch.cat(out).numpy()
+
+
+def patch_sweep(
+    model: Transformer,
+    receiver: dict[str, torch.Tensor],
+    donor: dict[str, torch.Tensor],
+    metric: Metric,
+    kinds: Sequence[str] = PATCH_KINDS,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """The metric of the receiving run with each cell of each kind taken from the donor: kind -> (L, N) or
+    (L, H). ``receiver`` and ``donor`` come from :func:`cache_run` on prompts of the same length."""
+    for kind in kinds:
+        if kind not in PATCH_KINDS:
+            raise ValueError(f"unknown patch kind {kind!r}; choose from {', '.join(PATCH_KINDS)}")
+    L = model.cfg.n_layers
+    work = [(kind, layer) for kind in kinds for layer in range(L)]
+    cost = np.array([L - layer for _, layer in work], dtype=float)  # blocks each layer's runs go through
+    done, raw = 0.0, {kind: [] for kind in kinds}
+    for (kind, layer), c in zip(work, cost, strict=True):
+        raw[kind].append(_sweep_layer(model, receiver, donor, kind, layer, metric))
+        done += c
+        if progress is not None:
+            progress(done / cost.sum())
+    return {kind: np.stack(rows) for kind, rows in raw.items()}
+
+
+def activation_patching(
+    model: Transformer,
+    clean: Sequence[int],
+    corrupted: Sequence[int],
+    metric: Metric,
+    kinds: Sequence[str] = PATCH_KINDS,
+    progress: Callable[[float], None] | None = None,
+) -> Patching:
+    """Patch the clean run's activations into the corrupted run, cell by cell (see the module's docstring)."""
+    if len(clean) != len(corrupted):
+        raise ValueError(
+            f"the clean prompt has {len(clean)} tokens and the corrupted one {len(corrupted)}: patching compares "
+            "position with position, so they must have the same length"
+        )
+    donor, receiver = cache_run(model, clean, kinds), cache_run(model, corrupted, kinds)
+    raw = patch_sweep(model, receiver, donor, metric, kinds, progress)
+    return Patching(metric, score(model, clean, metric), score(model, corrupted, metric), raw)
+
+
+def patching_passes(n_layers: int, n_tokens: int, n_heads: int, kinds: Sequence[str]) -> float:
+    """How many full forward passes of one prompt a sweep costs (for an estimate before it runs)."""
+    per_cell = (n_layers + 1) / 2
+    return sum(per_cell * (n_heads if kind == HEAD_KIND else n_tokens) for kind in kinds)
