@@ -50,6 +50,7 @@ PAGES = {
         st.Page("viz/pages/animate.py", title="Step through a head", icon=":material/animation:", url_path="animate"),
         st.Page("viz/pages/rollout.py", title="Rollout and flow", icon=":material/account_tree:", url_path="rollout"),
         st.Page("viz/pages/mixing.py", title="Beyond the weights", icon=":material/hub:", url_path="mixing"),
+        st.Page("viz/pages/causes.py", title="Causes", icon=":material/science:", url_path="causes"),
         st.Page("viz/pages/corpus.py", title="Corpus profiles", icon=":material/dataset:", url_path="corpus"),
         st.Page("viz/pages/masks.py", title="Masks", icon=":material/visibility_off:", url_path="masks"),
         st.Page(

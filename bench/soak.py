@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> str:
     from viz.figures.theme import Theme
     from viz.shell import services
     from viz.shell.cache import CACHE
+    from viz.shell.source import CachedSource
 
     keep_freed_memory()
     torch.set_num_threads(2)
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> str:
         text = f"text {n}: " + " ".join(words)
         loaded = services.get_model(spec, "cpu")
         obs = services.get_observation(spec, "cpu", text, Options(), loaded)
-        src = services.CachedSource(spec, loaded, obs, Options(), False, "cpu")
+        src = CachedSource(spec, loaded, obs, Options(), False, "cpu")
         for key, selection in (("attention", (("layer", 0), ("head", 0))), ("overview", ())):
             services._cached_views(spec, "cpu", text, Options(), False, Theme(), key, selection, src)
         if n % 100 == 0 or n == args.texts:

@@ -45,6 +45,10 @@ QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key sp
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
 CORPUS_SOURCES = ("bundled held-out documents", "my .txt or .jsonl file")
 MIXING_SECTIONS = ("Context mixing", "Compare methods", "Sinks and head types")
+CAUSES_SECTIONS = ("Logit lens", "Attribution", "Patching", "Circuits")
+ALL_PATCHES = ("z", "resid_pre", "attn_out", "mlp_out")  # what patching sweeps (model/analysis/patching.py)
+PATCH_SWEEPS = {"heads": ALL_PATCHES[:1], "heads and residual stream": ALL_PATCHES[:2], "everything": ALL_PATCHES}
+PATCH_CHOICES = tuple(PATCH_SWEEPS)
 LESSON_SECTIONS = (
     "Predict first",
     "Why √d_k",
@@ -217,6 +221,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mix_across", False, bool, page="mixing", url=True),
     Setting("mix_target", "", str, page="mixing", url=True),
     Setting("mix_sink", SINK_TARGETS[0], str, SINK_TARGETS, page="mixing", url=True),
+    Setting("causes_section", CAUSES_SECTIONS[0], str, CAUSES_SECTIONS, page="causes", url=True),
+    Setting("causes_answer", "", str, page="causes", url=True),  # "": the model's own top guess
+    Setting("causes_foil", "", str, page="causes", url=True),
+    Setting("causes_corrupted", "", str, page="causes", url=True),
+    Setting("causes_patch", PATCH_CHOICES[1], str, PATCH_CHOICES, page="causes", url=True),
+    Setting("causes_template_pick", "Names (indirect object, Wang et al., 2022)", str, page="causes"),
+    Setting("causes_window", 16, int, page="causes", url=True),
     Setting("corpus_source", CORPUS_SOURCES[0], str, CORPUS_SOURCES, page="corpus"),
     Setting("corpus_docs", 300, int, page="corpus", url=True),
     Setting("corpus_x", "previous", str, PROFILE_COLUMNS, page="corpus", url=True),

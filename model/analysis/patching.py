@@ -96,6 +96,13 @@ def score(model: Transformer, ids: Sequence[int], metric: Metric) -> float:
         return float(metric(readout(model, hidden[:, metric.position])))
 
 
+def top_guesses(model: Transformer, ids: Sequence[int], position: int, k: int = 2) -> list[int]:
+    """The k likeliest tokens of one plain run at ``position``."""
+    with torch.no_grad():
+        hidden = model(torch.tensor([list(ids)], device=_device(model)))
+        return [int(t) for t in readout(model, hidden[:, position]).topk(k, dim=-1).indices[0]]
+
+
 def run_from(
     model: Transformer, start: torch.Tensor, layer: int, metric: Metric, edit: Callable | None, name: str
 ) -> torch.Tensor:

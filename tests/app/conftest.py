@@ -22,6 +22,7 @@ PAGES = [
     "viz/pages/animate.py",
     "viz/pages/rollout.py",
     "viz/pages/mixing.py",
+    "viz/pages/causes.py",
     "viz/pages/corpus.py",
     "viz/pages/masks.py",
     "viz/pages/positional.py",

@@ -7,9 +7,10 @@ from viz.settings import ATTENTION_MODES
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import layer_head_picker, show_focusable, show_view, unavailable
+from viz.shell.widgets import follow_open_page, layer_head_picker, open_page, show_focusable, show_view, unavailable
 from viz.views import ViewUnavailableError
 
+follow_open_page()
 ctx = page_context()
 obs = ctx.obs
 st.title("Attention map")
@@ -50,6 +51,16 @@ except ViewUnavailableError as exc:
     unavailable(exc)
     (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
 show_focusable(main, "attn_main")
+
+
+def open_circuits() -> None:
+    st.session_state["causes_section"] = "Circuits"
+    open_page("viz/pages/causes.py")
+
+
+st.button(
+    f"L{layer}H{head}'s QK and OV circuits", key="attn_circuits", on_click=open_circuits, icon=":material/science:"
+)
 with strip:
     token_strip(ctx.tokens, obs.special[ctx.keep])
 if ctx.hide_special:

@@ -13,8 +13,9 @@ from viz.settings import Shape
 from viz.shell.cache import CACHE
 from viz.shell.choices import current_options, current_theme
 from viz.shell.context import PageContext
-from viz.shell.services import CachedSource, get_model, get_observation, upload_bytes
+from viz.shell.services import get_model, get_observation, upload_bytes
 from viz.shell.sidebar import draw_status
+from viz.shell.source import CachedSource
 from viz.shell.state import fit_state
 
 

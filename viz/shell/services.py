@@ -10,18 +10,21 @@ ones that are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from pathlib import Path
+import time
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
 import torch
 
+from model.analysis.circuits import Circuit, circuit
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
 from model.analysis.kinds import HeadKinds, observed_kinds
+from model.analysis.lens import Lens, LogitAttribution, direct_logit_attribution, logit_lens
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
+from model.analysis.patching import Metric, activation_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -32,7 +35,7 @@ from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
-from model.observe import ATTENTION_KINDS, Observation, Options, capture_bytes, expected_bytes, head_weights, observe
+from model.observe import Observation, Options, capture_bytes, expected_bytes, head_weights, observe
 from model.profile.store import Profile, read_profile
 from viz.shell.cache import shared
 from viz.shell.context import PageContext
@@ -175,101 +178,36 @@ def get_stream(spec, device, text, options, _ids: tuple[int, ...], _model) -> St
     return residual_stream(_model, list(_ids), causal=options.causal, scale=options.scale, positions=options.positions)
 
 
-@dataclass
-class CachedSource:
-    """The views' Source (viz/views/base.py) backed by the caches above, shared by every session."""
+@shared("Reading the stream through the head…")
+def get_lens(spec, device, ids: tuple[int, ...], positions: tuple[int, ...], target: int | None, _model) -> Lens:
+    return logit_lens(_model, list(ids), list(positions), target)
 
-    spec: ModelSpec
-    loaded: LoadedModel
-    obs: Observation
-    options: Options
-    hide_special: bool
-    device: str
 
-    def _key(self):
-        return self.spec, self.device, self.obs.text, self.options
+@shared("Attributing the logit…")
+def get_logit_attribution(spec, device, ids: tuple[int, ...], target, foil, position, _model) -> LogitAttribution:
+    return direct_logit_attribution(_model, list(ids), target, foil, position)
 
-    def other(self, *, text=None, options=None, spec=None):
-        spec = spec or self.spec
-        loaded = self.loaded if spec == self.spec else get_model(spec, self.device, upload_bytes(spec))
-        text = self.obs.text if text is None else text
-        return get_observation(spec, self.device, text, options or self.options, loaded), loaded
 
-    def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
-        spec, options = spec or self.spec, options or self.options
-        if spec == self.spec and options == self.options:
-            return self.obs.metrics
-        return get_metrics(spec, self.device, self.obs.text, options, upload_bytes(spec))
+@shared("Patching…")
+def get_patching(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], _model, _progress=None):
+    """One patching sweep (model/analysis/patching.py); ``_progress(fraction)`` follows it when the page asks."""
+    return activation_patching(_model, list(clean), list(corrupted), metric, kinds, _progress)
 
-    def full(self) -> Observation:
-        """This text's observation with every attention kind captured (q, k, v, z, sublayer in/out)."""
-        if self.obs.q is not None and self.obs.attn_in is not None:
-            return self.obs
-        return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
 
-    def similarity(self):
-        return get_similarity(*self._key(), self.hide_special, self.obs)
+@shared("Timing one forward pass…")
+def get_pass_seconds(spec, device, n_tokens: int, _model) -> float:
+    """Seconds one plain forward pass of n tokens takes here (the patching estimate multiplies it)."""
+    ids = torch.zeros(1, n_tokens, dtype=torch.long, device=next(_model.parameters()).device)
+    with torch.no_grad():
+        _model(ids)  # the first pass pays for allocations
+        began = time.perf_counter()
+        _model(ids)
+        return time.perf_counter() - began
 
-    def flow(self):
-        return get_flow(*self._key(), None, self.obs.patterns)
 
-    def flow_token(self, token):
-        return get_flow(*self._key(), int(token), self.obs.patterns)
-
-    def mixing(self, value_zeroing):
-        return get_mixing(self.spec, self.device, tuple(self.obs.ids), bool(value_zeroing), self.loaded.model)
-
-    def profile(self, path):
-        meta = Path(path) / "meta.json"
-        return get_profile(str(path), meta.stat().st_mtime if meta.is_file() else 0.0)
-
-    def attribution(self, position, target):
-        ids = tuple(self.obs.ids)
-        return get_attribution(self.spec, self.device, ids, int(position), target, self.loaded.model)
-
-    def permutation(self, seed, positions, layer):
-        special = tuple(bool(s) for s in self.obs.special)
-        return get_permutation(
-            self.spec, self.device, tuple(self.obs.ids), special, seed, positions, layer, self.loaded.model
-        )
-
-    def padded(self, text_b, layer):
-        tok = self.loaded.tokenizer
-        ids_b = tuple(tok.encode(text_b, max_len=self.loaded.model.cfg.max_seq_len).ids)
-        return get_padded_batch(
-            self.spec, self.device, tuple(self.obs.ids), ids_b, layer, tok.pad_id, self.loaded.model
-        )
-
-    def predictions(self, ids, positions, ablate):
-        return get_predictions(self.spec, self.device, tuple(ids), tuple(positions), tuple(ablate), self.loaded)
-
-    def scaling(self):
-        return get_scaling_demo()
-
-    def next_tokens(self, temperature):
-        return get_next_tokens(*self._key(), float(temperature), self.obs, self.loaded)
-
-    def generation(self, n_new, temperature, seed):
-        ids = tuple(self.obs.ids)
-        return get_generation(self.spec, self.device, ids, int(n_new), float(temperature), int(seed), self.loaded)
-
-    def induction(self, period, seed):
-        return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
-
-    def kinds(self, spec=None, pair=None):
-        spec = spec or self.spec
-        mine = self.obs if spec == self.spec else None
-        return get_kinds(spec, self.device, self.obs.text, self.options, pair, upload_bytes(spec), mine)
-
-    def stream(self, spec=None):
-        obs, loaded = self.other(spec=spec)
-        spec = spec or self.spec
-        return get_stream(spec, self.device, obs.text, self.options, tuple(obs.ids), loaded.model), obs
-
-    def steps(self, layer, head):
-        full = self.full()
-        key = (self.spec, self.device, full.text, full.options)
-        return get_steps(*key, layer, head, full, self.loaded.model)
+@shared("Reading the head's circuits…")
+def get_circuit(spec, device, layer: int, head: int, tokens: tuple[int, ...], _model) -> Circuit:
+    return circuit(_model, layer, head, list(tokens))
 
 
 @shared()

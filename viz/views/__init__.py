@@ -17,9 +17,26 @@ mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, 
 captions    the sentences under figures, computed from the numbers drawn
 head_captions  the same for heads: their spread, ablation, Find heads' ranking, a prediction check
 finite      heads with NaN or Inf weights: not computable, with the reason
+causes      which parts cause the answer: logit lens, direct logit attribution, QK/OV circuits
+patching    activation patching: which clean activations bring the answer back into a corrupted run
 """
 
-from viz.views import animate, attention, block, corpus, decoder, find, headview, inside, kinds, lessons, masks, mixing  # noqa: F401
+from viz.views import (  # noqa: F401
+    animate,
+    attention,
+    block,
+    causes,
+    corpus,
+    decoder,
+    find,
+    headview,
+    inside,
+    kinds,
+    lessons,
+    masks,
+    mixing,
+    patching,
+)
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
 __all__ = ["REGISTRY", "Source", "View", "ViewUnavailableError", "build", "page_views"]

@@ -23,9 +23,12 @@ from typing import Any, Protocol
 import numpy as np
 import plotly.graph_objects as go
 
+from model.analysis.circuits import Circuit
 from model.analysis.gradients import Attribution
 from model.analysis.kinds import HeadKinds
+from model.analysis.lens import Lens, LogitAttribution
 from model.analysis.mixing import Mixing
+from model.analysis.patching import Metric, Patching
 from model.analysis.steps import HeadSteps
 from model.analysis.stream import Stream
 from model.experiments import Prediction
@@ -74,6 +77,12 @@ class Source(Protocol):
     def induction(self, period: int, seed: int) -> dict: ...
     def stream(self, spec: ModelSpec | None = None) -> tuple[Stream, Observation]: ...  # the residual stream's norms
     def kinds(self, spec: ModelSpec | None = None, pair=None) -> HeadKinds: ...  # each head's kind on this text
+    def lens(self, positions: tuple[int, ...], target: int | None) -> Lens: ...  # the logit lens at positions
+    def logit_attribution(self, target: int, foil: int | None, position: int) -> LogitAttribution: ...
+    def patching(
+        self, corrupted: tuple[int, ...], metric: Metric, kinds: tuple[str, ...], progress=None
+    ) -> Patching: ...
+    def circuit(self, layer: int, head: int) -> Circuit: ...  # a head's QK/OV circuit card
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from model.analysis.circuits import circuit
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
 from model.analysis.kinds import observed_kinds
+from model.analysis.lens import direct_logit_attribution, logit_lens
 from model.analysis.mixing import context_mixing
+from model.analysis.patching import activation_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -150,3 +153,19 @@ class DirectSource:
     def kinds(self, spec=None, pair=None):
         key = ("kinds", spec or self.spec, pair)
         return self._once(key, lambda: observed_kinds(self.other(spec=spec)[0], pair))
+
+    def lens(self, positions, target):
+        make = lambda: logit_lens(self.loaded.model, list(self.obs.ids), list(positions), target)  # noqa: E731
+        return self._once(("lens", tuple(positions), target), make)
+
+    def logit_attribution(self, target, foil, position):
+        make = lambda: direct_logit_attribution(self.loaded.model, list(self.obs.ids), target, foil, position)  # noqa: E731
+        return self._once(("dla", target, foil, position), make)
+
+    def patching(self, corrupted, metric, kinds, progress=None):
+        ids = list(self.obs.ids)
+        make = lambda: activation_patching(self.loaded.model, ids, list(corrupted), metric, kinds, progress)  # noqa: E731
+        return self._once(("patching", tuple(corrupted), metric, tuple(kinds)), make)
+
+    def circuit(self, layer, head):
+        return self._once(("circuit", layer, head), lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids)))

@@ -1,0 +1,152 @@
+"""The views' Source backed by the shared caches of viz/shell/services.py (every session reads the same entries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from model.io.catalog import ModelSpec
+from model.io.state import LoadedModel
+from model.observe import ATTENTION_KINDS, Observation, Options
+from viz.shell.services import (
+    get_attribution,
+    get_circuit,
+    get_flow,
+    get_generation,
+    get_induction,
+    get_kinds,
+    get_lens,
+    get_logit_attribution,
+    get_metrics,
+    get_mixing,
+    get_model,
+    get_next_tokens,
+    get_observation,
+    get_padded_batch,
+    get_patching,
+    get_permutation,
+    get_predictions,
+    get_profile,
+    get_scaling_demo,
+    get_similarity,
+    get_steps,
+    get_stream,
+    upload_bytes,
+)
+
+
+@dataclass
+class CachedSource:
+    """The views' Source (viz/views/base.py) backed by the caches above, shared by every session."""
+
+    spec: ModelSpec
+    loaded: LoadedModel
+    obs: Observation
+    options: Options
+    hide_special: bool
+    device: str
+
+    def _key(self):
+        return self.spec, self.device, self.obs.text, self.options
+
+    def other(self, *, text=None, options=None, spec=None):
+        spec = spec or self.spec
+        loaded = self.loaded if spec == self.spec else get_model(spec, self.device, upload_bytes(spec))
+        text = self.obs.text if text is None else text
+        return get_observation(spec, self.device, text, options or self.options, loaded), loaded
+
+    def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
+        spec, options = spec or self.spec, options or self.options
+        if spec == self.spec and options == self.options:
+            return self.obs.metrics
+        return get_metrics(spec, self.device, self.obs.text, options, upload_bytes(spec))
+
+    def full(self) -> Observation:
+        """This text's observation with every attention kind captured (q, k, v, z, sublayer in/out)."""
+        if self.obs.q is not None and self.obs.attn_in is not None:
+            return self.obs
+        return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
+
+    def similarity(self):
+        return get_similarity(*self._key(), self.hide_special, self.obs)
+
+    def flow(self):
+        return get_flow(*self._key(), None, self.obs.patterns)
+
+    def flow_token(self, token):
+        return get_flow(*self._key(), int(token), self.obs.patterns)
+
+    def mixing(self, value_zeroing):
+        return get_mixing(self.spec, self.device, tuple(self.obs.ids), bool(value_zeroing), self.loaded.model)
+
+    def profile(self, path):
+        meta = Path(path) / "meta.json"
+        return get_profile(str(path), meta.stat().st_mtime if meta.is_file() else 0.0)
+
+    def attribution(self, position, target):
+        ids = tuple(self.obs.ids)
+        return get_attribution(self.spec, self.device, ids, int(position), target, self.loaded.model)
+
+    def permutation(self, seed, positions, layer):
+        special = tuple(bool(s) for s in self.obs.special)
+        return get_permutation(
+            self.spec, self.device, tuple(self.obs.ids), special, seed, positions, layer, self.loaded.model
+        )
+
+    def padded(self, text_b, layer):
+        tok = self.loaded.tokenizer
+        ids_b = tuple(tok.encode(text_b, max_len=self.loaded.model.cfg.max_seq_len).ids)
+        return get_padded_batch(
+            self.spec, self.device, tuple(self.obs.ids), ids_b, layer, tok.pad_id, self.loaded.model
+        )
+
+    def predictions(self, ids, positions, ablate):
+        return get_predictions(self.spec, self.device, tuple(ids), tuple(positions), tuple(ablate), self.loaded)
+
+    def scaling(self):
+        return get_scaling_demo()
+
+    def next_tokens(self, temperature):
+        return get_next_tokens(*self._key(), float(temperature), self.obs, self.loaded)
+
+    def generation(self, n_new, temperature, seed):
+        ids = tuple(self.obs.ids)
+        return get_generation(self.spec, self.device, ids, int(n_new), float(temperature), int(seed), self.loaded)
+
+    def induction(self, period, seed):
+        return get_induction(self.spec, self.device, int(period), int(seed), self.loaded)
+
+    def kinds(self, spec=None, pair=None):
+        spec = spec or self.spec
+        mine = self.obs if spec == self.spec else None
+        return get_kinds(spec, self.device, self.obs.text, self.options, pair, upload_bytes(spec), mine)
+
+    def stream(self, spec=None):
+        obs, loaded = self.other(spec=spec)
+        spec = spec or self.spec
+        return get_stream(spec, self.device, obs.text, self.options, tuple(obs.ids), loaded.model), obs
+
+    def steps(self, layer, head):
+        full = self.full()
+        key = (self.spec, self.device, full.text, full.options)
+        return get_steps(*key, layer, head, full, self.loaded.model)
+
+    def lens(self, positions, target):
+        ids = tuple(self.obs.ids)
+        return get_lens(self.spec, self.device, ids, tuple(positions), target, self.loaded.model)
+
+    def logit_attribution(self, target, foil, position):
+        ids = tuple(self.obs.ids)
+        return get_logit_attribution(self.spec, self.device, ids, target, foil, int(position), self.loaded.model)
+
+    def patching(self, corrupted, metric, kinds, progress=None):
+        clean = tuple(self.obs.ids)
+        return get_patching(
+            self.spec, self.device, clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model, progress
+        )
+
+    def circuit(self, layer, head):
+        tokens = tuple(self.obs.ids)
+        return get_circuit(self.spec, self.device, int(layer), int(head), tokens, self.loaded.model)

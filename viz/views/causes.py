@@ -1,0 +1,222 @@
+"""Which parts cause the answer: the logit lens, direct logit attribution, activation patching and a head's QK/OV
+circuits. Every caption is computed from the numbers its figure draws."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from model.analysis.lens import attribution_problem
+from viz.figures.causes import circuit_card, lens_grid, rank_line, signed_grid
+from viz.figures.common import Theme, with_subtitle
+from viz.figures.text import pct, token_labels
+from viz.views.attention import subtitle
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import quoted
+
+LENS_WINDOW = 16
+
+
+def token_text(src: Source, i: int) -> str:
+    return src.loaded.tokenizer.id_to_token(int(i))
+
+
+def one_token(src: Source, text: str) -> int | None:
+    """The token a typed answer names: its first token (a leading space matters for byte-level BPE: “ Mary”)."""
+    if not text:
+        return None
+    ids = src.loaded.tokenizer.inner.encode(text, add_special_tokens=False).ids
+    if not ids:
+        raise ViewUnavailableError(f"“{text}” gives no token; type a word the model knows.")
+    return int(ids[0])
+
+
+def answer_position(src: Source, ids=None) -> int:
+    """Where the answer is read: the last position of a decoder, the first [MASK] of a masked-language model."""
+    if src.loaded.has_lm:
+        return len(src.obs.ids if ids is None else ids) - 1
+    mask = src.loaded.tokenizer.mask_token
+    ids = list(src.obs.ids if ids is None else ids)
+    mask_id = src.loaded.tokenizer.inner.token_to_id(mask) if mask else None
+    if getattr(src.loaded.model, "mlm", None) is None:
+        raise ViewUnavailableError(
+            f"{src.loaded.name} has no output head to read an answer from. Choose SmolLM2-135M-Instruct (a decoder) "
+            "or the bundled MLM (type [MASK] where the answer goes)."
+        )
+    if mask_id is None or mask_id not in ids:
+        raise ViewUnavailableError(
+            f"Put {mask or '[MASK]'} where the answer goes: a masked-language model reads it there."
+        )
+    return ids.index(mask_id)
+
+
+def guesses(src: Source, position: int, k: int = 2) -> list[int]:
+    """The model's k likeliest tokens at a position (from the lens's last row: the model's own output)."""
+    return [int(t) for t in src.lens((position,), None).top_ids[-1, 0, :k]]
+
+
+@view("causes.lens", page="causes")
+def lens_view(src: Source, theme: Theme, *, target: str = "", window: int = LENS_WINDOW):
+    """The logit lens: every layer's stream read through the final norm and the head, at the last positions."""
+    pos = answer_position(src)
+    n = src.obs.n_tokens
+    start = max(0, min(pos - window // 2, n - window)) if not src.loaded.has_lm else max(0, n - window)
+    positions = tuple(range(start, min(n, start + window)))
+    final = guesses(src, pos, 1)[0]
+    wanted = one_token(src, target) if target else final
+    lens = src.lens(positions, wanted)
+    words = np.vectorize(lambda i: token_text(src, i), otypes=[object])(lens.top_ids)  # (R, P, k)
+    probs = lens.top_probs
+    hover = np.empty(words.shape[:2], dtype=object)
+    for r, c in np.ndindex(hover.shape):
+        hover[r, c] = "<br>".join(f"{j + 1}. {words[r, c, j]!r} {pct(probs[r, c, j])}" for j in range(words.shape[2]))
+    labels = token_labels([src.obs.tokens[p] for p in positions], theme.positions)
+    kind = "next token after" if src.loaded.has_lm else "token at"
+    grid = lens_grid(
+        words[..., 0],
+        probs[..., 0],
+        hover,
+        lens.labels,
+        labels,
+        title=f"Logit lens: the likeliest {kind} each position, layer by layer",
+        theme=theme,
+    )
+    col = positions.index(pos)
+    top = [int(t) for t in lens.top_ids[:, col, 0]]
+    settles = len(top) - 1
+    while settles > 0 and top[settles - 1] == top[-1]:
+        settles -= 1
+    where = "already after the embeddings" if settles == 0 else f"from layer {settles - 1} on"
+    grid_caption = (
+        f"Each row reads the residual stream after one layer through the final norm and the head, as if that layer "
+        f"were the last; the bottom row is the model's output. At position {pos} ({quoted(src.obs.tokens[pos])}) "
+        f"the output is {quoted(token_text(src, top[-1]))} ({pct(probs[-1, col, 0])}), the top guess {where}. "
+        "Hover a cell for its top five."
+    )
+    ranks = lens.target_rank[:, col]
+    name = token_text(src, wanted)
+    line = rank_line(
+        ranks, lens.labels, token=quoted(name), title=f"Rank of {quoted(name)} at position {pos}", theme=theme
+    )
+    rows = [0]
+    for cut in (100, 10, 1):  # the first layer it enters the top 100, the top 10, the top
+        hit = np.nonzero(ranks <= cut)[0]
+        if hit.size and hit[0] not in rows:
+            rows.append(int(hit[0]))
+    marks = [f"{ranks[r]:,} {lens.labels[r] if r else 'after the embeddings'}" for r in rows]
+    rank_caption = (
+        f"{quoted(name)} ranks {', '.join(marks)} among {src.loaded.model.cfg.vocab_size:,} tokens; "
+        f"the output ranks it {ranks[-1]:,} ({pct(lens.target_prob[-1, col])})."
+    )
+    return {
+        "grid": Captioned(with_subtitle(grid, subtitle(src), theme), grid_caption),
+        "rank": Captioned(with_subtitle(line, subtitle(src), theme), rank_caption),
+    }
+
+
+def answer_and_foil(src: Source, answer: str, foil: str, position: int, corrupted_top: int | None = None):
+    """(answer id, foil id or None): typed ones, else the model's top guess against its second (or against the
+    corrupted run's top guess when it differs)."""
+    if answer:
+        return one_token(src, answer), one_token(src, foil)
+    top = guesses(src, position)
+    if foil:
+        return top[0], one_token(src, foil)
+    other = corrupted_top if corrupted_top is not None and corrupted_top != top[0] else top[1]
+    return top[0], other
+
+
+def signed_parts(values: np.ndarray, names: list[str], k: int = 3) -> tuple[str, str]:
+    order = np.argsort(-values)
+    up = [f"{names[i]} ({values[i]:+.2f})" for i in order[:k] if values[i] > 0]
+    down = [f"{names[i]} ({values[i]:+.2f})" for i in order[::-1][:k] if values[i] < 0]
+    return ", ".join(up) or "none", ", ".join(down) or "none"
+
+
+@view("causes.attribution", page="causes")
+def attribution_view(src: Source, theme: Theme, *, answer: str = "", foil: str = ""):
+    """Each head's and feed-forward's direct share of the answer's logit (minus the foil's) at the last position."""
+    problem = attribution_problem(src.loaded.model)
+    if problem:
+        raise ViewUnavailableError(f"{src.loaded.name}: {problem}. SmolLM2-135M-Instruct is such a model.")
+    pos = answer_position(src)
+    target, other = answer_and_foil(src, answer, foil, pos)
+    dla = src.logit_attribution(target, other, pos)
+    L, H = dla.heads.shape
+    grid = np.concatenate([dla.heads, dla.mlps[:, None]], axis=1)  # (L, H + 1)
+    ids = np.stack(np.meshgrid(np.arange(L), np.arange(H + 1), indexing="ij"), axis=-1)  # (L, H + 1, 2)
+    ids[:, H, 1] = -1  # the feed-forward column opens no head
+    what = f"{quoted(token_text(src, target))}" + (f" − {quoted(token_text(src, other))}" if other is not None else "")
+    head_top = float(np.abs(dla.heads).max()) or 1.0
+    clipped = float(np.abs(dla.mlps).max()) > 1.5 * head_top  # a feed-forward would wash the heads out
+    fig = signed_grid(
+        grid,
+        [f"L{i}" for i in range(L)],
+        [*(f"H{h}" for h in range(H)), "FF"],
+        title=f"Direct logit attribution: who writes {what} at position {pos}",
+        value_name="logit",
+        zmax=head_top if clipped else None,
+        cell_ids=ids,
+        where="layer %{y}, %{x}",
+        x_title="head (FF: the layer's feed-forward)",
+        y_title="layer",
+        theme=theme,
+    )
+    names = [f"L{i}H{h}" for i in range(L) for h in range(H)]
+    up, down = signed_parts(dla.heads.ravel(), names)
+    best_ff = int(np.argmax(np.abs(dla.mlps)))
+    rest = dla.embed + dla.attn_biases.sum() + dla.norm_bias
+    caption = (
+        f"The {'logit difference ' if other is not None else 'logit of '}{what} at position {pos} is "
+        f"{dla.logit:.2f}; the parts drawn and the rest ({rest:+.2f}: embeddings, attention biases, the final norm's "
+        f"bias) sum to {dla.total:.2f}, through the final norm frozen at this text's scale. Heads for it: {up}; "
+        f"against it: {down}. The heads add {dla.heads.sum():+.2f} in all, the feed-forward layers "
+        f"{dla.mlps.sum():+.2f} (most: layer {best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that "
+        "acts through later layers scores little here (patching measures that). Click a head to open it."
+        + (
+            f" The colour scale ends at ±{head_top:.2f}, the heads' largest: feed-forward cells beyond it are drawn at "
+            "full colour (hover for the value)."
+            if clipped
+            else ""
+        )
+    )
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
+
+
+def effective_rank(sv: np.ndarray, share: float = 0.9) -> int:
+    """How many singular directions hold ``share`` of Σσ²."""
+    energy = np.cumsum(sv**2) / max(float(np.sum(sv**2)), 1e-30)
+    return int(np.searchsorted(energy, share) + 1)
+
+
+@view("causes.circuit", page="causes")
+def circuit_view(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+    """A head's QK and OV circuits: singular values and its strongest token pairs through the embeddings."""
+    card = src.circuit(layer, head)
+    pairs = card.ov_pairs
+    labels = token_labels([f"{token_text(src, a)} → {token_text(src, b)}" for a, b, _ in pairs], "none")
+    fig = circuit_card(
+        card.qk_singular,
+        card.ov_singular,
+        labels,
+        [v for *_, v in pairs],
+        title=f"Layer {layer}, head {head}: its QK and OV circuits",
+        theme=theme,
+    )
+    cfg = src.loaded.model.cfg
+    group = cfg.group_size
+    shared = (
+        f" (shared with query heads {card.kv_head * group}–{card.kv_head * group + group - 1})" if group > 1 else ""
+    )
+    kind = "copies" if card.copying > 0.7 else "suppresses what it attends to" if card.copying < -0.7 else "mixes"
+    a, b, _ = pairs[0]
+    qa, qb, _ = card.qk_pairs[0]
+    caption = (
+        f"L{layer}H{head} reads key/value head {card.kv_head}{shared}. Its OV circuit's copying score is "
+        f"{card.copying:.2f} (Elhage et al., 2021: Σλ/Σ|λ| of E·W_V·W_O·U; near 1 raises the token it attends to, "
+        f"near −1 lowers it): it {kind}. QK uses {effective_rank(card.qk_singular)} and OV "
+        f"{effective_rank(card.ov_singular)} of {len(card.ov_singular)} directions for 90 % of their size. Through the "
+        f"embeddings, among this text's tokens: {quoted(token_text(src, a))} raises {quoted(token_text(src, b))} "
+        f"most, and {quoted(token_text(src, qa))} looks hardest for {quoted(token_text(src, qb))}. Norm weights are "
+        "folded in; RoPE and the norms' scaling are left out."
+    )
+    return Captioned(with_subtitle(fig, src.loaded.name, theme), caption)
