@@ -1,0 +1,100 @@
+"""The Causes page: the logit lens, direct logit attribution, activation patching and circuit cards, on the bundled
+encoder, a tiny decoder, and (slow) SmolLM2 on the indirect-object prompt, where the known heads must come out."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.app.conftest import figures, new_app
+from tests.security.gguf_files import write_tiny_gguf
+
+PAGE = "viz/pages/causes.py"
+
+
+def captions(at) -> str:
+    return " ".join(c.value for c in at.caption).replace("\\", "")
+
+
+def titles(at) -> list[str]:
+    return [f["layout"]["title"]["text"] for f in figures(at)]
+
+
+def test_an_encoder_reads_its_answer_at_the_mask_and_patches_a_template():
+    at = new_app()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("Put [MASK] where the answer goes" in i.value for i in at.info)
+    at.sidebar.text_area(key="text").set_value("The cat sat on the [MASK].").run()
+    grid, rank = titles(at)
+    assert grid.startswith("Logit lens: the likeliest token at each position") and rank.startswith("Rank of")
+    assert re.search(r"At position 6 \(“\[MASK\]”\) the output is “\w+”", captions(at))
+    at.segmented_control(key="causes_section").set_value("Attribution").run()
+    assert any("needs a linear unembedding" in i.value for i in at.info) and not figures(at)
+    at.segmented_control(key="causes_section").set_value("Patching").run()
+    assert any("Type a corrupted prompt" in i.value for i in at.info)
+    at.button(key="causes_template").click().run()
+    assert not at.exception, at.exception
+    assert at.sidebar.text_area(key="text").value.endswith("gave a drink to [MASK].")
+    assert "they differ at position" in captions(at)
+    assert "causes_run" not in [b.key for b in at.button]  # a tiny model's sweep runs at once
+    assert titles(at)[:2] == [
+        "Patching each head's output (at every position)",
+        "Patching the residual stream entering each layer",
+    ]
+    assert "“mary” − “john”" in captions(at)
+    at.segmented_control(key="causes_section").set_value("Circuits").run()
+    assert titles(at) == ["Layer 0, head 0: its QK and OV circuits"] and "copying score is" in captions(at)
+
+
+def test_a_decoder_gets_every_section_and_the_attention_map_opens_a_heads_circuits(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))
+    at = new_app()
+    at.sidebar.selectbox(key="model_kind").set_value("folder").run()
+    at.sidebar.text_input(key="folder_path").set_value(str(write_tiny_gguf(tmp_path / "tiny.gguf"))).run()
+    at.sidebar.text_area(key="text").set_value("the then the then the").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert "Logit lens: the likeliest next token after each position" in titles(at)[0]
+    at.segmented_control(key="causes_section").set_value("Attribution").run()
+    (title,) = titles(at)
+    assert title.startswith("Direct logit attribution: who writes")
+    said = captions(at)
+    logit, total = (float(x) for x in re.search(r"at position \d+ is (-?[\d.]+);.* sum to (-?[\d.]+),", said).groups())
+    assert logit == pytest.approx(total, abs=0.011)  # the parts add up to the logit (two decimals shown)
+    at.segmented_control(key="causes_section").set_value("Patching").run()
+    at.text_input(key="causes_corrupted").set_value("the then the the then").run()  # 8 tokens too
+    assert "8 tokens each; they differ at position 6: “n” → “the”, 7: “the” → “n”" in captions(at)
+    assert titles(at)[0] == "Patching each head's output (at every position)"
+    at.text_input(key="causes_corrupted").set_value("the then the").run()
+    assert any("must have the same length" in i.value for i in at.info)
+    at.switch_page("viz/pages/attention.py").run()
+    at.button(key="attn_circuits").click().run()
+    assert not at.exception
+    assert at.session_state["causes_section"] == "Circuits"
+
+
+@pytest.mark.slow
+def test_smollm2_on_the_indirect_object_prompt_finds_the_name_mover_heads():
+    """The issue's known answer: on SmolLM2 and IOI, patching finds heads of the last layers, the logit lens
+    shows where “ Mary” appears, and direct logit attribution ranks the same heads."""
+    at = new_app()
+    at.sidebar.selectbox(key="model_kind").set_value("smollm2").run()
+    at.switch_page(PAGE).run()
+    at.segmented_control(key="causes_section").set_value("Patching").run()
+    at.button(key="causes_template").click().run()
+    assert any("about" in i.value and "s here" in i.value for i in at.info)  # a sweep this size waits for its button
+    at.button(key="causes_run").click().run(timeout=600)
+    assert not at.exception, at.exception
+    said = captions(at)
+    assert "clean 6.12, corrupted -5.49" in said
+    assert re.search(r"Alone, these bring the most back: L23H3 \(\+0\.5\d\), L29H1", said)
+    assert re.search(r"layers 0–\d+: “John\*” .*layers \d+–29: “to·13”", said)  # the name moves to the end
+    at.segmented_control(key="causes_section").set_value("Attribution").run()
+    said = captions(at)
+    assert "The logit difference “Mary” − “John” at position 13 is 6.12" in said
+    assert "Heads for it: L23H3 (+2.86), L29H1 (+1.73)" in said  # the same heads as patching
+    at.segmented_control(key="causes_section").set_value("Logit lens").run()
+    said = captions(at)
+    assert "the output is “Mary” (92%)" in said and "“Mary” ranks 1,868 after the embeddings" in said
