@@ -45,6 +45,7 @@ PAGES = [
     ("animate", "Step through a head"),
     ("rollout", "Rollout and flow"),
     ("mixing", "Beyond the weights"),
+    ("causes", "Causes"),
     ("corpus", "Corpus profiles"),
     ("masks", "Masks"),
     ("positional", "Positional encodings"),

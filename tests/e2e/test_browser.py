@@ -67,6 +67,8 @@ def test_every_page_renders_in_chromium(server, browser):
             assert "quick" in page.locator(".al-chips").inner_text()
         elif path == "next-token":  # an encoder: the page says which model predicts the next token
             assert page.get_by_text("has no next-token head").first.is_visible()
+        elif path == "causes":  # an encoder reads its answer at a [MASK]: the page says so (tests/e2e/test_causes.py)
+            assert page.get_by_text("Put [MASK] where the answer goes").first.is_visible()
         elif path == "corpus":  # nothing to draw until a corpus is run (tests/e2e/test_beyond.py runs one)
             assert page.get_by_role("button", name="Run the corpus").is_visible()
         elif path == "head-view":  # drawn by a component on a canvas

@@ -50,13 +50,13 @@ def answer_inputs(foil_help: str) -> tuple[str, str]:
     return answer, foil
 
 
-try:
-    answer_position(ctx.source)
-except ViewUnavailableError as exc:
-    unavailable(exc)
-    st.stop()
-
 part = section("causes_section", CAUSES_SECTIONS)
+if part in ("Logit lens", "Attribution"):  # they read the answer where this text has it (patching: its prompts)
+    try:
+        answer_position(ctx.source)
+    except ViewUnavailableError as exc:
+        unavailable(exc)
+        st.stop()
 if part == "Logit lens":
     c1, c2 = st.columns(2)
     target = c1.text_input(

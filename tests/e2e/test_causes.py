@@ -1,0 +1,43 @@
+"""The Causes page in a real browser: a template fills both prompts, patching draws its grids, and a click on a
+head's cell opens that head on the attention map."""
+
+from __future__ import annotations
+
+import pytest
+
+from scripts.browser import open_page, wait_idle
+from tests.e2e.test_interaction import click_at, marker_point
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_patching_a_template_and_opening_a_clicked_head(server, page):
+    open_page(page, server, "causes", "Causes")
+    page.get_by_role("radio", name="Patching", exact=True).first.click()
+    wait_idle(page)
+    page.get_by_role("button", name="Use it").click()
+    wait_idle(page)
+    page.screenshot(path="/tmp/causes_patching.png", full_page=True)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    assert page.get_by_text("they differ at position").first.is_visible()
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Patching each head's output"), titles
+    chart = page.locator(".js-plotly-plot").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    # the click targets list the cells layer by layer: layer 1, head 2
+    point = marker_point(
+        page, chart, "const tr = gd._fullData[1]; const H = gd._fullLayout.xaxis._categories.length; const i = H + 2;"
+    )
+    click_at(page, point)
+    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Layer 1, head 2"), titles
+    page.get_by_role("button", name="L1H2's QK and OV circuits").click()
+    page.get_by_role("heading", name="Causes").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Layer 1, head 2: its QK and OV circuits"), titles
+    page.screenshot(path="/tmp/causes_circuit.png", full_page=True)
