@@ -1,0 +1,77 @@
+"""`pip install .` gives a working package: every module and asset the app needs, the pins of requirements.txt,
+and an `attention-lab` command whose app runs from anywhere (not from the checkout)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from viz.launch import command
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def requirement_pins() -> list[str]:
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
+
+
+def test_the_package_declares_the_same_pins_and_every_package():
+    assert PYPROJECT["project"]["dependencies"] == requirement_pins()
+    assert not any("transformers" in d for d in PYPROJECT["project"]["dependencies"])
+    packages = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    found = {p.parent.relative_to(ROOT).as_posix().replace("/", ".") for p in ROOT.glob("[mv]*/**/__init__.py")}
+    assert found <= packages, f"not packaged: {sorted(found - packages)}"
+
+
+def test_the_command_starts_the_app_with_the_projects_server_settings():
+    argv = command(["--server.address=0.0.0.0"])
+    assert argv[:3] == ["streamlit", "run", str(ROOT / "app.py")]
+    assert "--server.address=localhost" in argv and argv[-1] == "--server.address=0.0.0.0"  # the user's flag wins
+    assert "--client.showErrorDetails=none" in argv and "--server.enableXsrfProtection=true" in argv
+
+
+@pytest.mark.slow
+def test_the_built_wheel_installs_and_its_app_runs_outside_the_checkout(tmp_path):
+    pip = [sys.executable, "-m", "pip"]
+    build = ["--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)]
+    leftovers = [ROOT / "build", ROOT / "attention_lab.egg-info"]
+    fresh = [p for p in leftovers if not p.exists()]
+    try:
+        subprocess.run([*pip, "wheel", str(ROOT), *build], check=True)
+    finally:  # setuptools builds in the source tree: leave the checkout as it was
+        for p in fresh:
+            shutil.rmtree(p, ignore_errors=True)
+    (wheel,) = tmp_path.glob("attention_lab-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = {p.relative_to(ROOT).as_posix() for d in ("model", "viz") for p in (ROOT / d).rglob("*.py")}
+    assert sources <= names, sorted(sources - names)
+    needed = {"app.py", "assets/bundled.safetensors", "assets/tokenizer.json", "viz/shell/components/head_view.js"}
+    assert needed <= names
+    assert "attention_lab_streamlit/config.toml" in names
+    entry = zipfile.ZipFile(wheel).read("attention_lab-0.1.0.dist-info/entry_points.txt").decode()
+    assert "attention-lab = viz.launch:main" in entry
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True)
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from streamlit.testing.v1 import AppTest; import model, viz.launch;"
+        "assert model.__file__.startswith(sys.argv[1]), model.__file__;"
+        "assert 'theme.base=light' in ' '.join(viz.launch.command([]));"  # the installed settings copy
+        "at = AppTest.from_file(sys.argv[1] + '/app.py', default_timeout=90); at.run();"
+        "assert not at.exception, at.exception; print('figures', len(at.get('plotly_chart')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(site)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "figures" in out.stdout and "figures 0" not in out.stdout
