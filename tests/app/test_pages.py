@@ -9,7 +9,15 @@ import pytest
 
 from model import observe
 from tests.app.conftest import PAGES, configs, figures, new_app
-from viz.settings import EXAMPLES, LESSON_SECTIONS, MIXING_SECTIONS, PE_SECTIONS, QKV_SECTIONS, YOUR_TEXT
+from viz.settings import (
+    CAUSES_SECTIONS,
+    EXAMPLES,
+    LESSON_SECTIONS,
+    MIXING_SECTIONS,
+    PE_SECTIONS,
+    QKV_SECTIONS,
+    YOUR_TEXT,
+)
 
 EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections show their first section)
     "viz/pages/start.py": 1,
@@ -31,6 +39,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/positional.py": 3,
     "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess
     "viz/pages/deck.py": 0,  # an empty deck says how to fill it
+    "viz/pages/causes.py": 0,  # an encoder reads its answer at a [MASK]; the default text has none
 }
 #: page -> (section setting, sections, charts in each)
 SECTIONED = {
@@ -38,9 +47,10 @@ SECTIONED = {
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
     "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 3, 1, 3, 1, 2, 2, 0)),
     "viz/pages/mixing.py": ("mix_section", MIXING_SECTIONS, (2, 2, 2)),
+    "viz/pages/causes.py": ("causes_section", CAUSES_SECTIONS, (0, 0, 0, 1)),  # patching waits for its prompt
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
-DECODER_CHARTS = {"viz/pages/next_token.py": 1}  # the predictions; generation waits for its button
+DECODER_CHARTS = {"viz/pages/next_token.py": 1, "viz/pages/causes.py": 2}  # generation waits for its button
 #: on a big model the lessons that run it again (heads specialise, ablation) wait for a button
 DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 0, 2, 2, 2)}
 

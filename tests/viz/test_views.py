@@ -60,7 +60,15 @@ ALTERNATIVES = {
     "x": "entropy",
     "y": "next",
     "profile": "",  # no profile: unavailable, so nothing to compare
+    "window": 8,
+    "answer": " the",
+    "foil": "n",
+    "corrupted": "the there then then the",
+    "kinds": ("z",),
 }
+#: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
+#: the decoder's text's length, 10 tokens)
+REQUIRED = {"causes.patching": {"corrupted": "there then the then the"}}
 
 
 PROFILES: dict[str, str] = {}  # the corpus views read a stored profile: made once, below
@@ -85,6 +93,7 @@ def decoder_src(tmp_path_factory):
 
 
 def built(view_key, src, **selection):
+    selection = {**REQUIRED.get(view_key, {}), **selection}
     if view_key.startswith("corpus.") and "profile" not in selection and src.spec.kind in PROFILES:
         selection["profile"] = PROFILES[src.spec.kind]
     try:
