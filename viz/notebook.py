@@ -2,7 +2,8 @@
 
     from viz.notebook import show
     show("smollm2", "When Mary and John went to the store, John gave a drink to", "attention", layer=23, head=3)
-    show("bundled", "The cat sat on the mat.", "head view", heads=[0, 1])
+    show("bundled", "The cat sat on the mat.", "head view", heads=[0, 1])   # the static figure
+    head_view("bundled", "The cat sat on the mat.", layer=2)   # the interactive one: hover, toggle, threshold
     show("smollm2", ioi, "patching", corrupted=ioi_corrupted)   # {"z": Figure, "resid_pre": Figure, …}
 
 The model is a catalog name ("bundled", "minilm", "smollm2"), a file or folder path, a
@@ -13,6 +14,9 @@ dashboard's own (``viz/views``), with the same selections (``layer``, ``head``, 
 
 from __future__ import annotations
 
+import html
+import json
+import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
 from model.observe import Options, observe
 from viz.figures.common import Theme
+from viz.figures.headview import head_view_data
 from viz.views import REGISTRY, View, build
 from viz.views.source import DirectSource
 
@@ -107,3 +112,42 @@ def show(model, text: str, view: str = "attention", *, options=None, theme=None,
 def figure_caption(fig: go.Figure) -> str:
     """The sentence the dashboard shows under this figure."""
     return (fig.layout.meta or {}).get("caption", "")
+
+
+COMPONENTS = Path(__file__).resolve().parent / "shell" / "components"
+
+
+class HeadView:
+    """The dashboard's interactive head view (its own head_view.js, BertViz-style) for a notebook cell or a file:
+    hover a token to isolate its lines, toggle heads, move the threshold. Nothing is fetched from the web."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+
+    def _repr_html_(self) -> str:
+        uid = f"al-hv-{uuid.uuid4().hex[:8]}"
+        js = (COMPONENTS / "head_view.js").read_text(encoding="utf-8")
+        css = (COMPONENTS / "head_view.css").read_text(encoding="utf-8")
+        payload = json.dumps(self.data).replace("</", "<\\/")  # a token can never close the script
+        source = json.dumps(js).replace("</", "<\\/")
+        return (
+            f'<style>{css}</style><div id="{uid}"></div>\n<script type="module">\n'
+            f"const url = URL.createObjectURL(new Blob([{source}], {{type: 'text/javascript'}}));\n"
+            "const view = await import(url);\n"
+            f"view.default({{data: [{payload}], parentElement: document.getElementById('{uid}'), "
+            "setStateValue: () => {}});\n</script>"
+        )
+
+    def html(self, title: str = "Head view") -> str:
+        """A standalone page (save it and open it in any browser)."""
+        return f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{self._repr_html_()}"
+
+
+def head_view(model, text: str, layer: int = 0, heads=None, threshold: float = 0.05, *, options=None, theme=None):
+    """The interactive head view of one layer (all its heads unless ``heads`` names some)."""
+    src = source(model, text, options)
+    obs = src.obs
+    if not 0 <= layer < obs.n_layers:
+        raise ValueError(f"layer {layer} does not exist; the model has {obs.n_layers}")
+    chosen = list(range(obs.n_heads)) if heads is None else [int(h) for h in heads]
+    return HeadView(head_view_data(obs.patterns[layer], obs.tokens, chosen, threshold, theme or Theme()))

@@ -109,3 +109,37 @@ def head_view(
     update_axes(fig, "y", visible=False, range=[-n + 0.3, 0.8])
     row = 30 if theme.presentation else 22
     return style(fig, theme, title=title, height=max(380, row * n + 160), legend=True)
+
+
+def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) -> dict[str, list]:
+    """A head's strongest lines for the browser: for each query, up to ``per_row`` keys with weight ≥ floor.
+
+    weights: (N, N). Returns {"q": [...], "k": [...], "w": [...]} (weights rounded to 3 decimals)."""
+    w = np.asarray(weights, dtype=np.float32)
+    per_row = min(per_row, w.shape[1])
+    top = np.argpartition(-w, per_row - 1, axis=1)[:, :per_row]  # (N, per_row)
+    rows = np.repeat(np.arange(w.shape[0]), per_row)
+    cols = top.ravel()
+    vals = w[rows, cols]
+    keep = vals >= floor
+    return {"q": rows[keep].tolist(), "k": cols[keep].tolist(), "w": np.round(vals[keep], 3).tolist()}
+
+
+def head_view_data(patterns, tokens, heads, threshold: float, theme: Theme, query: int = -1, key: int = -1) -> dict:
+    """What the interactive head view (viz/shell/components/head_view.js) draws: the tokens, each offered head's
+    strongest lines and colour, the threshold, the focus and the sizes. patterns: (H, N, N)."""
+    return {
+        "tokens": [str(t) for t in tokens],
+        "heads": [
+            {"label": f"head {h}", "colour": HEAD_COLOURS[h % len(HEAD_COLOURS)], **sparse_lines(patterns[h])}
+            for h in heads
+        ],
+        "threshold": float(threshold),
+        "query": int(query),
+        "key": int(key),
+        "rowHeight": 28 if theme.presentation else 20,
+        "fontSize": theme.sizes.tick + 1,
+        "lineWidth": 2.0 * theme.line_scale,
+        "maxHeight": 680,
+        "dark": theme.dark,
+    }

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from viz.figures.headview import HEAD_COLOURS
+from viz.figures.headview import head_view_data
 from viz.figures.theme import Theme
 
 HERE = Path(__file__).resolve().parent
@@ -55,35 +55,8 @@ def token_strip(tokens: list[str], special, key: str = "focus_strip") -> None:
     _mount("token_strip", data, key)
 
 
-def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) -> dict[str, list]:
-    """A head's strongest lines for the browser: for each query, up to ``per_row`` keys with weight ≥ floor.
-
-    weights: (N, N). Returns {"q": [...], "k": [...], "w": [...]} (weights rounded to 3 decimals)."""
-    w = np.asarray(weights, dtype=np.float32)
-    per_row = min(per_row, w.shape[1])
-    top = np.argpartition(-w, per_row - 1, axis=1)[:, :per_row]  # (N, per_row)
-    rows = np.repeat(np.arange(w.shape[0]), per_row)
-    cols = top.ravel()
-    vals = w[rows, cols]
-    keep = vals >= floor
-    return {"q": rows[keep].tolist(), "k": cols[keep].tolist(), "w": np.round(vals[keep], 3).tolist()}
-
-
 def head_view(patterns: np.ndarray, tokens: list[str], heads: list[int], threshold: float, theme: Theme, key: str):
     """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on)."""
-    data = {
-        "tokens": [str(t) for t in tokens],
-        "heads": [
-            {"label": f"head {h}", "colour": HEAD_COLOURS[h % len(HEAD_COLOURS)], **sparse_lines(patterns[h])}
-            for h in heads
-        ],
-        "threshold": float(threshold),
-        "query": int(st.session_state["focus_query"]),
-        "key": int(st.session_state["focus_key"]),
-        "rowHeight": 28 if theme.presentation else 20,
-        "fontSize": theme.sizes.tick + 1,
-        "lineWidth": 2.0 * theme.line_scale,
-        "maxHeight": 680,
-        "dark": theme.dark,
-    }
+    query, focus_key = int(st.session_state["focus_query"]), int(st.session_state["focus_key"])
+    data = head_view_data(patterns, tokens, heads, threshold, theme, query, focus_key)
     _mount("head_view", data, key)
