@@ -226,6 +226,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("causes_foil", "", str, page="causes", url=True),
     Setting("causes_corrupted", "", str, page="causes", url=True),
     Setting("causes_patch", PATCH_CHOICES[1], str, PATCH_CHOICES, page="causes", url=True),
+    Setting("causes_score", "logit difference", str, ("logit difference", "probability"), page="causes", url=True),
     Setting("causes_template_pick", "Names (indirect object, Wang et al., 2022)", str, page="causes"),
     Setting("causes_window", 16, int, page="causes", url=True),
     Setting("corpus_source", CORPUS_SOURCES[0], str, CORPUS_SOURCES, page="corpus"),

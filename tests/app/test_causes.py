@@ -44,6 +44,8 @@ def test_an_encoder_reads_its_answer_at_the_mask_and_patches_a_template():
         "Patching the residual stream entering each layer",
     ]
     assert "“mary” − “john”" in captions(at)
+    at.radio(key="causes_score").set_value("probability").run()
+    assert not at.exception and re.search(r"\(probability “mary”: clean 0\.\d+, corrupted 0\.\d+\)", captions(at))
     at.segmented_control(key="causes_section").set_value("Circuits").run()
     assert titles(at) == ["Layer 0, head 0: its QK and OV circuits"] and "copying score is" in captions(at)
 

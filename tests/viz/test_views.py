@@ -65,6 +65,7 @@ ALTERNATIVES = {
     "foil": "n",
     "corrupted": "the there then then the",
     "kinds": ("z",),
+    "score": "probability",
 }
 #: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
 #: the decoder's text's length, 10 tokens)

@@ -12,7 +12,7 @@ from viz.shell.services import get_pass_seconds, views
 from viz.shell.widgets import follow_open_page, layer_head_picker, open_head, section, show_view, unavailable
 from viz.views import ViewUnavailableError
 from viz.views.causes import answer_position
-from viz.views.patching import TEMPLATES, alignment, patch_metric, template
+from viz.views.patching import SCORES, TEMPLATES, alignment, patch_metric, template
 
 ASK_ABOVE_S = 2.0  # a sweep expected to take longer waits for the button, with its estimate
 BATCHED = 0.3  # a patched run costs this share of a plain pass (one layer's runs go as one batch: 0.27–0.34 on SmolLM2)
@@ -93,13 +93,21 @@ elif part == "Patching":
         "Corrupted prompt", key="causes_corrupted", help="The same number of tokens, with the answer changed."
     )
     answer, foil = answer_inputs("Empty: the corrupted prompt's top guess (the answer it changes to).")
-    sweep = st.radio("Patch", PATCH_CHOICES, key="causes_patch", horizontal=True)
+    c1, c2 = st.columns(2)
+    sweep = c1.radio("Patch", PATCH_CHOICES, key="causes_patch", horizontal=True)
+    score = c2.radio(
+        "Score by",
+        SCORES,
+        key="causes_score",
+        horizontal=True,
+        help="The logit difference answer − foil (what IOI studies use), or the answer's probability alone.",
+    )
     kinds = PATCH_SWEEPS[sweep]
     if corrupted.strip():
         other = loaded.tokenizer.encode(corrupted, max_len=loaded.model.cfg.max_seq_len)
         st.caption(alignment(list(obs.tokens), [loaded.tokenizer.id_to_token(i) for i in other.ids]))
     try:
-        ids, metric = patch_metric(ctx.source, corrupted, answer, foil)
+        ids, metric = patch_metric(ctx.source, corrupted, answer, foil, score)
     except ViewUnavailableError as exc:
         unavailable(exc)
         st.stop()
@@ -123,7 +131,7 @@ elif part == "Patching":
     st.session_state["_patched"] = request
     try:
         for part_view in views(
-            ctx, "causes.patching", corrupted=corrupted, answer=answer, foil=foil, kinds=tuple(kinds)
+            ctx, "causes.patching", corrupted=corrupted, answer=answer, foil=foil, kinds=tuple(kinds), score=score
         ):
             key = f"patch_{part_view.key.rsplit('.', 1)[-1]}"
             clickable = part_view.key.endswith(".z")

@@ -172,8 +172,9 @@ def _part(key: str, value: Any) -> str:
     return f"{key}-{value}"
 
 
-def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any]) -> str:
-    """The file stem for a view: model, view, selection, text and every option that changes the figure."""
+def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any], room: int = 0) -> str:
+    """The file stem for a view: model, view, selection, text and every option that changes the figure; at most
+    MAX_NAME − ``room`` characters (room for a part's suffix, "_resid_pre")."""
     options = src.options
     flags = [
         {None: "", True: "causal", False: "bidirectional"}[options.causal],
@@ -187,8 +188,9 @@ def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any]) 
     chosen = {k: v for k, v in selection.items() if not (k in ("query", "key") and v == -1)}  # -1: no focus
     parts = [src.loaded.name, key.replace(".", "-"), *(_part(k, v) for k, v in chosen.items())]
     name = safe_filename(*parts, text_tag(src.obs.text), *flags, limit=10_000)
-    if len(name) > MAX_NAME:  # keep names unique when they must be cut: end with a checksum of the whole
-        name = f"{name[: MAX_NAME - 9]}-{zlib.crc32(name.encode()):08x}"
+    limit = MAX_NAME - room
+    if len(name) > limit:  # keep names unique when they must be cut: end with a checksum of the whole
+        name = f"{name[: limit - 9]}-{zlib.crc32(name.encode()):08x}"
     return name
 
 
@@ -209,7 +211,7 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
     for fig, _ in figures.values():
         mark_figure(fig)
     figures = {p: (fig, checked_caption(caption, warnings)) for p, (fig, caption) in figures.items()}
-    name = export_name(src, theme, key, full)
+    name = export_name(src, theme, key, full, room=max((len(p) + 1 for p in figures if p), default=0))
     views = []
     for part, (fig, caption) in figures.items():
         title = html.unescape((fig.layout.title.text or key).replace("<br>", " ")).removesuffix(" (block means)")

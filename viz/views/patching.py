@@ -39,14 +39,21 @@ def corrupted_ids(src: Source, corrupted: str) -> list[int]:
     return ids
 
 
-def patch_metric(src: Source, corrupted: str, answer: str, foil: str) -> tuple[list[int], Metric]:
+SCORES = ("logit difference", "probability")
+
+
+def patch_metric(
+    src: Source, corrupted: str, answer: str, foil: str, score: str = SCORES[0]
+) -> tuple[list[int], Metric]:
     """The corrupted prompt's ids and the metric: typed answer and foil, else the clean run's top guess against
-    the corrupted run's (IOI: “ Mary” against “ John”)."""
+    the corrupted run's (IOI: “ Mary” against “ John”); ``score`` "probability": the answer's probability."""
+    if score not in SCORES:
+        raise ViewUnavailableError(f"score the runs by {' or '.join(SCORES)}")
     ids = corrupted_ids(src, corrupted)
     pos = answer_position(src)
     corrupted_top = None if answer else top_guesses(src.loaded.model, ids, pos, 1)[0]
     target, other = answer_and_foil(src, answer, foil, pos, corrupted_top)
-    return ids, Metric(target, other, pos)
+    return ids, Metric(target, other if score == SCORES[0] else None, pos)
 
 
 def runs_of(best: np.ndarray, labels: list[str], values: np.ndarray) -> str:
@@ -63,10 +70,17 @@ def runs_of(best: np.ndarray, labels: list[str], values: np.ndarray) -> str:
 
 @view("causes.patching", page="causes")
 def patching_view(
-    src: Source, theme: Theme, *, corrupted: str = "", answer: str = "", foil: str = "", kinds: tuple = PATCH_KINDS
+    src: Source,
+    theme: Theme,
+    *,
+    corrupted: str = "",
+    answer: str = "",
+    foil: str = "",
+    kinds: tuple = PATCH_KINDS,
+    score: str = SCORES[0],
 ):
     """Activation patching: how much of the clean answer each clean activation brings back into the corrupted run."""
-    ids, metric = patch_metric(src, corrupted, answer, foil)
+    ids, metric = patch_metric(src, corrupted, answer, foil, score)
     result = src.patching(tuple(ids), metric, tuple(kinds))
     clean = list(src.obs.ids)
     changed = [i for i, (a, b) in enumerate(zip(clean, ids, strict=True)) if a != b]
