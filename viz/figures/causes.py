@@ -135,7 +135,7 @@ def rank_line(ranks, row_labels: list[str], *, token: str, title: str | None = N
         ),
         layout={"template": "none"},
     )
-    update_axes(fig, "y", type="log", autorange="reversed", title={"text": f"rank of {token}"})
+    update_axes(fig, "y", type="log", autorange="reversed", dtick=1, title={"text": f"rank of {token}"})  # 1, 10, 100…
     update_axes(fig, "x", type="category", title={"text": "read after"}, **thinned(rows, 16), tickangle=-45)
     return style(fig, theme, title=title, height=380, legend=False)
 
