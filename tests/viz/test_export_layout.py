@@ -24,12 +24,23 @@ THEMES = {"default": Theme(), "presentation": Theme(presentation=True), "dark": 
 #: views that cannot be drawn in a case, and why (anything else unavailable is a failure)
 DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa"}  # next-token head; shared K/V heads
 CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored profile: see the test below
+# the lens and attribution read an answer: an encoder's at a [MASK] (the short text has none), MiniLM has no head;
+# attribution needs a linear unembedding (a decoder's)
+CAUSES = {"causes.lens", "causes.attribution", "causes.patching"}
 EXPECTED_UNAVAILABLE = {
-    "bundled": {*DECODER_ONLY, *CORPUS},
-    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS},  # > 32 tokens; no MLM
+    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES},
+    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS, *CAUSES},
     "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS},  # > 32 tokens; no MLM head
 }
-DECODER = ("smollm2", " ".join(["The cat sat on the mat because it was tired, and then the dog barked."] * 4))
+SENTENCE = "The cat sat on the mat because it was tired, and then the dog barked."
+DECODER = ("smollm2", " ".join([SENTENCE] * 4))
+#: (model, view) -> the selection it needs to draw: patching a corrupted copy of the text (the first “cat” a dog)
+SELECTIONS = {
+    ("smollm2", "causes.patching"): {
+        "corrupted": DECODER[1].replace("The cat", "The dog", 1),
+        "kinds": ("z", "resid_pre"),
+    }
+}
 
 
 SOURCES: dict[tuple[str, str], DirectSource] = {}
@@ -56,7 +67,7 @@ def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme
     problems, checked = [], 0
     for key in REGISTRY:
         try:
-            views = build(key, src, theme)
+            views = build(key, src, theme, **SELECTIONS.get((kind, key), {}))
         except ViewUnavailableError:
             assert key in EXPECTED_UNAVAILABLE.get(kind, set()), f"{key} unavailable"
             continue

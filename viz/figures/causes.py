@@ -136,7 +136,9 @@ def rank_line(ranks, row_labels: list[str], *, token: str, title: str | None = N
         layout={"template": "none"},
     )
     update_axes(fig, "y", type="log", autorange="reversed", dtick=1, title={"text": f"rank of {token}"})  # 1, 10, 100…
-    update_axes(fig, "x", type="category", title={"text": "read after"}, **thinned(rows, 16), tickangle=-45)
+    update_axes(
+        fig, "x", type="category", title={"text": "read after (emb.: the embeddings; Ln: layer n)"}, **thinned(rows, 16)
+    )
     return style(fig, theme, title=title, height=380, legend=False)
 
 
@@ -183,8 +185,8 @@ def circuit_card(
         row=1,
         col=3,
     )
-    fig.update_xaxes(title_text="singular value (rank)", row=1, col=1)
-    fig.update_xaxes(title_text="singular value (rank)", row=1, col=2)
+    fig.update_xaxes(title_text="direction (by size)", row=1, col=1)
+    fig.update_xaxes(title_text="direction", row=1, col=2)
     fig.update_yaxes(title_text="share of the largest", range=[0, 1.05], row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=2)
     fig.update_xaxes(title_text="logit raised", row=1, col=3)

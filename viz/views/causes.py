@@ -94,9 +94,8 @@ def lens_view(src: Source, theme: Theme, *, target: str = "", window: int = LENS
     )
     ranks = lens.target_rank[:, col]
     name = token_text(src, wanted)
-    line = rank_line(
-        ranks, lens.labels, token=quoted(name), title=f"Rank of {quoted(name)} at position {pos}", theme=theme
-    )
+    short = ["emb.", *(f"L{i}" for i in range(len(ranks) - 1))]
+    line = rank_line(ranks, short, token=quoted(name), title=f"Rank of {quoted(name)} at position {pos}", theme=theme)
     rows = [0]
     for cut in (100, 10, 1):  # the first layer it enters the top 100, the top 10, the top
         hit = np.nonzero(ranks <= cut)[0]
