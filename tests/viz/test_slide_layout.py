@@ -23,7 +23,10 @@ UNAVAILABLE = {
     "corpus.scatter",
     "corpus.spread",
     "corpus.examples",
+    "causes.attribution",  # needs a decoder's linear unembedding
+    "causes.patching",  # needs a corrupted prompt
 }
+MASKED = TEXT.replace("tired", "[MASK]")  # the logit lens of an encoder reads its answer at a [MASK]
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +37,11 @@ def page(browser):
 
 
 def test_every_slide_is_readable_from_the_back_row(page):
-    src = DirectSource.for_text(ModelSpec("bundled"), TEXT)
+    plain = DirectSource.for_text(ModelSpec("bundled"), TEXT)
+    masked = DirectSource.for_text(ModelSpec("bundled"), MASKED)
     problems, checked, titles = [], 0, 0
     for key in REGISTRY:
+        src = masked if key == "causes.lens" else plain
         try:
             views = (
                 build(key, src, Theme(), layer=1) if "layer" in REGISTRY[key].selection else build(key, src, Theme())
