@@ -167,11 +167,19 @@ class MultiHeadAttention(nn.Module):
         positions: bool = True,
         cache: KVCache | None = None,
         layer: int = 0,
+        fused: bool = False,
+        is_causal: bool = False,
     ) -> torch.Tensor:
         """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x).
 
         mask broadcastable to (B, H, N, M), 0 = blocked. ``cache`` (self-attention only) holds the earlier
         positions' keys and values of ``layer``; x is then the newest N tokens. Returns (B, N, d_model).
+
+        ``fused``: softmax(QKᵀ)·V in one fused kernel (torch's scaled_dot_product_attention), as the post advises
+        for production: memory linear in N instead of an (N, M) matrix per head, so hook_scores and hook_pattern
+        do not fire (q, k, v, z and out do; a pattern is computed from the captured q and k when one is shown,
+        model/long.py). ``is_causal`` (fused only, with no mask): the plain causal triangle, which the kernel
+        skips block by block. A row with every key blocked is NaN here, not zeros.
         """
         kv = x if context is None else context
         offset = cache.cached(layer) if cache is not None else 0
@@ -185,9 +193,26 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.extend(layer, k, v)  # (B, H_kv, P + N, d_k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        if fused:
+            return self._fused(q, k, v, mask, scale, is_causal)
+        if is_causal:
+            raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
         scores = self.hook_scores(attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor))  # (B,H,N,M)
         pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)
         z = self.hook_z(pattern @ self.expand_kv(v))  # (B, H, N, d_k)
         return self.hook_out(self.w_o(self.merge_heads(z)))  # (B, N, d_model)
+
+    def _fused(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: bool, causal: bool
+    ) -> torch.Tensor:
+        """q (B, H, N, d_k), k and v (B, H_kv, M, d_k) -> (B, N, d_model) through torch's fused kernel."""
+        factor = (self.scale_factor or q.size(-1) ** -0.5) if scale else 1.0
+        p = self.dropout if self.training else 0.0
+        if mask is not None and mask.dtype != torch.bool:
+            mask = mask != 0  # the kernel would add a float mask to the scores; ours marks blocked cells with 0
+        z = F.scaled_dot_product_attention(  # (B, H, N, d_k); the K/V heads are shared inside the kernel
+            q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=factor, enable_gqa=self.group > 1
+        )
+        return self.hook_out(self.w_o(self.merge_heads(self.hook_z(z))))  # (B, N, d_model)

@@ -15,13 +15,19 @@ import torch
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.config import TransformerConfig
-from model.io.tokenizer import MAX_TEXT_CHARS, Encoded, Tokenizer
+from model.io.tokenizer import Encoded, Tokenizer
 from model.positional import rope_angles
+from model.text import encode_text
 from model.transformer import Transformer
 
 # raw scores are not captured by default: Observation.score_matrix recomputes one head's from q and k (the
 # scores of every head cost as much memory as the patterns: 283 MB for SmolLM2 at 512 tokens)
 ATTENTION_KINDS = ("attn_in", "q", "k", "v", "pattern", "z", "attn_out")
+
+
+#: every head's pattern is kept in memory for at most this many tokens (SmolLM2: 283 MB at 512); a longer text is
+#: read whole by model/long.py, which keeps q and k and computes a pattern when it is shown
+LONG_FROM = 512
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class Options:
     scale: bool = True  # divide scores by sqrt(d_k)
     positions: bool = True  # False: no positional signal at all (permutation lab)
     ablate: tuple[tuple[int, int], ...] = ()  # (layer, head) switched off
-    max_len: int | None = None  # None: the model's maximum
+    max_len: int | None = None  # None: the model's maximum, at most LONG_FROM (ask for more explicitly)
     kinds: tuple[str, ...] = ATTENTION_KINDS  # what to capture
 
 
@@ -144,40 +150,11 @@ def _np(t: torch.Tensor | None) -> np.ndarray | None:
     return arr
 
 
-def encode_text(tokenizer: Tokenizer, text: str, max_len: int) -> tuple[Encoded, list[str]]:
-    """Tokenise with the model's limit; return notices for anything adjusted."""
-    notices = []
-    if len(text) > MAX_TEXT_CHARS:
-        notices.append(f"The text has {len(text):,} characters; only the first {MAX_TEXT_CHARS:,} were read.")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text[:MAX_TEXT_CHARS]):
-        notices.append("Some characters could not be encoded (lone surrogates) and were replaced by �.")
-    enc = tokenizer.encode(text, max_len=max_len)
-    if enc.truncated:
-        notices.append(
-            f"The text has {enc.n_tokens_full} tokens; the model reads at most {max_len}, so only the first "
-            f"{len(enc)} are shown."
-        )
-    if not text.strip():
-        notices.append("The text is empty: only the special tokens are shown.")
-    unk = tokenizer.unk_token
-    lost = [enc.text[s:e] for t, (s, e) in zip(enc.tokens, enc.offsets) if unk is not None and t == unk]
-    if lost:
-        shown = ", ".join(f"“{piece}”" for piece in list(dict.fromkeys(lost))[:8])
-        notices.append(
-            f"{len(lost)} piece(s) of the text are not in this model's vocabulary and became {unk} (every such "
-            f"piece looks the same to the model): {shown}."
-        )
-    return enc, notices
-
-
-def expected_bytes(model: Transformer, tokenizer: Tokenizer, text: str, options: Options = Options()) -> int:
-    """A generous estimate of the bytes :func:`observe` holds at its peak for ``text``: the float32 activations
-    it keeps (what ``Observation.capture_bytes`` reports) counted twice, for the forward pass's own temporaries
-    (scores, softmax, the feed-forward's inner width). For admission control (viz/shell/gate.py), not accounting."""
-    cfg = model.cfg
-    max_len = min(options.max_len or cfg.max_seq_len, cfg.max_seq_len)
-    n = len(tokenizer.encode(text[:MAX_TEXT_CHARS], max_len=max_len))
-    return 2 * capture_bytes(cfg, n, (*options.kinds, "pattern"))
+def expected_bytes(model: Transformer, enc: Encoded, options: Options = Options()) -> int:
+    """A generous estimate of the bytes :func:`observe` holds at its peak for an encoded text: the float32
+    activations it keeps (what ``Observation.capture_bytes`` reports) counted twice, for the forward pass's own
+    temporaries (scores, softmax, the feed-forward's inner width). For admission control (viz/shell/gate.py)."""
+    return 2 * capture_bytes(model.cfg, len(enc), (*options.kinds, "pattern"))
 
 
 def capture_bytes(cfg: TransformerConfig, n: int, kinds) -> int:
@@ -196,8 +173,21 @@ def observe(
     caller's CPU copy is used through :func:`model_on_cpu`.
     """
     cfg = model.cfg
-    max_len = min(options.max_len or cfg.max_seq_len, cfg.max_seq_len)
-    enc, notices = encode_text(tokenizer, text, max_len)
+    enc, notices = encode_text(tokenizer, text, kept_tokens(cfg, options), cfg.max_seq_len)
+    return observe_encoded(model, enc, notices, options, device)
+
+
+def kept_tokens(cfg: TransformerConfig, options: Options) -> int:
+    """How many tokens an observation keeps every pattern of: ``options.max_len``, else LONG_FROM, never more than
+    the model reads."""
+    return min(options.max_len or LONG_FROM, cfg.max_seq_len)
+
+
+def observe_encoded(
+    model: Transformer, enc: Encoded, notices: list[str], options: Options = Options(), device: str = "cpu"
+) -> Observation:
+    """:func:`observe` of a text already encoded (the app keys its cache by the token ids)."""
+    cfg = model.cfg
     ids = torch.tensor([enc.ids], dtype=torch.long)
     bad = [i for i in enc.ids if i >= cfg.vocab_size]
     if bad:

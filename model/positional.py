@@ -17,6 +17,11 @@ def sinusoid_dims(d_model: int, n_positions: int = 128, count: int = 4) -> list[
     return sorted({2 * min(max(x, 0), pairs - 1) for x in i})
 
 
+#: a model with the sinusoidal table reads at least this many tokens: the formula has no length of its own, so a
+#: checkpoint trained (or saved) at 512 positions still has an encoding for every later one (model/long.py)
+SINUSOIDAL_MIN_LEN = 8192
+
+
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
 

@@ -120,14 +120,18 @@ class TransformerBlock(nn.Module):
         positions: bool = True,
         cache: KVCache | None = None,
         layer: int = 0,
+        fused: bool = False,
+        is_causal: bool = False,
     ) -> torch.Tensor:
         """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked.
 
-        ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions."""
+        ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions;
+        ``fused``/``is_causal``: attention in one fused kernel (:meth:`MultiHeadAttention.forward`)."""
         x = self.hook_resid_pre(x)
 
         def attend(h: torch.Tensor) -> torch.Tensor:
-            return self.attn(h, mask=mask, scale=scale, positions=positions, cache=cache, layer=layer)
+            kw = {"cache": cache, "layer": layer, "fused": fused, "is_causal": is_causal}
+            return self.attn(h, mask=mask, scale=scale, positions=positions, **kw)
 
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
             h = self.hook_attn_in(self.ln1(x))
@@ -270,13 +274,16 @@ class Transformer(nn.Module):
         scale: bool = True,
         positions: bool = True,
         cache: KVCache | None = None,
+        fused: bool = False,
     ) -> torch.Tensor:
         """ids: (B, N) int64; attention_mask: (B, M), 1 = real token, 0 = padding.
 
         Teaching switches for one call: ``causal`` overrides the config; ``scale=False`` drops
         1/sqrt(d_k) everywhere; ``positions=False`` removes every positional signal (table or RoPE).
         ``cache``: a :class:`KVCache` holding the earlier positions (generation); ids are then the newest
-        tokens only, and the cache grows by N. Returns hidden states (B, N, d_model).
+        tokens only, and the cache grows by N. ``fused``: attention in torch's fused kernel, memory linear in N
+        (no scores or pattern hooks fire; model/long.py computes shown patterns from the captured q and k).
+        Returns hidden states (B, N, d_model).
         """
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
@@ -288,9 +295,13 @@ class Transformer(nn.Module):
         if cache is not None and (self.pos_enc is not None or not causal):
             raise ValueError("a KV cache needs a causal model with RoPE or no positions (earlier keys never change)")
         masks = self.build_masks(n, attention_mask, causal, ids.device, offset)
+        # the fused kernel skips the plain causal triangle block by block instead of reading an (N, M) mask
+        plain = fused and causal and attention_mask is None and offset == 0
         x = self.hook_embed(self.embed(ids, token_type_ids, positions))
         for i, block in enumerate(self.blocks):
-            x = block(x, mask=masks[i], scale=scale, positions=positions, cache=cache, layer=i)
+            tri = plain and not self.cfg.is_sliding(i)
+            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri}
+            x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:

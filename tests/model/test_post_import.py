@@ -16,6 +16,7 @@ from model.io.catalog import BUNDLED_TOKENIZER, ModelSpec, digest, load
 from model.io.checkpoint import load_bytes, load_checkpoint, questions, questions_at, save_checkpoint
 from model.io.post import from_module, read_layout
 from model.io.tokenizer import Tokenizer
+from model.positional import SINUSOIDAL_MIN_LEN, sinusoidal_table
 from tests.reference import post_encoder as ref
 
 PATTERN_TOL, HIDDEN_TOL = 1e-5, 1e-4
@@ -57,7 +58,7 @@ def test_state_dict_pt_with_heads_given(post, tok):
         4,
         2,
         128,
-        128,
+        SINUSOIDAL_MIN_LEN,  # the reader's 128 stored positions, then the formula's (model/long.py reads long texts)
     )
     assert (cfg.positional, cfg.norm, cfg.activation, cfg.bias, cfg.ff_bias, cfg.use_final_layer_norm) == (
         "sinusoidal",
@@ -71,9 +72,11 @@ def test_state_dict_pt_with_heads_given(post, tok):
     assert_parity(loaded, post, tok)
 
 
-def test_stored_table_is_used_as_it_is(post):
+def test_stored_table_is_used_as_it_is_and_the_formula_goes_on_after_it(post):
     loaded = load_bytes(pt(post.state_dict()), "encoder.pt", n_heads=4)
-    assert torch.equal(loaded.model.pos_enc.table, post.pos_enc.pe[0])
+    table, stored = loaded.model.pos_enc.table, post.pos_enc.pe[0]
+    assert torch.equal(table[: len(stored)], stored) and len(table) == SINUSOIDAL_MIN_LEN
+    assert torch.allclose(table[len(stored) :], sinusoidal_table(SINUSOIDAL_MIN_LEN, 64)[len(stored) :])
 
 
 def test_without_heads_the_posts_default_is_assumed_and_said(post):
@@ -259,7 +262,8 @@ def test_half_precision_state_dict_keeps_the_sinusoidal_table(post, tok):
         half = {k: v.to(dtype) for k, v in post.state_dict().items()}
         loaded = load_bytes(pt(half), "half.pt", n_heads=4)
         assert loaded.model.cfg.positional == "sinusoidal" and not loaded.warnings
-        assert torch.equal(loaded.model.pos_enc.table, half["pos_enc.pe"][0].float())
+        stored = half["pos_enc.pe"][0].float()
+        assert torch.equal(loaded.model.pos_enc.table[: len(stored)], stored)
 
 
 def test_layout_reads_every_size_from_the_shapes():

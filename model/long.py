@@ -1,0 +1,264 @@
+"""Long inputs, up to a model's whole context (SmolLM2: 8,192 tokens), in memory that grows linearly with length.
+
+One forward pass runs attention in the fused kernel (no N × N matrix) and keeps each layer's q and k; any head's
+weights are then computed from them when a page shows them (model/analysis/streaming.py), a block of query rows at
+a time. SmolLM2 at 8,192 tokens: its patterns would take 30 × 9 × 8,192² × 4 B = 72 GB; its q and k take 0.75 GB.
+
+    long = observe_long(model, tokenizer, text)     # q, k, the final hidden states
+    long.summarise(progress)                         # every head: grid, metrics, logsumexp (one pass, streamed)
+    long.grid(3, 1)                                  # (B, B) block means of L3H1, ≤ 160 cells a side
+    long.weights(3, 1, rows=(100, 140), cols=(0, 200))  # exact weights in a window
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from model.analysis.find import word_ids
+from model.analysis.sinks import target_columns
+from model.analysis.streaming import (
+    ROW_STATS,
+    Cancelled,
+    LayerSummary,
+    Rule,
+    Tokens,
+    columns,
+    grid_width,
+    scores_block,
+    summarise_layer,
+    visible_cells,
+    weights,
+)
+from model.intervene import hooks
+from model.io.tokenizer import Tokenizer
+from model.observe import LONG_FROM, Options
+from model.text import encode_text
+from model.transformer import Transformer
+
+#: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
+GRID_CELLS = 160
+SAMPLED_ROWS = 16  # rows per head kept for head similarity (as model.analysis.similarity compares 16 rows)
+Progress = Callable[[int, int], None]
+
+__all__ = ["GRID_CELLS", "LONG_FROM", "Cancelled", "LongObservation", "capture_qk", "observe_long"]
+
+
+def capture_qk(
+    model: Transformer,
+    ids: torch.Tensor,
+    *,
+    causal: bool | None = None,
+    scale: bool = True,
+    positions: bool = True,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One fused forward pass of ids (1, N) keeping q (L, H, N, d_k) and k (L, H_kv, N, d_k), float32 on the CPU,
+    and the final hidden states (N, d_model). ``progress(layers done, L)`` after every layer; ``cancel()`` true
+    stops the pass (raises Cancelled)."""
+    cfg = model.cfg
+    n = ids.shape[1]
+    q = np.empty((cfg.n_layers, cfg.n_heads, n, cfg.d_k), dtype=np.float32)
+    k = np.empty((cfg.n_layers, cfg.kv_heads, n, cfg.d_k), dtype=np.float32)
+
+    def keep(into: np.ndarray):
+        def hook(t: torch.Tensor, where) -> None:
+            into[where.layer] = t[0].detach().to("cpu", torch.float32).numpy()  # (H, N, d_k): one copy, no stack
+
+        return hook
+
+    def step(_t: torch.Tensor, where) -> None:
+        if progress is not None:
+            progress(where.layer + 1, cfg.n_layers)
+        if cancel is not None and cancel():
+            raise Cancelled
+
+    plan = [(lambda name: name.endswith("attn.hook_q"), keep(q)), (lambda name: name.endswith("attn.hook_k"), keep(k))]
+    plan.append((lambda name: name.startswith("blocks.") and name.endswith(".hook_resid_post"), step))
+    dev = next(model.parameters()).device
+    with torch.no_grad(), hooks(model, plan):
+        hidden = model(ids.to(dev), causal=causal, scale=scale, positions=positions, fused=True)
+    return q, k, hidden[0].detach().to("cpu", torch.float32).numpy()
+
+
+@dataclass
+class LongObservation:
+    """A long text's attention: q and k of every layer, each head's summary once streamed (thread-safe: pages read
+    while the summary fills in). Shapes as in :class:`model.observe.Observation`: q (L, H, N, d_k), k (L, H_kv, N,
+    d_k); grids (B, B) with B = ceil(N / width) ≤ GRID_CELLS."""
+
+    tokens: list[str]
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    special: np.ndarray  # (N,) bool
+    text: str
+    q: np.ndarray
+    k: np.ndarray
+    hidden: np.ndarray  # (N, d_model)
+    causal: bool
+    rules: tuple[Rule, ...]  # per layer
+    forward_ms: float
+    notices: list[str] = field(default_factory=list)
+    width: int = 1  # tokens per grid cell
+    summaries: list[LayerSummary | None] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _layer_locks: list[threading.Lock] = field(default_factory=list, repr=False)
+    _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.width = grid_width(self.n_tokens, GRID_CELLS)
+        self.summaries = [None] * self.n_layers
+        self._layer_locks = [threading.Lock() for _ in range(self.n_layers)]
+        words = word_ids(self.text, self.offsets, self.special)
+        cols = target_columns(self.tokens, self.special)
+        labels = np.unique(np.array(self.tokens, dtype=object), return_inverse=True)[1].astype(np.int64)
+        self._tokens = Tokens(labels, words, self.special, cols["[CLS]"], cols["[SEP]"], cols["punctuation"])
+        self._relations = {name: self._tokens.pairs(name) for name in ("same token", "same word")}
+        ordinary = np.flatnonzero(~self.special) if (~self.special).any() else np.arange(self.n_tokens)
+        picks = np.linspace(0, len(ordinary) - 1, min(SAMPLED_ROWS, len(ordinary))).round().astype(int)
+        self.sample_rows = ordinary[np.unique(picks)]
+
+    @property
+    def n_layers(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.shape[1]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.q.shape[2]
+
+    @property
+    def kv_group(self) -> int:
+        return self.q.shape[1] // self.k.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        return self.q.nbytes + self.k.nbytes + self.hidden.nbytes
+
+    @property
+    def cells(self) -> int:
+        """Grid cells a side."""
+        return -(-self.n_tokens // self.width)
+
+    def edges(self) -> np.ndarray:
+        """(B + 1,) token positions where grid cells start (the last: N)."""
+        return np.minimum(np.arange(self.cells + 1) * self.width, self.n_tokens)
+
+    # ---- the summary: every head streamed once -------------------------------------------------------------------
+    def summary(self, layer: int, cancel: Callable[[], bool] | None = None) -> LayerSummary:
+        """Layer ``layer``'s summary, streamed now unless it already was (once, whoever asks first)."""
+        with self._layer_locks[layer]:
+            if self.summaries[layer] is None:
+                self.summaries[layer] = summarise_layer(
+                    self.q[layer], self.k[layer], self.rules[layer], self._tokens, self.width, self.sample_rows,
+                    cancel, self._relations,
+                )  # fmt: skip
+            return self.summaries[layer]
+
+    def summarise(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> None:
+        """Stream every layer not streamed yet; ``progress(layers done, L)``."""
+        for layer in range(self.n_layers):
+            self.summary(layer, cancel)
+            if progress is not None:
+                progress(layer + 1, self.n_layers)
+
+    @property
+    def summarised(self) -> int:
+        """Layers streamed so far."""
+        return sum(s is not None for s in self.summaries)
+
+    def counts(self, layer: int) -> np.ndarray:
+        """(B, B) cells of each grid cell the mask lets through (the same for every head of a layer)."""
+        with self._lock:
+            if layer not in self._counts:
+                same = next((i for i in self._counts if self.rules[i] == self.rules[layer]), None)
+                found = self._counts[same] if same is not None else None
+                self._counts[layer] = found if found is not None else visible_cells(self.rules[layer], self.n_tokens,
+                                                                                    self.width)  # fmt: skip
+            return self._counts[layer]
+
+    def grid(self, layer: int, head: int) -> np.ndarray:
+        """(B, B) float32 block means of one head over the cells its mask lets through (−inf: a cell all masked),
+        as viz.figures.common.fit_to_screen averages a full pattern."""
+        sums, counts = self.summary(layer).grid[head], self.counts(layer)
+        return np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf).astype(np.float32)
+
+    def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
+        """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of
+        at most ``size`` cells a side, pooled from the grids: ((L', H, t, t) float32, (t + 1,) token bounds).
+        ``layers``: which (default every layer: needs every layer's summary)."""
+        edges = self.edges()
+        group = -(-self.cells // size)
+        picks = np.arange(0, self.cells, group)
+        bounds = np.append(edges[picks], self.n_tokens)
+        area = np.outer(np.diff(bounds), np.diff(bounds)).astype(np.float64)
+        chosen = range(self.n_layers) if layers is None else layers
+        sums = np.stack([self.summary(layer).grid for layer in chosen])  # (L', H, B, B)
+        pooled = np.add.reduceat(np.add.reduceat(sums, picks, axis=-2), picks, axis=-1)
+        return (pooled / area).astype(np.float32), bounds
+
+    def stats(self) -> dict[str, np.ndarray]:
+        """{name: (L, H)} for every name in ROW_STATS (head metrics, sink shares, relations): needs every layer."""
+        return {name: np.stack([self.summary(i).stats[name] for i in range(self.n_layers)]) for name in ROW_STATS}
+
+    # ---- exact values on demand ----------------------------------------------------------------------------------
+    def weights(self, layer: int, head: int | None, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        """Exact weights of query rows [a, b) on keys [c, d): (R, C) for one head, (H, R, C) for every head."""
+        out = weights(self.q[layer], self.k[layer], self.rules[layer], rows, cols)
+        return out if head is None else out[head]
+
+    def scores(self, layer: int, head: int, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        """(R, C) exact scaled scores q·k of rows [a, b) and keys [c, d), −inf where the mask blocks."""
+        (a, b), (c, d) = rows, cols
+        q = torch.from_numpy(np.ascontiguousarray(self.q[layer, head : head + 1, a:b]))  # (1, R, d_k)
+        kv = head // self.kv_group
+        k = torch.from_numpy(np.ascontiguousarray(self.k[layer, kv : kv + 1, c:d]))  # (1, C, d_k)
+        return scores_block(q, k, self.rules[layer], a, c)[0].numpy()
+
+    def row(self, layer: int, head: int, query: int) -> np.ndarray:
+        """(N,) exact weights of one query on every key."""
+        return self.weights(layer, head, (query, query + 1), (0, self.n_tokens))[0]
+
+    def column(self, layer: int, head: int, key: int) -> np.ndarray:
+        """(N,) exact weight every query gives one key (the rows' logsumexp comes from the layer's summary)."""
+        return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)[head]
+
+
+def observe_long(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    text: str,
+    options: Options | None = None,
+    progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
+    max_len: int | None = None,
+) -> LongObservation:
+    """Read the whole text (up to the model's own limit, or ``max_len`` tokens) with one fused forward pass on the
+    model's device. ``options.max_len`` (the patterns pages keep) does not apply here."""
+    cfg, options = model.cfg, options or Options()
+    enc, notices = encode_text(tokenizer, text, min(max_len or cfg.max_seq_len, cfg.max_seq_len))
+    bad = [i for i in enc.ids if i >= cfg.vocab_size]
+    if bad:
+        raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
+    causal = bool(cfg.causal if options.causal is None else options.causal)
+    began = time.perf_counter()
+    q, k, hidden = capture_qk(
+        model, torch.tensor([enc.ids]), causal=options.causal, scale=options.scale, positions=options.positions,
+        progress=progress, cancel=cancel,
+    )  # fmt: skip
+    factor = (cfg.attn_scale or cfg.d_k**-0.5) if options.scale else 1.0
+    rules = tuple(Rule(causal, cfg.sliding_window if cfg.is_sliding(i) else 0, factor) for i in range(cfg.n_layers))
+    return LongObservation(
+        tokens=list(enc.tokens), ids=list(enc.ids), offsets=[tuple(o) for o in enc.offsets],
+        special=np.array(enc.special, dtype=bool), text=enc.text, q=q, k=k, hidden=hidden, causal=causal,
+        rules=rules, forward_ms=(time.perf_counter() - began) * 1000, notices=notices,
+    )  # fmt: skip

@@ -1,0 +1,218 @@
+"""Long inputs: the fused forward pass equals the explicit one, and everything model/long.py computes from the
+captured q and k — exact windows, rows, columns, block means, head metrics, sink shares, relations — equals what the
+in-memory patterns give (tests at 2,048 tokens on a tiny decoder, and on encoders with special tokens and windows)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis.find import relation_pairs, word_ids
+from model.analysis.kinds import normalised_entropy, relation_score
+from model.analysis.metrics import head_metrics
+from model.analysis.sinks import sink_shares
+from model.analysis.streaming import Rule
+from model.capture import run_with_cache
+from model.config import TransformerConfig
+from model.long import Cancelled, LongObservation, capture_qk
+from model.transformer import Transformer
+
+TOL = 1e-6
+
+
+def tiny(**kw) -> Transformer:
+    base = dict(vocab_size=60, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=4096, dropout=0.0)
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(**{**base, **kw})).eval()
+
+
+VARIANTS = {
+    "decoder GQA RoPE": dict(causal=True, n_kv_heads=2, positional="rope", norm_kind="rmsnorm"),
+    "encoder": dict(causal=False),
+    "causal sliding window": dict(causal=True, layer_types=("sliding", "global"), sliding_window=7),
+    "bidirectional sliding window": dict(causal=False, layer_types=("sliding", "global"), sliding_window=8),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_the_fused_pass_equals_the_explicit_one(name):
+    model = tiny(**VARIANTS[name])
+    ids = torch.randint(0, 60, (2, 70))
+    padding = torch.ones(2, 70, dtype=torch.long)
+    padding[1, 50:] = 0
+    with torch.no_grad():
+        for mask in (None, padding):
+            for scale in (True, False):
+                a = model(ids, mask, scale=scale)
+                b = model(ids, mask, scale=scale, fused=True)
+                rows = slice(None) if mask is None else slice(0, 50)  # padded rows' outputs are not defined
+                assert (a[:, rows] - b[:, rows]).abs().max() < 1e-5
+
+
+def test_is_causal_is_refused_without_the_fused_kernel():
+    model = tiny(causal=True)
+    x = torch.zeros(1, 3, 32)
+    with pytest.raises(ValueError, match="fused kernel"):
+        model.blocks[0].attn(x, is_causal=True)
+
+
+def text_of(ids: list[int], special: set[int]) -> tuple[list[str], list[tuple[int, int]], str]:
+    """Labels, offsets and a text for token ids: every third token glued to the one before it (a word of pieces),
+    ids 5 and 6 punctuation, ``special`` positions [CLS]/[SEP]."""
+    tokens, offsets, parts, pos = [], [], [], 0
+    for i, t in enumerate(ids):
+        if i in special:
+            tokens.append("[CLS]" if i == 0 else "[SEP]")
+            offsets.append((0, 0))
+            continue
+        label = "," if t in (5, 6) else f"w{t}"
+        glue = i % 3 == 2 and i - 1 not in special
+        if not glue and parts:
+            parts.append(" ")
+            pos += 1
+        tokens.append(label)
+        offsets.append((pos, pos + len(label)))
+        parts.append(label)
+        pos += len(label)
+    return tokens, offsets, "".join(parts)
+
+
+def long_and_patterns(model: Transformer, n: int, special: set[int] = frozenset()):
+    torch.manual_seed(1)
+    ids = torch.randint(0, 60, (1, n))
+    _, trace = run_with_cache(model, ids, kinds=["pattern", "scores"])
+    patterns = trace.stack("pattern")[:, 0].numpy()
+    scores = trace.stack("scores")[:, 0].numpy()
+    q, k, hidden = capture_qk(model, ids)
+    tokens, offsets, text = text_of(ids[0].tolist(), set(special))
+    mask = np.array([i in special for i in range(n)])
+    cfg = model.cfg
+    rules = tuple(
+        Rule(cfg.causal, cfg.sliding_window if cfg.is_sliding(i) else 0, cfg.d_k**-0.5) for i in range(cfg.n_layers)
+    )
+    long = LongObservation(tokens, ids[0].tolist(), offsets, mask, text, q, k, hidden, cfg.causal, rules, 0.0)
+    return long, patterns, scores
+
+
+def block_means(full: np.ndarray, edges: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+    """Means over the unmasked cells of each grid cell, −inf where a cell is all masked (as the screen averages)."""
+    cells = len(edges) - 1
+    out = np.full((cells, cells), -np.inf)
+    for a in range(cells):
+        for b in range(cells):
+            seen = ~blocked[edges[a] : edges[a + 1], edges[b] : edges[b + 1]]
+            if seen.any():
+                out[a, b] = full[edges[a] : edges[a + 1], edges[b] : edges[b + 1]][seen].mean()
+    return out
+
+
+@pytest.fixture(scope="module")
+def decoder_2048():
+    return long_and_patterns(tiny(**VARIANTS["decoder GQA RoPE"]), 2048)
+
+
+def test_at_2048_tokens_every_weight_score_row_and_column_equals_the_full_computation(decoder_2048):
+    long, patterns, scores = decoder_2048
+    n = long.n_tokens
+    assert n == 2048 and long.width == 13 and long.cells == 158
+    for layer in range(long.n_layers):
+        every = long.weights(layer, None, (0, n), (0, n))  # (H, N, N) in row blocks
+        assert np.abs(every - patterns[layer]).max() <= TOL
+        window = long.weights(layer, 3, (1500, 1600), (1400, 1700))
+        assert np.abs(window - patterns[layer, 3, 1500:1600, 1400:1700]).max() <= TOL
+        s = long.scores(layer, 1, (100, 300), (0, 400))
+        assert np.array_equal(np.isinf(s), np.isinf(scores[layer, 1, 100:300, :400]))
+        finite = np.isfinite(s)
+        assert np.abs(s[finite] - scores[layer, 1, 100:300, :400][finite]).max() <= 1e-4
+        assert np.abs(long.row(layer, 2, 1999) - patterns[layer, 2, 1999]).max() <= TOL
+        assert np.abs(long.column(layer, 2, 7) - patterns[layer, 2, :, 7]).max() <= TOL
+
+
+def test_at_2048_tokens_the_grids_are_the_screens_block_means(decoder_2048):
+    long, patterns, _ = decoder_2048
+    edges = long.edges()
+    blocked = np.triu(np.ones((long.n_tokens,) * 2, dtype=bool), 1)
+    for layer in range(long.n_layers):
+        for head in (0, 3):
+            got, want = long.grid(layer, head), block_means(patterns[layer, head], edges, blocked)
+            assert np.array_equal(np.isfinite(got), np.isfinite(want))
+            assert np.abs(got[np.isfinite(got)] - want[np.isfinite(want)]).max() <= TOL
+    pooled, bounds = long.pooled(32)  # plain means, masked cells as 0: what downsample gives a full pattern
+    assert pooled.shape[-1] == len(bounds) - 1 <= 32
+    a, b = bounds[5], bounds[6]
+    assert abs(pooled[1, 2, 5, 5] - patterns[1, 2, a:b, a:b].mean()) <= TOL
+
+
+def test_at_2048_tokens_streamed_metrics_equal_the_in_memory_ones(decoder_2048):
+    long, patterns, _ = decoder_2048
+    stats, special = long.stats(), long.special
+    for name, value in head_metrics(patterns, special=special).items():
+        assert np.abs(stats[name] - value).max() <= 1e-3 * max(1.0, float(np.abs(value).max())), name
+    for name, value in sink_shares(patterns, long.tokens, special, causal=True).items():
+        assert np.abs(stats[name] - value).max() <= TOL, name
+    words = word_ids(long.text, long.offsets, special)
+    for relation in ("same token", "same word"):
+        pairs = relation_pairs(relation, long.tokens, special, words)
+        assert pairs.any()
+        assert np.abs(stats[relation] - relation_score(patterns, pairs)).max() <= TOL, relation
+    assert np.abs(stats["broad"] - normalised_entropy(patterns)).max() <= 1e-5
+    received = np.stack([long.summary(i).received for i in range(long.n_layers)])
+    assert np.abs(received - patterns.sum(-2)).max() <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["encoder", "causal sliding window", "bidirectional sliding window"])
+def test_encoders_and_windows_with_special_tokens(name):
+    n = 600
+    long, patterns, _ = long_and_patterns(tiny(**VARIANTS[name]), n, special={0, n - 1})
+    assert long.tokens[0] == "[CLS]" and long.tokens[-1] == "[SEP]"
+    stats = long.stats()
+    for metric, value in head_metrics(patterns, special=long.special).items():
+        assert np.abs(stats[metric] - value).max() <= 1e-3 * max(1.0, float(np.abs(value).max())), metric
+    shares = sink_shares(patterns, long.tokens, long.special, causal=long.causal)
+    for target in ("[CLS]", "[SEP]", "punctuation"):
+        assert np.abs(stats[target] - shares[target]).max() <= TOL, target
+    for layer in range(long.n_layers):
+        rule = long.rules[layer]
+        i, j = np.indices((n, n))
+        blocked = (j > i) if rule.causal else np.zeros((n, n), dtype=bool)
+        if rule.window:
+            blocked |= (j <= i - rule.window) if rule.causal else (np.abs(i - j) > rule.window // 2)
+        got, want = long.grid(layer, 1), block_means(patterns[layer, 1], long.edges(), blocked)
+        assert np.array_equal(np.isfinite(got), np.isfinite(want))
+        assert np.abs(got[np.isfinite(got)] - want[np.isfinite(want)]).max() <= TOL
+
+
+def test_cancel_stops_the_summary_and_keeps_nothing_half_made():
+    long, _, _ = long_and_patterns(tiny(causal=True), 300)
+    with pytest.raises(Cancelled):
+        long.summarise(cancel=lambda: True)
+    assert long.summarised == 0
+    calls = {"n": 0}
+
+    def later() -> bool:  # 300 tokens are one block of rows a layer: the second layer's first check cancels
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    with pytest.raises(Cancelled):
+        long.summarise(cancel=later)
+    assert long.summaries[0] is not None and long.summaries[1] is None  # a cancelled layer is not stored
+    long.summarise()
+    assert long.summarised == long.n_layers
+
+
+def test_capture_reports_progress_and_cancels_between_layers():
+    model = tiny(causal=True, n_layers=3)
+    ids = torch.randint(0, 60, (1, 40))
+    seen = []
+    q, k, _ = capture_qk(model, ids, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    _, trace = run_with_cache(model, ids, kinds=["q", "k"])
+    # layer 0's q and k are the same numbers; later layers read a stream the fused kernel rounded differently
+    assert np.abs(q - trace.stack("q")[:, 0].numpy()).max() <= 1e-5
+    assert np.abs(k - trace.stack("k")[:, 0].numpy()).max() <= 1e-5
+    with pytest.raises(Cancelled):
+        capture_qk(model, ids, cancel=lambda: True)
+    from model.capture import leftover_hooks
+
+    assert leftover_hooks(model) == 0
