@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from model.analysis.find import word_ids
+from model.analysis.find import Found, word_ids
+from model.analysis.metrics import METRICS
+from model.analysis.similarity import head_similarity
 from model.analysis.sinks import target_columns
 from model.analysis.streaming import (
     ROW_STATS,
@@ -186,20 +188,20 @@ class LongObservation:
                                                                                     self.width)  # fmt: skip
             return self._counts[layer]
 
-    def grid(self, layer: int, head: int) -> np.ndarray:
+    def grid(self, layer: int, head: int, how: str = "mean") -> np.ndarray:
         """(B, B) float32 block means of one head over the cells its mask lets through (−inf: a cell all masked),
-        as viz.figures.common.fit_to_screen averages a full pattern."""
-        sums, counts = self.summary(layer).grid[head], self.counts(layer)
-        return np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf).astype(np.float32)
+        as viz.figures.common.fit_to_screen averages a full pattern; ``how="max"``: each cell's largest weight."""
+        summary, counts = self.summary(layer), self.counts(layer)
+        cells = summary.peak[head] if how == "max" else summary.grid[head] / np.maximum(counts, 1)
+        return np.where(counts > 0, cells, -np.inf).astype(np.float32)
 
     def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
         """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of
         at most ``size`` cells a side, pooled from the grids: ((L', H, t, t) float32, (t + 1,) token bounds).
         ``layers``: which (default every layer: needs every layer's summary)."""
         edges = self.edges()
-        group = -(-self.cells // size)
-        picks = np.arange(0, self.cells, group)
-        bounds = np.append(edges[picks], self.n_tokens)
+        picks = np.unique(np.linspace(0, self.cells, min(size, self.cells) + 1).round().astype(int))[:-1]
+        bounds = np.append(edges[picks], self.n_tokens)  # pooled cells differ by one grid cell at most
         area = np.outer(np.diff(bounds), np.diff(bounds)).astype(np.float64)
         chosen = range(self.n_layers) if layers is None else layers
         sums = np.stack([self.summary(layer).grid for layer in chosen])  # (L', H, B, B)
@@ -230,7 +232,24 @@ class LongObservation:
 
     def column(self, layer: int, head: int, key: int) -> np.ndarray:
         """(N,) exact weight every query gives one key (the rows' logsumexp comes from the layer's summary)."""
-        return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)[head]
+        return self.columns(layer, key)[head]
+
+    def columns(self, layer: int, key: int) -> np.ndarray:
+        """(H, N) exact weight every query gives one key, for every head of a layer."""
+        return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)
+
+    def pair(self, query: int, key: int) -> Found:
+        """Find heads' score of one (query, key) pair for every head, exact: the query's weight on the key, the
+        weight every other ordinary query gives that key (a column pattern), and chance (1 / the keys it sees)."""
+        n, layers = self.n_tokens, range(self.n_layers)
+        score = np.stack([self.weights(i, None, (query, query + 1), (key, key + 1))[:, 0, 0] for i in layers])
+        others = (~self.special if (~self.special).any() else np.ones(n, dtype=bool)) & ~np.isin(
+            np.arange(n), (query, key)
+        )
+        column = np.stack([self.columns(i, key)[:, others].mean(-1) for i in layers]) if others.any() else None
+        spans = [rule.keys(query, query + 1, n) for rule in self.rules]  # the keys the query sees, per layer
+        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+        return Found(score.astype(np.float32), column, 1.0 / (hi - lo) if lo <= key < hi else 0.0, 1)
 
 
 def observe_long(
@@ -262,3 +281,15 @@ def observe_long(
         special=np.array(enc.special, dtype=bool), text=enc.text, q=q, k=k, hidden=hidden, causal=causal,
         rules=rules, forward_ms=(time.perf_counter() - began) * 1000, notices=notices,
     )  # fmt: skip
+
+
+def long_metrics(long: LongObservation) -> dict[str, np.ndarray]:
+    """Head metrics {name: (L, H)} of a text read whole, as model.analysis.metrics defines them."""
+    stats = long.stats()
+    return {name: stats[name] for name in METRICS}
+
+
+def long_similarity(long: LongObservation) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Head similarity (model.analysis.similarity) over the sampled rows, keys pooled into the grid's cells."""
+    samples = np.stack([long.summary(layer).samples for layer in range(long.n_layers)])  # (L, H, S, B)
+    return head_similarity(samples, causal=long.causal)

@@ -1,12 +1,9 @@
-"""Every user setting, declared once: key, default, type, allowed values, and what depends on the model.
-
-The Streamlit shell initialises session state from this list (:mod:`viz.shell.state`), session files save
-and validate it (:mod:`viz.session`), and nothing else declares a setting. No Streamlit here.
-
-A default is a value, or a function of the :class:`Shape` of the current model and text (and of the other
-settings) for settings that depend on them (a layer index, a token position); ``fit`` also clamps such a
-value when the model or the text changes, so a widget never holds an option that no longer exists.
-"""
+"""Every user setting, declared once: key, default, type, allowed values, and what depends on the model. The
+Streamlit shell initialises session state from this list (:mod:`viz.shell.state`), session files save and validate
+it (:mod:`viz.session`), and nothing else declares a setting. No Streamlit here. A default is a value, or a function
+of the :class:`Shape` of the current model and text (and of the other settings) for settings that depend on them (a
+layer index, a token position); ``fit`` also clamps such a value when the model or the text changes, so a widget
+never holds an option that no longer exists."""
 
 from __future__ import annotations
 
@@ -79,7 +76,7 @@ class Setting:
 
     ``fits``: "layer", "head", "heads", "pairs" (layer, head), "dims", "tokens", "token", "token_or_none" (-1 for
     none), "ordinary" (a non-special token), "window" (the head view's first token), "unset" (an index, or -1
-    until the page chooses one from the text) or None.
+    until the page chooses one from the text), "span" (query and key ranges [a, b, c, d], or []) or None.
     ``saved``: written to session files. ``page``: the url path of the page whose widget it is (its
     default is filled when that page is first drawn, so a default that follows the head in focus or the
     model's width takes them as they are then), None for shared settings. ``url``: kept in the URL."""
@@ -169,6 +166,8 @@ class Setting:
             return min(max(value, 0), max(0, shape.n_tokens - WINDOW))
         if self.fits == "ordinary":
             return value if value in shape.ordinary or not shape.ordinary else self.initial(shape, state)
+        if self.fits == "span":  # [a, b, c, d] within the tokens, or [] (none)
+            return value if len(value) == 4 and value[0] < value[1] <= limit["token"] >= value[3] > value[2] else []
         return value
 
 
@@ -217,6 +216,8 @@ SETTINGS: tuple[Setting, ...] = (
     # pages
     Setting("attn_mode", ATTENTION_MODES[0], str, ATTENTION_MODES, page="attention", url=True),
     Setting("attn_without_sink", False, bool, page="attention", url=True),
+    Setting("attn_window", [], list, fits="span", page="attention", url=True),  # a long text: [q0, q1, k0, k1]
+    Setting("attn_cells", "mean", str, ("mean", "max"), page="attention", url=True),  # its cells' mean or max
     Setting("mix_section", MIXING_SECTIONS[0], str, MIXING_SECTIONS, page="mixing", url=True),
     Setting("mix_across", False, bool, page="mixing", url=True),
     Setting("mix_target", "", str, page="mixing", url=True),
@@ -308,13 +309,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("gen_n", 12, int, page="next-token", url=True),
     Setting("gen_temperature", 0.0, float, page="next-token", url=True),
     Setting("gen_seed", 0, int, page="next-token", url=True),
-    Setting(
-        "mlm_pick",
-        lambda s, state: s.ordinary[0] if s.ordinary else 0,
-        int,
-        fits="ordinary",
-        saved=False,
-        page="lessons",
-    ),
+    Setting("mlm_pick", lambda s, state: s.ordinary[0] if s.ordinary else 0, int, fits="ordinary", saved=False,
+            page="lessons"),
 )
 BY_KEY: dict[str, Setting] = {s.key: s for s in SETTINGS}

@@ -136,20 +136,58 @@ def head_kinds(
     label = ""
     n = p.shape[-1]
     if pair is not None and all(0 <= i < n for i in pair) and pair[0] != pair[1]:
-        found = find_heads(p, token_pairs(n, [pair[0]], [pair[1]]), special)
-        link = np.where(found.flagged | (found.score < 3 * found.chance), 0.0, found.score)
-        scores["your pair"] = link.astype(np.float32)
-        label = f"“{tokens[pair[0]].strip()}” → “{tokens[pair[1]].strip()}”"
+        scores["your pair"] = linked(find_heads(p, token_pairs(n, [pair[0]], [pair[1]]), special))
+        label = pair_label(tokens, pair)
     scores["broad"] = normalised_entropy(p).astype(np.float32)
-    L, H = p.shape[:2]
+    return classify(scores, sink_target, label, np.isfinite(metrics["entropy"]))
+
+
+def linked(found) -> np.ndarray:
+    """(L, H) a pair's score where it is a link: 3 × chance and not a column pattern; 0 elsewhere."""
+    return np.where(found.flagged | (found.score < 3 * found.chance), 0.0, found.score).astype(np.float32)
+
+
+def pair_label(tokens: list[str], pair: tuple[int, int]) -> str:
+    return f"“{tokens[pair[0]].strip()}” → “{tokens[pair[1]].strip()}”"
+
+
+def long_kinds(long, pair=None) -> HeadKinds:
+    """:func:`head_kinds` of a text read whole (a model.long.LongObservation), from its streamed statistics and,
+    for a focus pair, its exact weights."""
+    ok = pair is not None and all(0 <= i < long.n_tokens for i in pair) and pair[0] != pair[1]
+    link = linked(long.pair(*pair)) if ok else None
+    return streamed_kinds(long.stats(), long.causal, link, pair_label(long.tokens, pair) if ok else "")
+
+
+def classify(scores: dict[str, np.ndarray], sink_target: np.ndarray, pair: str, computable: np.ndarray) -> HeadKinds:
+    """Each head's kind from its scores {kind: (L, H)}: the kind passing its threshold by the largest factor,
+    else broad or mixed; ``computable`` (L, H) False: NaN/Inf weights, where no score means anything."""
+    L, H = computable.shape
     strength = np.stack([scores[k] / THRESHOLDS[k] if k in scores else np.zeros((L, H)) for k in SPECIALISED])
     kind = np.full((L, H), "", dtype=object)
     kind[scores["broad"] >= THRESHOLDS["broad"]] = "broad"
     best = strength.argmax(0)
     strong = strength.max(0) >= 1.0
     kind[strong] = np.array(SPECIALISED, dtype=object)[best[strong]]
-    kind[~np.isfinite(metrics["entropy"])] = NOT_COMPUTABLE  # NaN/Inf weights: no score means anything
-    return HeadKinds(scores, kind, sink_target, label)
+    kind[~computable] = NOT_COMPUTABLE
+    return HeadKinds(scores, kind, sink_target, pair)
+
+
+def streamed_kinds(stats: dict[str, np.ndarray], causal: bool, link=None, pair: str = "") -> HeadKinds:
+    """:func:`head_kinds` from a long text's streamed statistics (model/long.py: the same scores, each summed
+    row block by row block); ``link``: (L, H) the focus pair's score as Find heads gives it (0 where flagged)."""
+    scores = {"previous token": stats["previous"], "next token": stats["next"], "self": stats["self"]}
+    targets = ["[CLS]", "[SEP]"] + (["position 0"] if causal else [])
+    stack = np.stack([stats[t] for t in targets])  # (T, L, H)
+    scores["sink"] = stack.max(0)
+    sink_target = np.array(targets, dtype=object)[stack.argmax(0)]
+    for kind, name in (("punctuation", "punctuation"), ("same word", "same word"), ("repeated token", "same token")):
+        if np.isfinite(stats[name]).all() and (kind != "punctuation" or stats[name].any()):
+            scores[kind] = stats[name].astype(np.float32)
+    if link is not None:
+        scores["your pair"] = np.asarray(link, dtype=np.float32)
+    scores["broad"] = stats["broad"].astype(np.float32)
+    return classify(scores, sink_target, pair, np.isfinite(stats["entropy"]))
 
 
 def observed_kinds(obs, pair=None) -> HeadKinds:

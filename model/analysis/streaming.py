@@ -78,11 +78,13 @@ def columns(q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, key: int)
 
 @dataclass
 class LayerSummary:
-    """One layer's heads, summarised. grid: (H, B, B) float64 sums of weights per cell; lse: (H, N) float32;
+    """One layer's heads, summarised. grid: (H, B, B) float64 sums of weights per cell; peak: (H, B, B) float32
+    the largest weight per cell; lse: (H, N) float32;
     received: (H, N) float32 weight each key gets from every query together; stats: {name: (H,)} row means
     (ROW_STATS, NaN where a text has no row for it); samples: (H, S, B) sampled rows pooled into grid columns."""
 
     grid: np.ndarray
+    peak: np.ndarray
     lse: np.ndarray
     received: np.ndarray
     stats: dict[str, np.ndarray]
@@ -105,6 +107,7 @@ def summarise_layer(
     B = math.ceil(n / width)
     qt, kt = torch.from_numpy(q), torch.from_numpy(k)
     grid = torch.zeros(H, B, B, dtype=torch.float64)
+    peak = torch.zeros(H, B, B)  # the largest weight in each grid cell
     lse_all = torch.empty(H, n)
     received = torch.zeros(H, n, dtype=torch.float64)
     sums = {name: torch.zeros(H, dtype=torch.float64) for name in ROW_STATS}
@@ -161,6 +164,8 @@ def summarise_layer(
             counts[name] += int(chosen.sum())
         binned = _pool_columns(p, lo, width, B)  # (H, R, B)
         grid.index_add_(1, cells[r0:r1], binned.double())
+        index = cells[r0:r1][None, :, None].expand(H, -1, B)
+        peak.scatter_reduce_(1, index, _pool_columns(p, lo, width, B, "amax"), "amax")
         received[:, lo:hi] += p.sum(1)
         picked = np.flatnonzero((sample_rows >= r0) & (sample_rows < r1))
         if len(picked):
@@ -168,7 +173,7 @@ def summarise_layer(
         r0 = r1
     stats = {name: (sums[name] / counts[name]).float().numpy() if counts[name] else np.full(H, np.nan, "f4")
              for name in ROW_STATS}  # fmt: skip
-    return LayerSummary(grid.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
+    return LayerSummary(grid.numpy(), peak.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
 
 
 class Cancelled(Exception):  # noqa: N818 — a request, not a failure
@@ -189,9 +194,9 @@ def _distance(p: torch.Tensor, rows: torch.Tensor, lo: int) -> torch.Tensor:
     return (p * (rows[:, None].to(p.dtype) - j[None]).abs_()).sum(-1)
 
 
-def _pool_columns(p: torch.Tensor, lo: int, width: int, cells: int) -> torch.Tensor:
-    """(H, R, C) weights of keys lo… -> (H, R, B) sums per grid column (cells of ``width`` keys from key 0), with
-    no copy of p: whole cells as a view, the ragged ends apart."""
+def _pool_columns(p: torch.Tensor, lo: int, width: int, cells: int, how: str = "sum") -> torch.Tensor:
+    """(H, R, C) weights of keys lo… -> (H, R, B) sums (``how="amax"``: maxima) per grid column (cells of
+    ``width`` keys from key 0), with no copy of p: whole cells as a view, the ragged ends apart."""
     H, R, C = p.shape
     hi = lo + C
     out = torch.zeros(H, R, cells)
@@ -199,13 +204,13 @@ def _pool_columns(p: torch.Tensor, lo: int, width: int, cells: int) -> torch.Ten
     if a1 <= a0:  # no whole cell: [lo, hi) lies inside one or two cells
         for c in range(lo // width, (hi - 1) // width + 1):
             x0, x1 = max(lo, c * width), min(hi, (c + 1) * width)
-            out[..., c] = p[..., x0 - lo : x1 - lo].sum(-1)
+            out[..., c] = getattr(p[..., x0 - lo : x1 - lo], how)(-1)
         return out
-    out[..., a0 // width : a1 // width] = p[..., a0 - lo : a1 - lo].unflatten(-1, (-1, width)).sum(-1)
+    out[..., a0 // width : a1 // width] = getattr(p[..., a0 - lo : a1 - lo].unflatten(-1, (-1, width)), how)(-1)
     if a0 > lo:
-        out[..., lo // width] = p[..., : a0 - lo].sum(-1)
+        out[..., lo // width] = getattr(p[..., : a0 - lo], how)(-1)
     if hi > a1:
-        out[..., a1 // width] = p[..., a1 - lo :].sum(-1)
+        out[..., a1 // width] = getattr(p[..., a1 - lo :], how)(-1)
     return out
 
 

@@ -160,8 +160,13 @@ def test_layer_head_page_and_style_changes_run_no_forward_pass(app, forward_pass
     assert forward_passes["n"] == after_first_visit + 1
 
 
-def test_long_text_is_truncated_with_a_notice(app):
+def test_a_long_text_names_what_is_read_whole_and_a_models_own_limit_truncates(app):
     app.sidebar.text_area(key="text").set_value("word " * 900).run()
+    assert not app.exception
+    notices = " ".join(w.value for w in app.warning)
+    assert "The text has 902 tokens." in notices and "read all 902" in notices and "the first 512" in notices
+    app.sidebar.selectbox(key="model_kind").set_value("random").run()  # learned positions: 512 is the model's limit
+    app.sidebar.selectbox(key="rand_positional").set_value("learned").run()
     assert not app.exception
     assert any("reads at most 512" in w.value for w in app.warning)
 

@@ -138,6 +138,11 @@ def test_at_2048_tokens_the_grids_are_the_screens_block_means(decoder_2048):
             got, want = long.grid(layer, head), block_means(patterns[layer, head], edges, blocked)
             assert np.array_equal(np.isfinite(got), np.isfinite(want))
             assert np.abs(got[np.isfinite(got)] - want[np.isfinite(want)]).max() <= TOL
+            peak = long.grid(layer, head, "max")  # each cell's largest weight
+            full = patterns[layer, head]
+            for a, b in ((0, 0), (40, 12), (157, 157), (157, 3)):
+                want = full[edges[a] : edges[a + 1], edges[b] : edges[b + 1]].max()
+                assert abs(peak[a, b] - want) <= TOL if np.isfinite(peak[a, b]) else want == 0
     pooled, bounds = long.pooled(32)  # plain means, masked cells as 0: what downsample gives a full pattern
     assert pooled.shape[-1] == len(bounds) - 1 <= 32
     a, b = bounds[5], bounds[6]

@@ -28,10 +28,10 @@ TEXTS = [
 
 
 def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
+    from viz.shell.cache import CACHE
     from viz.shell.services import get_model, get_observation
 
-    get_model.clear()
-    get_observation.clear()
+    CACHE.clear()
     loads = {"n": 0}
     real_load = catalog.load
 

@@ -47,6 +47,8 @@ ALTERNATIVES = {
     "top": 4,
     "guess": 2,
     "without_sink": True,
+    "span": (0, 4, 0, 6),
+    "cells": "max",
     "across": True,
     "target": "state",
     "sink": "[SEP]",

@@ -36,20 +36,26 @@ def heads_grid(
     title: str | None = None,
     cols: int = 4,
     theme: Theme | None = None,
+    block_labels: list[str] | None = None,
 ) -> go.Figure:
     """Small multiples: several heads tiled into one heatmap (one trace, one shared colour scale).
 
     weights: (H, N, N). Each head is a block with its label in a band of empty rows above it, as tall as
     the label's font, so labels never overlap a block. Hover names the query and key tokens. Beyond
     GRID_MAX tokens each block is block-averaged (hover then names token ranges). One trace instead of H
-    subplots keeps the figure cheap to build and to send at 512 tokens.
+    subplots keeps the figure cheap to build and to send at 512 tokens. ``block_labels``: the weights are already
+    block means over the token ranges these labels name (a long text's heads, model/long.py); tokens is ignored.
     """
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, _ = w.shape
     theme = theme or Theme()
-    labels = token_labels(check_labels("tokens", tokens, n), theme.positions)
     what = "weight"
-    if n > GRID_MAX:
+    if block_labels is not None:
+        labels, what = check_labels("block_labels", block_labels, n), "mean weight"
+        title = f"{title} (block means)" if title else None
+    else:
+        labels = token_labels(check_labels("tokens", tokens, n), theme.positions)
+    if n > GRID_MAX and block_labels is None:
         edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
         labels = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
         w = downsample(w, GRID_MAX)

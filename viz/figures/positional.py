@@ -8,12 +8,17 @@ import plotly.graph_objects as go
 from viz.figures.common import Theme, as_array, style
 from viz.figures.layout import figure, relayout, subplots, update_annotations, update_axes
 
+#: files draw every position up to this many; beyond, block means too (8,192 positions × d would be tens of MB)
+EXACT_POSITIONS = 1024
+
 
 def _screen_blocks(n: int, theme: Theme) -> tuple[np.ndarray, np.ndarray] | None:
-    """(block edges, block centres) to average an axis of ``n`` positions on screen, or None to keep it."""
-    if not theme.max_cells or n <= theme.max_cells:
+    """(block edges, block centres) to average an axis of ``n`` positions on screen (or in a file, beyond
+    EXACT_POSITIONS), or None to keep it."""
+    cells = theme.max_cells or EXACT_POSITIONS
+    if n <= cells:
         return None
-    edges = np.linspace(0, n, theme.max_cells + 1).astype(int)
+    edges = np.linspace(0, n, cells + 1).astype(int)
     return edges, (edges[:-1] + edges[1:] - 1) / 2
 
 
@@ -116,13 +121,13 @@ def encoding_curves(table, dims, *, title: str | None = None, theme: Theme | Non
 def position_similarity(table, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
     """Dot products between every pair of position vectors. table: (P, D) -> (P, P) heatmap."""
     t = as_array("table", table, 2).astype(np.float64)
-    sim = t @ t.T
     theme = theme or Theme()
-    axis = np.arange(sim.shape[0])
-    blocks = _screen_blocks(sim.shape[0], theme)
-    if blocks is not None:  # on screen: block means (exports are exact)
-        sim, axis = _block_mean(_block_mean(sim, blocks[0], 0), blocks[0], 1), blocks[1]
+    axis = np.arange(t.shape[0])
+    blocks = _screen_blocks(t.shape[0], theme)
+    if blocks is not None:  # block means of PE(i)·PE(j) are the dot products of the blocks' mean vectors
+        t, axis = _block_mean(t, blocks[0], 0), blocks[1]
         title = f"{title} (block means)" if title else None
+    sim = t @ t.T  # (P, P), or (blocks, blocks)
     fig = figure(
         go.Heatmap(
             z=sim,

@@ -6,6 +6,7 @@ from viz.figures.heatmaps import CLICK_MAX
 from viz.settings import ATTENTION_MODES
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, focus_picker, long_observation, reads_whole, window_picker
 from viz.shell.services import views
 from viz.shell.widgets import follow_open_page, layer_head_picker, open_page, show_focusable, show_view, unavailable
 from viz.views import ViewUnavailableError
@@ -13,7 +14,9 @@ from viz.views import ViewUnavailableError
 follow_open_page()
 ctx = page_context()
 obs = ctx.obs
-st.title("Attention map")
+whole = reads_whole(ctx)
+st.title("Attention map", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+long = long_observation(ctx) if whole else None
 st.page_link(
     "viz/pages/start.py",
     label="New here? Start here: what rows, columns and colours mean",
@@ -22,13 +25,16 @@ st.page_link(
 st.caption(
     "Rows are queries (the token that looks), columns are keys (the tokens it looks at); each row sums to 1. "
     + (
-        "Click a cell, or a token below, to put that query (and key) in focus on every page."
+        f"All {long.n_tokens:,} tokens of the text are drawn; put a query (and a key) in focus by position below."
+        if long is not None
+        else "Click a cell, or a token below, to put that query (and key) in focus on every page."
         if len(ctx.tokens) <= CLICK_MAX
         else "Click a token below to put it in focus as the query on every page (Shift+click: the key)."
     )
 )
 strip = st.container()  # filled after the heatmap: the chart does not wait for the component
 layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
+window = window_picker(long) if long is not None else ()
 col1, _ = st.columns([2, 1])
 label = col1.radio(
     "Show",
@@ -38,18 +44,19 @@ label = col1.radio(
     help="Scores are what goes into the softmax; masked cells are −∞ and drawn grey.",
 )
 mode = "scores" if label == ATTENTION_MODES[1] else "weights"
-without = mode == "weights" and col1.toggle(
+without = mode == "weights" and long is None and col1.toggle(
     "Renormalise without the sink",
     key="attn_without_sink",
     help="Removes the weight on [CLS], [SEP] (and on position 0 in a causal model) and rescales each row to "
     "sum to 1: where the rest of the attention goes. A view, not what the model computes.",
 )
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
+place = {"span": window, "cells": st.session_state["attn_cells"]} if long is not None else {}
 try:
-    (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, without_sink=bool(without), **focus)
+    (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, without_sink=bool(without), **focus, **place)
 except ViewUnavailableError as exc:
     unavailable(exc)
-    (main,) = views(ctx, "attention", layer=layer, head=head, mode=mode, **focus)
+    (main,) = views(ctx, "attention", layer=layer, head=head, **focus)
 show_focusable(main, "attn_main")
 
 
@@ -62,7 +69,10 @@ st.button(
     f"L{layer}H{head}'s QK and OV circuits", key="attn_circuits", on_click=open_circuits, icon=":material/science:"
 )
 with strip:
-    token_strip(ctx.tokens, obs.special[ctx.keep])
+    if long is None:
+        token_strip(ctx.tokens, obs.special[ctx.keep])
+    else:
+        focus_picker(long)
 if ctx.hide_special:
     st.caption("Special tokens are hidden: rows no longer sum to 1 (the hidden columns' share is not shown).")
 st.subheader(f"All heads of layer {layer}")

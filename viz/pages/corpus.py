@@ -43,14 +43,14 @@ if not docs:
 
 key = corpus_hash(docs, MAX_LEN, ids)  # hashed once per run (a corpus may be 10 MB)
 path = jobs.profile_path(ctx.spec, ctx.loaded, key)
-job = jobs.job_for(ctx.spec, ctx.device, key)
+job = jobs.corpus_job(ctx.spec, ctx.device, key)
 stored = ctx.source.profile(str(path))
 
 
 @st.fragment(run_every=1.0)
 def progress_panel() -> None:
     """Redrawn every second while the run goes on; the rest of the page (and every other user) is not blocked."""
-    current = jobs.job_for(ctx.spec, ctx.device, key)
+    current = jobs.corpus_job(ctx.spec, ctx.device, key)
     if current is None:
         return
     if current.finished:
@@ -70,7 +70,7 @@ elif job is not None and job.cancelled and stored is None:
 if stored is None:
     st.write(f"{len(docs)} documents of {name} on {ctx.loaded.name}: not profiled yet.")
     if st.button("Run the corpus", key="corpus_run", type="primary", icon=":material/play_arrow:"):
-        jobs.start(ctx.spec, ctx.device, ctx.loaded, docs, name, MAX_LEN, ids)
+        jobs.start_corpus(ctx.spec, ctx.device, ctx.loaded, docs, name, MAX_LEN, ids)
         st.rerun()
     st.stop()
 

@@ -5,13 +5,17 @@ import streamlit as st
 from viz.figures.headview import WINDOW
 from viz.shell.components import head_view
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import export_buttons, layer_head_picker, unavailable
 from viz.views import ViewUnavailableError
 
+LONG_WINDOW = 2 * WINDOW  # tokens of a long text drawn at a time
 ctx = page_context()
 obs = ctx.obs
-st.title("Head view")
+whole = reads_whole(ctx)
+st.title("Head view", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+long = long_observation(ctx) if whole else None
 st.caption(
     "Query tokens on the left, key tokens on the right; the stronger the weight, the more opaque the line. "
     "Hover a token to see only its lines (left: where it looks, right: who looks at it); click it to put it in "
@@ -22,11 +26,24 @@ heads = st.multiselect("Heads", list(range(obs.n_heads)), key="hv_heads", format
 threshold = st.session_state["hv_threshold"]
 if not heads:
     st.info("Pick at least one head.")
+elif long is not None:  # a window of the whole text: each of its queries' exact weights on its keys
+    n, focus = long.n_tokens, st.session_state["focus_query"]
+    first = st.slider(
+        f"First token of the {LONG_WINDOW} shown (of {n:,})", 0, n - LONG_WINDOW, key="hv_start",
+        value=max(0, min(max(0, focus) - LONG_WINDOW // 2, n - LONG_WINDOW)),
+        help="Lines go from each query of the window to the keys in it: weight on keys outside it is not drawn.",
+    )  # fmt: skip
+    span = (first, first + LONG_WINDOW)
+    labels = [f"{t}·{i}" for i, t in enumerate(long.tokens[first : first + LONG_WINDOW], first)]
+    head_view(long.weights(layer, None, span, span), labels, heads, threshold, ctx.theme, "hv_component", first)
+    st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
+    start = max(0, min(max(0, focus) - WINDOW // 2, n - WINDOW))
 else:
     head_view(ctx.patterns(layer), ctx.tokens, heads, threshold, ctx.theme, key="hv_component")
     st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
     focus = st.session_state["focus_query"]  # the token clicked on screen: its lines stand out in the download
     start = max(0, min(max(0, focus) - WINDOW // 2, len(ctx.tokens) - WINDOW))
+if heads:
     try:
         (fig,) = views(ctx, "headview", layer=layer, heads=tuple(heads), threshold=threshold, start=start, focus=focus)
         export_buttons(fig, "hv_fig")

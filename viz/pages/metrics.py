@@ -9,6 +9,7 @@ from model.analysis.kinds import KINDS
 from model.analysis.metrics import METRIC_HELP, metrics_table
 from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import (
     clicked,
@@ -59,7 +60,10 @@ def compare_selected_pair() -> None:
 
 follow_open_page()
 ctx = page_context()
-st.title("Head metrics")
+whole = reads_whole(ctx)
+st.title("Head metrics", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+if whole:
+    long_observation(ctx, summary=True)
 st.subheader("What kinds of heads")
 st.caption(
     "Each head sorted by the job it does on this text — the strongest of each kind as thumbnails with their score "
@@ -96,7 +100,7 @@ st.caption(
     "itself, the previous or next token, or special tokens — hover a column header for its exact definition. "
     "Click a column header to sort; click a row to open that head on the attention map."
 )
-table = pd.DataFrame(metrics_table(ctx.obs.metrics))
+table = pd.DataFrame(metrics_table(ctx.source.metrics()))
 st.session_state["_metrics_rows"] = list(zip(table["layer"], table["head"]))
 broken = int(table["entropy"].isna().sum())
 if broken:

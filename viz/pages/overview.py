@@ -3,6 +3,7 @@
 import streamlit as st
 
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import ATTENTION_PAGE, clicked, follow_open_page, layer_head_picker, open_head, show_view
 
@@ -16,9 +17,13 @@ def open_clicked_head() -> None:
 ctx = page_context()
 obs = ctx.obs
 follow_open_page()
-st.title("Model overview")
+whole = reads_whole(ctx)
+st.title("Model overview", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+long = long_observation(ctx, summary=True) if whole else None
 st.caption(
-    f"All {obs.n_layers} × {obs.n_heads} heads. Thumbnails are block-averaged to at most 32 × 32 cells and each is "
+    f"All {obs.n_layers} × {obs.n_heads} heads"
+    + (f" over all {long.n_tokens:,} tokens" if long is not None else "")
+    + ". Thumbnails are block-averaged to at most 32 × 32 cells and each is "
     "scaled to its own maximum, so you see the shape of each pattern. Click a head (or pick it below) to open it."
 )
 (fig,) = views(ctx, "overview", layer=st.session_state["layer"], head=st.session_state["head"])

@@ -7,6 +7,7 @@ from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import layer_head_picker, section, show_view, show_views, unavailable
 from viz.views import ViewUnavailableError
+from viz.views.lessons import MAX_TABLE_ROWS
 
 ctx = page_context()
 obs = ctx.obs
@@ -16,7 +17,7 @@ part = section("pe_section", PE_SECTIONS)
 
 if part == PE_SECTIONS[0]:
     d = cfg.d_model - cfg.d_model % 2  # the formula needs an even width
-    n = st.slider("Positions", 16, 512, step=16, key="pe_positions")
+    n = st.slider("Positions", 16, max(512, min(cfg.max_seq_len, MAX_TABLE_ROWS)), step=16, key="pe_positions")
     st.latex(
         r"PE_{(pos,2i)} = \sin\left(pos / 10000^{2i/d}\right),\quad PE_{(pos,2i+1)} = \cos\left(pos / 10000^{2i/d}"
         r"\right)"

@@ -130,6 +130,19 @@ class ByteBudgetCache:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
 
+    def peek(self, key: Hashable) -> Any:
+        """The value kept for ``key`` (counted as a use), or None; never makes one."""
+        with self._lock:
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return self._entries[key][0]
+
+    def discard(self, key: Hashable) -> None:
+        """Forget ``key``'s value (another entry now serves it)."""
+        with self._lock:
+            self._entries.pop(key, None)
+
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The value for ``key``, made by ``make()`` if absent (once, however many threads ask)."""
         with self._lock:

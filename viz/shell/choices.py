@@ -19,6 +19,7 @@ def current_options(page: str = "", cfg=None) -> Options:
     causal = {"as built": None, "on": True, "off": False}[st.session_state["causal_override"]]
     lean = cfg is not None and cfg.n_layers * cfg.n_heads > LEAN_ABOVE_HEADS and page not in FULL_CAPTURE_PAGES
     kinds = ("pattern",) if lean else ATTENTION_KINDS
+    # pages keep every pattern of the first LONG_FROM tokens (the default); pages marked "whole text" read all
     return Options(causal=causal, scale=bool(st.session_state["scale_scores"]), kinds=kinds)
 
 

@@ -1,23 +1,146 @@
-"""Corpus runs in the background: one thread per (model, device, corpus), shared by every session, with progress
-and a cancel switch. Other students' requests are served while it runs (captures on a shared model run side
-by side: model/capture.py). Profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles)."""
+"""Background work, shared by every session: one thread per job key (a corpus run, a long text read whole), with
+progress, a cancel switch and a queue per kind of job, so that a long run never holds a page's request and a
+classroom's users share one run instead of starting thirty.
+
+A job of a kind waits for a free place (``ATTENTION_LAB_<KIND>_JOBS``, default 1 for long texts) and says how many
+runs are ahead of it; other users' pages are served meanwhile (captures on a shared model run side by side:
+model/capture.py). Corpus profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles).
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
+from model.long import Cancelled
 from model.profile.corpus import corpus_hash
 from model.profile.job import CancelledError
 from model.profile.run import model_key, run_profile
 from model.profile.store import profile_dir
 
 ROOT = Path(__file__).resolve().parents[2]
+#: runs of each kind at once, unless ATTENTION_LAB_<KIND>_JOBS says otherwise (0 or missing kind: no limit)
+PLACES = {"corpus": 0, "long": 1}
+
+
+@dataclass
+class Job:
+    """One background run: how far it is (``done`` of ``total`` in its current ``phase``), and how it ended
+    (``error`` is a message for the page; ``result`` what the work returned)."""
+
+    total: int
+    kind: str = "corpus"
+    done: int = 0
+    phase: str = ""
+    started: float = field(default_factory=time.perf_counter)
+    queued: bool = False
+    finished: bool = False
+    cancelled: bool = False
+    error: str = ""
+    result: Any = None
+    path: Path | None = None
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return not self.finished
+
+    def report(self, done: int, total: int, phase: str | None = None) -> None:
+        """Progress from the work: ``done`` of ``total`` (in ``phase``, when it changes)."""
+        self.done, self.total = done, total
+        if phase is not None:
+            self.phase = phase
+
+    @property
+    def ahead(self) -> int:
+        """Runs of the same kind that hold a place while this one waits for it (0 once it runs)."""
+        return _ahead(self) if self.queued else 0
+
+
+_jobs: dict[Hashable, Job] = {}
+_guard = threading.Lock()
+_places: dict[str, threading.Semaphore] = {}
+_waiting: list[Job] = []
+
+
+def places(kind: str, environ=os.environ) -> int:
+    """How many runs of ``kind`` run at once (``ATTENTION_LAB_<KIND>_JOBS``; 0: any number)."""
+    text = environ.get(f"ATTENTION_LAB_{kind.upper()}_JOBS", "")
+    return int(text) if text.isdigit() else PLACES.get(kind, 0)
+
+
+def _ahead(job: Job) -> int:
+    with _guard:
+        running = sum(1 for j in _jobs.values() if j.kind == job.kind and j.running and not j.queued)
+        before = _waiting.index(job) if job in _waiting else 0
+    return running + before
+
+
+def job_for(key: Hashable) -> Job | None:
+    with _guard:
+        return _jobs.get(key)
+
+
+def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: str = "") -> Job:
+    """Start ``work(job)`` in the background unless a run under ``key`` is going (that one is returned). The work
+    reports through ``job.report``, checks ``job.stop`` and returns the result; raising Cancelled (model.long) or
+    CancelledError (model.profile) ends it as cancelled, any other error as a message."""
+    with _guard:
+        job = _jobs.get(key)
+        if job is not None and job.running:
+            return job
+        job = _jobs[key] = Job(total=total, kind=kind)
+        limit = places(kind)
+        gate = _places.setdefault(kind, threading.Semaphore(limit)) if limit else None
+        if gate is not None:
+            job.queued = True
+            _waiting.append(job)
+
+    def body() -> None:
+        try:
+            if gate is not None:
+                gate.acquire()
+            with _guard:
+                job.queued = False
+                if job in _waiting:
+                    _waiting.remove(job)
+            if job.stop.is_set():
+                raise Cancelled
+            job.result = work(job)
+        except (Cancelled, CancelledError):
+            job.cancelled = True
+        except Exception as exc:  # shown on the page; the app keeps working
+            job.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if gate is not None:
+                gate.release()
+            job.finished = True
+
+    job.thread = threading.Thread(target=body, name=f"{kind}-{name or id(job)}", daemon=True)
+    job.thread.start()
+    return job
+
+
+@atexit.register
+def stop_all(timeout: float = 30.0) -> None:
+    """Cancel every running job and wait for it (at exit: a thread still inside torch when the interpreter goes
+    away aborts the process)."""
+    with _guard:
+        running = [j for j in _jobs.values() if j.running]
+    for job in running:
+        job.stop.set()
+    for job in running:
+        if job.thread is not None:
+            job.thread.join(timeout)
 
 
 def profiles_root() -> Path:
@@ -25,64 +148,27 @@ def profiles_root() -> Path:
     return Path(os.environ.get("ATTENTION_LAB_PROFILES", ROOT / "profiles"))
 
 
-@dataclass
-class Job:
-    """One corpus run: how far it is, and how it ended (``error`` is a message for the page)."""
-
-    total: int
-    done: int = 0
-    started: float = field(default_factory=time.perf_counter)
-    finished: bool = False
-    cancelled: bool = False
-    error: str = ""
-    path: Path | None = None
-    stop: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    @property
-    def running(self) -> bool:
-        return not self.finished
-
-
-_jobs: dict[tuple, Job] = {}
-_guard = threading.Lock()
-
-
 def profile_path(spec: ModelSpec, loaded: LoadedModel, key: str) -> Path:
     """Where the profile of corpus ``key`` (:func:`model.profile.corpus.corpus_hash`) on this model lives."""
     return profile_dir(profiles_root(), model_key(loaded, spec), key)
 
 
-def job_for(spec: ModelSpec, device: str, key: str) -> Job | None:
-    with _guard:
-        return _jobs.get((spec, device, key))
+def corpus_job(spec: ModelSpec, device: str, key: str) -> Job | None:
+    return job_for(("corpus", spec, device, key))
 
 
-def start(spec: ModelSpec, device: str, loaded: LoadedModel, docs: list[str], name: str, max_len: int, ids=None) -> Job:
-    """Start a run unless one for the same model, device and corpus is already going (then that one is returned).
+def start_corpus(
+    spec: ModelSpec, device: str, loaded: LoadedModel, docs: list[str], name: str, max_len: int, ids=None
+) -> Job:
+    """Profile a corpus unless a run of the same model, device and corpus is going (then that one is returned).
     ids: the documents' own names (a .jsonl "id" field) or None."""
-    key = (spec, device, corpus_hash(docs, max_len, ids))
-    with _guard:
-        job = _jobs.get(key)
-        if job is not None and job.running:
-            return job
-        job = _jobs[key] = Job(total=len(docs))
+    key = corpus_hash(docs, max_len, ids)
 
-    def progress(done: int, total: int) -> None:
-        job.done = done
+    def work(job: Job) -> None:
+        profile = run_profile(
+            spec, docs, profiles_root(), ids=ids, loaded=loaded, corpus_name=name, max_len=max_len, device=device,
+            progress=lambda done, total: job.report(done, total), cancel=job.stop.is_set, reuse=False,
+        )  # fmt: skip
+        job.path = profile.path
 
-    def work() -> None:
-        try:
-            profile = run_profile(
-                spec, docs, profiles_root(), ids=ids, loaded=loaded, corpus_name=name, max_len=max_len, device=device,
-                progress=progress, cancel=job.stop.is_set, reuse=False,
-            )  # fmt: skip
-            job.path = profile.path
-        except CancelledError:
-            job.cancelled = True
-        except Exception as exc:  # shown on the page; the app keeps working
-            job.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            job.finished = True
-
-    threading.Thread(target=work, name=f"corpus-{key[2]}", daemon=True).start()
-    return job
+    return run(("corpus", spec, device, key), "corpus", len(docs), work, name=key)

@@ -71,7 +71,11 @@ def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
     obs = get_observation(spec, device, st.session_state["text"], options, loaded)
     cfg = loaded.model.cfg
     ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
-    fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, obs.n_tokens, ordinary), page)
+    n = obs.n_tokens
+    if obs.truncated and cfg.max_seq_len > obs.n_tokens:  # a long text: the focus may be any token it reads whole
+        n = min(obs.n_tokens_full, cfg.max_seq_len)
+        ordinary = (*ordinary, *range(obs.n_tokens, n))
+    fit_state(Shape(cfg.n_layers, cfg.n_heads, cfg.d_model - cfg.d_model % 2, n, ordinary), page)
     hide = bool(st.session_state["hide_special"])
     source = CachedSource(spec, loaded, obs, options, hide, obs.device)
     return PageContext(spec, loaded, obs, obs.device, current_theme(), hide, options, source)

@@ -20,7 +20,7 @@ import torch
 from model.analysis.circuits import Circuit, circuit
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
-from model.analysis.kinds import HeadKinds, observed_kinds
+from model.analysis.kinds import HeadKinds, long_kinds, observed_kinds
 from model.analysis.lens import Lens, LogitAttribution, direct_logit_attribution, logit_lens
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
@@ -35,9 +35,21 @@ from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
-from model.observe import Observation, Options, capture_bytes, expected_bytes, head_weights, observe
+from model.long import LongObservation, long_similarity
+from model.observe import (
+    ATTENTION_KINDS,
+    Observation,
+    Options,
+    capture_bytes,
+    expected_bytes,
+    head_weights,
+    kept_tokens,
+    observe,
+    observe_encoded,
+)
 from model.profile.store import Profile, read_profile
-from viz.shell.cache import shared
+from model.text import encode_text
+from viz.shell.cache import CACHE, shared
 from viz.shell.context import PageContext
 from viz.shell.gate import ByteGate, inflight_from_env
 from viz.views import View, build
@@ -65,10 +77,31 @@ def get_model(spec: ModelSpec, device: str, _data: dict[str, bytes] | None = Non
 IN_FLIGHT = ByteGate(inflight_from_env())
 
 
-@shared("Running the model…")
 def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _loaded: LoadedModel) -> Observation:
-    with IN_FLIGHT.hold(expected_bytes(_loaded.model, _loaded.tokenizer, text, options)):
-        return observe(_loaded.model, _loaded.tokenizer, text, options, device)
+    """This text's observation, kept once per (model, device, token ids, options): texts that truncate to the same
+    tokens share one entry (the text, its offsets and notices are this text's). A patterns-only request is served
+    by the full capture of the same tokens when that is kept, and a full capture replaces the patterns-only one."""
+    cfg = _loaded.model.cfg
+    enc, notices = encode_text(_loaded.tokenizer, text, kept_tokens(cfg, options), cfg.max_seq_len)
+
+    def key(opts: Options) -> tuple:
+        return ("observation", spec, device, enc.ids, opts)
+
+    full = replace(options, kinds=ATTENTION_KINDS)
+    obs = CACHE.peek(key(full)) if options != full else None
+    if obs is None:
+
+        def make() -> Observation:
+            with st.spinner("Running the model…"), IN_FLIGHT.hold(expected_bytes(_loaded.model, enc, options)):
+                return observe_encoded(_loaded.model, enc, notices, options, device)
+
+        obs = CACHE.get(key(options), make)
+        if options == full:
+            CACHE.discard(key(replace(options, kinds=("pattern",))))
+    if obs.text == enc.text and obs.notices == notices:
+        return obs
+    return replace(obs, text=enc.text, offsets=[tuple(o) for o in enc.offsets], truncated=enc.truncated,
+                   n_tokens_full=enc.n_tokens_full, notices=notices)  # fmt: skip
 
 
 @shared("Measuring the heads…")
@@ -95,6 +128,18 @@ def get_kinds(spec, device, text, options, pair, _data: dict[str, bytes] | None 
 def get_similarity(spec, device, text, options, hide_special, _obs: Observation):
     """(JS distances (K, K), [(layer, head)], clustering order) between the heads' shown patterns."""
     dist, pairs = head_similarity(_obs.shown(_obs.patterns, hide_special))
+    return dist, pairs, cluster_order(dist)
+
+
+@shared("Sorting the heads of the whole text into kinds…")
+def get_long_kinds(spec, device, text, options, pair, _long: LongObservation) -> HeadKinds:
+    return long_kinds(_long, pair)
+
+
+@shared("Comparing heads over the whole text…")
+def get_long_similarity(spec, device, text, options, _long: LongObservation):
+    """Head similarity of a text read whole: JS distances between its sampled rows, keys pooled into grid cells."""
+    dist, pairs = long_similarity(_long)
     return dist, pairs, cluster_order(dist)
 
 
@@ -211,16 +256,20 @@ def get_circuit(spec, device, layer: int, head: int, tokens: tuple[int, ...], _m
 
 
 @shared()
-def _cached_views(spec, device, text, options, hide_special, theme, key, selection, _source) -> list[View]:
+def _cached_views(spec, device, text, options, hide_special, whole, theme, key, selection, _source) -> list[View]:
     return build(key, _source, theme, **dict(selection))
 
 
 def views(ctx: PageContext, key: str, /, **selection) -> list[View]:
     """A view of this page's text (viz.views), built once and shared: revisiting a page or switching back to a
-    layer costs nothing. Raises ViewUnavailableError as build does (errors are not cached)."""
+    layer costs nothing. ``whole``: drawn from the text read whole (a page marked so), not its first tokens.
+    Raises ViewUnavailableError as build does (errors are not cached)."""
     src = ctx.source
     items = tuple(sorted(selection.items()))
-    return _cached_views(src.spec, src.device, src.obs.text, src.options, src.hide_special, ctx.theme, key, items, src)
+    whole = src.long is not None
+    return _cached_views(
+        src.spec, src.device, src.obs.text, src.options, src.hide_special, whole, ctx.theme, key, items, src
+    )
 
 
 def upload_bytes(spec: ModelSpec) -> dict[str, bytes] | None:

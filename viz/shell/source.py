@@ -9,6 +9,7 @@ import numpy as np
 
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
+from model.long import LongObservation, long_metrics
 from model.observe import ATTENTION_KINDS, Observation, Options
 from viz.shell.services import (
     get_attribution,
@@ -19,6 +20,8 @@ from viz.shell.services import (
     get_kinds,
     get_lens,
     get_logit_attribution,
+    get_long_kinds,
+    get_long_similarity,
     get_metrics,
     get_mixing,
     get_model,
@@ -47,6 +50,7 @@ class CachedSource:
     options: Options
     hide_special: bool
     device: str
+    long: LongObservation | None = None  # the whole text, once a page has read it (viz/shell/longrun.py)
 
     def _key(self):
         return self.spec, self.device, self.obs.text, self.options
@@ -60,7 +64,7 @@ class CachedSource:
     def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
         spec, options = spec or self.spec, options or self.options
         if spec == self.spec and options == self.options:
-            return self.obs.metrics
+            return long_metrics(self.long) if self.long is not None else self.obs.metrics
         return get_metrics(spec, self.device, self.obs.text, options, upload_bytes(spec))
 
     def full(self) -> Observation:
@@ -70,6 +74,8 @@ class CachedSource:
         return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
 
     def similarity(self):
+        if self.long is not None:
+            return get_long_similarity(*self._key(), self.long)
         return get_similarity(*self._key(), self.hide_special, self.obs)
 
     def flow(self):
@@ -120,6 +126,8 @@ class CachedSource:
 
     def kinds(self, spec=None, pair=None):
         spec = spec or self.spec
+        if self.long is not None and spec == self.spec:
+            return get_long_kinds(*self._key(), pair, self.long)
         mine = self.obs if spec == self.spec else None
         return get_kinds(spec, self.device, self.obs.text, self.options, pair, upload_bytes(spec), mine)
 

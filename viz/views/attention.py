@@ -17,6 +17,7 @@ from viz.figures import (
 )
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import pct
+from viz.views import long as long_views
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.focus import focus_caption
 from viz.views.windows import window_caption
@@ -62,11 +63,18 @@ def attention(
     query: int = -1,
     key: int = -1,
     without_sink: bool = False,
+    span: tuple[int, ...] = (),
+    cells: str = "mean",
 ):
     """One head, always at full resolution; ``query``/``key``: the tokens in focus (outlined; clicking a cell
     focuses its row and column). ``without_sink``: the weights with the sink keys' columns removed and each row
-    rescaled to sum to 1 (a view, captioned as one)."""
+    rescaled to sum to 1 (a view, captioned as one). A text read whole (``src.long``): block means (``cells="max"``:
+    maxima) of every token, or exact in ``span`` (first query, end, first key, end)."""
     _check(src, layer, head)
+    if src.long is not None:
+        if without_sink:
+            raise ViewUnavailableError("“Renormalise without the sink” is drawn on the first tokens' map only.")
+        return long_views.attention(src, theme, layer, head, mode, query, key, span, cells, subtitle(src))
     theme = theme.exact()
     obs, hide = src.obs, src.hide_special
     if mode not in MODES:
@@ -135,6 +143,8 @@ def _without_sink(src: Source, theme: Theme, layer: int, head: int, query: int, 
 @view("heads", page="attention")
 def heads(src: Source, theme: Theme, *, layer: int = 0):
     _check(src, layer, 0)
+    if src.long is not None:
+        return long_views.heads(src, theme, layer, subtitle(src))
     obs = src.obs
     fig = heads_grid(
         obs.shown(obs.patterns[layer], src.hide_special),
@@ -149,6 +159,8 @@ def heads(src: Source, theme: Theme, *, layer: int = 0):
 @view("mean", page="attention")
 def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int = -1):
     _check(src, layer, 0)
+    if src.long is not None:
+        return long_views.mean(src, theme, layer, query, key, subtitle(src))
     obs = src.obs
     fig = attention_heatmap(
         obs.shown(obs.patterns[layer], src.hide_special).mean(0),
@@ -166,18 +178,16 @@ def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int
 def overview(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     """The focus head (layer, head) is outlined."""
     cfg = src.loaded.model.cfg
-    fig = model_overview(
-        src.obs.shown(src.obs.patterns, src.hide_special),
-        title=f"{src.loaded.name}: every head"
-        + (
-            f" (w{cfg.sliding_window}: a sliding window of {cfg.sliding_window})"
-            if "sliding" in cfg.layer_types
-            else ""
-        ),
-        theme=theme,
-        selected=(layer, head),
-        layer_labels=[f"L{i} w{cfg.sliding_window}" if cfg.is_sliding(i) else f"L{i}" for i in range(cfg.n_layers)],
+    title = f"{src.loaded.name}: every head" + (
+        f" (w{cfg.sliding_window}: a sliding window of {cfg.sliding_window})" if "sliding" in cfg.layer_types else ""
     )
+    labels = [f"L{i} w{cfg.sliding_window}" if cfg.is_sliding(i) else f"L{i}" for i in range(cfg.n_layers)]
+    if src.long is not None:
+        return long_views.overview(src, theme, layer, head, title, labels, subtitle(src))
+    fig = model_overview(
+        src.obs.shown(src.obs.patterns, src.hide_special), title=title, theme=theme, selected=(layer, head),
+        layer_labels=labels,
+    )  # fmt: skip
     return with_subtitle(fig, subtitle(src), theme)
 
 
@@ -283,6 +293,9 @@ def similarity(src: Source, theme: Theme):
         theme=theme,
     )
     compared = "rows renormalised over the shown tokens (special tokens hidden)" if src.hide_special else "every token"
+    if src.long is not None:
+        long = src.long
+        compared = f"{len(long.sample_rows)} evenly spaced rows of {long.n_tokens:,}, keys pooled by {long.width}"
     fig = with_subtitle(fig, f"{compared} · " + subtitle(src), theme)
     broken = [pairs[i] for i in np.flatnonzero(np.isnan(dist).all(0))]
     if not broken:

@@ -35,6 +35,7 @@ from model.experiments import Prediction
 from model.generate import Step
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
+from model.long import LongObservation
 from model.observe import Observation, Options
 from model.profile.store import Profile
 from viz.figures.common import DEFAULT_THEME, Theme, label_named, safe_filename
@@ -53,6 +54,7 @@ class Source(Protocol):
     obs: Observation
     options: Options
     hide_special: bool
+    long: LongObservation | None  # the whole text read by model/long.py, when it is longer than obs (else None)
 
     def other(
         self, *, text: str | None = None, options: Options | None = None, spec: ModelSpec | None = None

@@ -32,6 +32,8 @@ def headview(
     _check(src, layer, 0)
     if not heads:
         raise ViewUnavailableError("pick at least one head")
+    if src.long is not None:  # a long text: the window's exact weights, labelled with their positions
+        return _long_window(src, theme, layer, heads, threshold, start, focus)
     tokens = obs.shown_tokens(src.hide_special)
     n = len(tokens)
     start = max(0, min(start, n - min(n, WINDOW)))
@@ -54,3 +56,28 @@ def headview(
         for h, r in zip(heads, row)
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption + ".")
+
+
+def _long_window(src: Source, theme: Theme, layer: int, heads, threshold: float, start: int, focus: int):
+    long = src.long
+    start = max(0, min(start, long.n_tokens - WINDOW))
+    span = (start, start + WINDOW)
+    tokens = [f"{t}·{i}" for i, t in enumerate(long.tokens[start : start + WINDOW], start)]
+    weights = long.weights(layer, None, span, span)[list(heads)]  # (heads, W, W): keys outside the window not drawn
+    q = focus - start if start <= focus < start + WINDOW else -1
+    fig = head_view(
+        weights, tokens, head_labels=[f"head {h}" for h in heads], threshold=threshold, window=(0, WINDOW),
+        title=f"Layer {layer}: head{'s' * (len(heads) > 1)} {', '.join(map(str, heads))}, tokens {start:,}–"
+        f"{start + WINDOW - 1:,} of {long.n_tokens:,}" + (f" — {quoted(tokens[q])} in focus" if q >= 0 else ""),
+        theme=theme, focus=q,
+    )  # fmt: skip
+    fig = with_subtitle(fig, subtitle(src), theme)
+    if q < 0:
+        return fig
+    rows = [long.row(layer, h, focus) for h in heads]  # over every key of the text, not only the window's
+    caption = "; ".join(
+        f"head {h}: {quoted(tokens[q])} looks most at {quoted(long.tokens[int(np.argmax(r))])} "
+        f"({int(np.argmax(r)):,}, {pct(r.max())} of its weight over all {long.n_tokens:,} tokens)"
+        for h, r in zip(heads, rows)
+    )
+    return Captioned(fig, caption + ".")

@@ -8,7 +8,7 @@ import numpy as np
 from model.analysis.kinds import KINDS, NOT_COMPUTABLE, SPECIALISED, THRESHOLDS, HeadKinds
 from model.io.catalog import ModelSpec
 from viz.figures.common import Theme, with_subtitle
-from viz.figures.gallery import head_gallery, kind_counts
+from viz.figures.gallery import THUMB, head_gallery, kind_counts
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 
@@ -35,7 +35,7 @@ def summary(kinds: HeadKinds, total: int, name: str) -> str:
 
 def focus_pair(src: Source, query: int, key: int) -> tuple[int, int] | None:
     """The focus query → key as a pair to look for (a pronoun and its antecedent), or None."""
-    n = src.obs.n_tokens
+    n = src.long.n_tokens if src.long is not None else src.obs.n_tokens
     return (query, key) if 0 <= query < n and 0 <= key < n and query != key else None
 
 
@@ -47,6 +47,8 @@ def gallery(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
     kinds = src.kinds(pair=focus_pair(src, query, key))
     counts = kinds.counts()
     rows = []
+    # a text read whole: each head's block means pooled from its summary (no N × N pattern exists)
+    patterns = src.long.pooled(THUMB)[0] if src.long is not None else obs.patterns
     for kind in KINDS:
         heads = kinds.heads(kind)[:PER_KIND]
         if not heads:
@@ -55,7 +57,7 @@ def gallery(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
         rows.append(
             {
                 "kind": f"{kinds.pair if kind == 'your pair' else kind} ({counts[kind]})",
-                "patterns": obs.patterns[layers, hs],
+                "patterns": patterns[layers, hs],
                 "labels": [f"L{la}H{h} · {kinds.scores[kind][la, h]:.2f}" for la, h in heads],
                 "heads": heads,
                 "hover": [f"L{la}H{h}: {kinds.sentence(kind, la, h)}" for la, h in heads],

@@ -68,7 +68,7 @@ def pe_similarity(src: Source, theme: Theme, *, n_positions: int = 128):
     return position_similarity(table, title="PE(i)·PE(j): nearby positions look alike", theme=theme)
 
 
-MAX_TABLE_ROWS = 1024  # longer tables (a random model may allow 65,536 positions) show their first rows
+MAX_TABLE_ROWS = 8192  # longer tables (a random model may allow 65,536 positions) show their first rows
 
 
 def kind_is_table(cfg) -> bool:
@@ -85,7 +85,8 @@ def robust_limit(table: np.ndarray, q: float = 0.99) -> float:
 def pe_model(src: Source, theme: Theme):
     """The positional encoding this model really uses (a table, or RoPE's rotation angles)."""
     cfg = src.loaded.model.cfg
-    rows = min(cfg.max_seq_len, MAX_TABLE_ROWS) if kind_is_table(cfg) else max(src.obs.n_tokens, 64)
+    text = min(src.obs.n_tokens_full, cfg.max_seq_len)  # a long text's every position, not only the first kept
+    rows = min(cfg.max_seq_len, MAX_TABLE_ROWS) if kind_is_table(cfg) else max(text, 64)
     kind, real = position_table(src.loaded.model, rows)
     name = src.loaded.name
     cut = ""

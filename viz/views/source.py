@@ -11,7 +11,7 @@ import torch
 from model.analysis.circuits import circuit
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
-from model.analysis.kinds import observed_kinds
+from model.analysis.kinds import long_kinds, observed_kinds
 from model.analysis.lens import direct_logit_attribution, logit_lens
 from model.analysis.mixing import context_mixing
 from model.analysis.patching import activation_patching
@@ -23,6 +23,7 @@ from model.experiments import Prediction, induction_run, masked_predictions, pad
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
+from model.long import LONG_FROM, LongObservation, long_metrics, long_similarity, observe_long
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
 from model.profile.store import read_profile
 
@@ -34,13 +35,20 @@ class DirectSource:
     obs: Observation
     options: Options = field(default_factory=Options)
     hide_special: bool = False
+    long: LongObservation | None = None
     _memo: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_text(cls, spec: ModelSpec, text: str, options: Options | None = None, **kwargs) -> DirectSource:
-        options = options or Options()
+        """``whole=True``: a text longer than LONG_FROM tokens is also read whole (model/long.py), as the app's
+        pages marked "whole text" read it; obs then holds its first LONG_FROM tokens."""
+        options, whole = options or Options(), kwargs.pop("whole", False)
         loaded = load(spec)
-        return cls(spec, loaded, observe(loaded.model, loaded.tokenizer, text, options), options, **kwargs)
+        obs = observe(loaded.model, loaded.tokenizer, text, options)
+        long = None
+        if whole and obs.truncated and loaded.model.cfg.max_seq_len > LONG_FROM:
+            long = observe_long(loaded.model, loaded.tokenizer, text, options)
+        return cls(spec, loaded, obs, options, long=long, **kwargs)
 
     def _once(self, key, make):
         if key not in self._memo:
@@ -55,6 +63,8 @@ class DirectSource:
         return obs, loaded
 
     def metrics(self, *, spec=None, options=None) -> dict[str, np.ndarray]:
+        if self.long is not None and spec in (None, self.spec) and options in (None, self.options):
+            return long_metrics(self.long)
         return self.other(spec=spec, options=options)[0].metrics
 
     def full(self) -> Observation:
@@ -63,6 +73,9 @@ class DirectSource:
         return self.other(options=replace(self.options, kinds=ATTENTION_KINDS))[0]
 
     def similarity(self):
+        if self.long is not None:
+            return self._once(("long similarity",), lambda: _ordered(*long_similarity(self.long)))
+
         def make():
             dist, pairs = head_similarity(self.obs.shown(self.obs.patterns, self.hide_special))
             return dist, pairs, cluster_order(dist)
@@ -152,6 +165,8 @@ class DirectSource:
 
     def kinds(self, spec=None, pair=None):
         key = ("kinds", spec or self.spec, pair)
+        if self.long is not None and spec in (None, self.spec):
+            return self._once(key, lambda: long_kinds(self.long, pair))
         return self._once(key, lambda: observed_kinds(self.other(spec=spec)[0], pair))
 
     def lens(self, positions, target):
@@ -169,3 +184,7 @@ class DirectSource:
 
     def circuit(self, layer, head):
         return self._once(("circuit", layer, head), lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids)))
+
+
+def _ordered(dist: np.ndarray, pairs: list) -> tuple[np.ndarray, list, np.ndarray]:
+    return dist, pairs, cluster_order(dist)

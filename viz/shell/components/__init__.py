@@ -30,18 +30,19 @@ def _component(name: str):
     return _registered[name]
 
 
-def _mount(name: str, data: dict, key: str) -> None:
+def _mount(name: str, data: dict, key: str, offset: int = 0) -> None:
     """Show a component. ``data`` travels wrapped in a list: Streamlit scans a dict's values for dataframes,
-    which imports pandas (0.4 s on a cold server's first page); a list goes straight to JSON."""
-    _component(name)(data=[data], key=key, on_focus_change=lambda: _store_focus(key))
+    which imports pandas (0.4 s on a cold server's first page); a list goes straight to JSON. ``offset``: the text
+    position of the component's first token (a window of a long text)."""
+    _component(name)(data=[data], key=key, on_focus_change=lambda: _store_focus(key, offset))
 
 
-def _store_focus(component_key: str) -> None:
+def _store_focus(component_key: str, offset: int = 0) -> None:
     """Copy a component's focus event into the shared focus settings (every page reads those)."""
     focus = (st.session_state.get(component_key) or {}).get("focus") or {}
     for setting, field in (("focus_query", "query"), ("focus_key", "key")):
         if isinstance(focus.get(field), int):
-            st.session_state[setting] = focus[field]
+            st.session_state[setting] = focus[field] + offset if focus[field] >= 0 else -1
 
 
 def token_strip(tokens: list[str], special, key: str = "focus_strip") -> None:
@@ -55,8 +56,13 @@ def token_strip(tokens: list[str], special, key: str = "focus_strip") -> None:
     _mount("token_strip", data, key)
 
 
-def head_view(patterns: np.ndarray, tokens: list[str], heads: list[int], threshold: float, theme: Theme, key: str):
-    """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on)."""
-    query, focus_key = int(st.session_state["focus_query"]), int(st.session_state["focus_key"])
-    data = head_view_data(patterns, tokens, heads, threshold, theme, query, focus_key)
-    _mount("head_view", data, key)
+def head_view(
+    patterns: np.ndarray, tokens: list[str], heads: list[int], threshold: float, theme: Theme, key: str, offset: int = 0
+):
+    """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on);
+    ``offset``: the text position of the first token (a window of a long text)."""
+    query, focus_key = (int(st.session_state[k]) - offset for k in ("focus_query", "focus_key"))
+    n = len(tokens)
+    data = head_view_data(patterns, tokens, heads, threshold, theme, query if 0 <= query < n else -1,
+                          focus_key if 0 <= focus_key < n else -1)  # fmt: skip
+    _mount("head_view", data, key, offset)

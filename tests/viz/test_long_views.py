@@ -1,0 +1,100 @@
+"""The views of a text read whole (model/long.py) draw what the full patterns hold: block means and maxima over every
+token, exact windows, the focus row in the caption, every head of a layer, the overview, the gallery and the head
+metrics — checked against the in-memory observation of the same 800 tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from model.analysis.kinds import observed_kinds
+from model.io.catalog import ModelSpec
+from model.long import LONG_FROM
+from model.observe import Options, observe
+from viz.figures import Theme
+from viz.views import ViewUnavailableError, build
+from viz.views.source import DirectSource
+
+TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it."] * 50)
+
+
+@pytest.fixture(scope="module")
+def src():
+    return DirectSource.for_text(ModelSpec("bundled"), TEXT, whole=True)
+
+
+@pytest.fixture(scope="module")
+def full(src):
+    """Every pattern of the same tokens in memory (what the long path must reproduce)."""
+    n = src.long.n_tokens
+    return observe(src.loaded.model, src.loaded.tokenizer, TEXT, Options(max_len=n))
+
+
+def z(view) -> np.ndarray:
+    return np.array(view.figure.data[0].z, dtype=np.float64)
+
+
+def test_the_source_keeps_512_tokens_of_patterns_and_reads_the_rest_whole(src, full):
+    assert src.obs.n_tokens == LONG_FROM and src.obs.truncated
+    assert src.long.n_tokens == full.n_tokens > 700 and src.long.tokens == full.tokens
+
+
+def test_the_whole_text_as_block_means_or_maxima(src, full):
+    long = src.long
+    (mean,) = build("attention", src, Theme(), layer=1, head=2)
+    assert "all" in mean.figure.layout.title.text and "block means" in mean.figure.layout.title.text
+    edges, pattern = long.edges(), full.patterns[1, 2]
+    drawn = z(mean)
+    for a, b in ((0, 0), (10, 3), (20, 19)):
+        assert abs(drawn[a, b] - pattern[edges[a] : edges[a + 1], edges[b] : edges[b + 1]].mean()) < 1e-6
+    (peak,) = build("attention", src, Theme(), layer=1, head=2, cells="max")
+    assert abs(z(peak)[10, 3] - pattern[edges[10] : edges[11], edges[3] : edges[4]].max()) < 1e-6
+    assert peak.name != mean.name
+    received = full.patterns[1, 2].sum(0)
+    most = int(np.argmax(received))
+    assert f"({most})" in mean.caption or f"({most:,})" in mean.caption  # the most-attended key, named
+
+
+def test_a_window_is_exact_and_the_focus_row_is_named(src, full):
+    (view,) = build("attention", src, Theme(), layer=0, head=1, span=(600, 640, 580, 650), query=620)
+    np.testing.assert_allclose(z(view), full.patterns[0, 1, 600:640, 580:650], atol=1e-6)
+    row = full.patterns[0, 1, 620]
+    best = int(np.argmax(row))
+    assert f"“{full.tokens[best]}” ({best:,}) {round(100 * row[best])}%" in view.caption.replace(".0%", "%")
+    (scores,) = build("attention", src, Theme(), layer=0, head=1, mode="scores", span=(600, 640, 580, 650))
+    want = full.score_matrix(0, 1)[600:640, 580:650]
+    np.testing.assert_allclose(z(scores), want, atol=1e-4)
+    with pytest.raises(ViewUnavailableError, match="window"):
+        build("attention", src, Theme(), layer=0, head=1, mode="scores")
+
+
+def test_every_head_of_a_layer_the_mean_and_the_overview(src, full):
+    long = src.long
+    (mean,) = build("mean", src, Theme(), layer=2)
+    edges = long.edges()
+    want = full.patterns[2].mean(0)  # the bundled encoder masks nothing: a block's mean is over all its cells
+    assert abs(z(mean)[4, 7] - want[edges[4] : edges[5], edges[7] : edges[8]].mean()) < 1e-6
+    (heads,) = build("heads", src, Theme(), layer=2)
+    assert "all" in heads.figure.layout.title.text
+    (overview,) = build("overview", src, Theme())
+    assert "all" in overview.figure.layout.title.text
+
+
+def test_the_head_metrics_gallery_and_similarity_come_from_the_whole_text(src, full):
+    metrics = src.metrics()
+    for name, value in full.metrics.items():
+        np.testing.assert_allclose(metrics[name], value, atol=1e-3 * max(1.0, float(np.abs(value).max())))
+    long_kinds, kinds = src.kinds(), observed_kinds(full)
+    assert (long_kinds.kind == kinds.kind).all()
+    (gallery,) = build("heads.gallery", src, Theme())
+    assert gallery.caption.startswith(f"{long_kinds.specialised} of 24 heads")
+    dist, _, order = src.similarity()
+    assert dist.shape == (24, 24) and np.allclose(dist, dist.T) and sorted(order) == list(range(24))
+
+
+def test_the_head_view_draws_a_window_of_the_whole_text(src, full):
+    (view,) = build("headview", src, Theme(), layer=1, heads=(0, 2), start=700, focus=710)
+    title = view.figure.layout.title.text
+    assert "tokens 700–759" in title and f"of {full.n_tokens:,}" in title
+    best = int(np.argmax(full.patterns[1, 0, 710]))
+    assert f"head 0: “{full.tokens[710]}·710” looks most at “{full.tokens[best]}” ({best:,}" in view.caption

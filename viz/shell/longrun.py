@@ -1,0 +1,141 @@
+"""A text longer than the patterns kept in memory (model/long.py's LONG_FROM), read whole in the background: one job
+per (model, device, tokens, options), shared by everyone who opens it, with its progress on the page and a Cancel
+button. Its result lives in the shared cache like every other analysis (viz/shell/budget.py).
+
+Two phases: the fused forward pass that keeps q and k (the attention map can draw from then on, a head computed
+when it is shown), then the summary of every head (the overview, head metrics, sinks and Find heads need it).
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from model.long import LONG_FROM, LongObservation, observe_long
+from viz.shell import jobs
+from viz.shell.cache import CACHE
+from viz.shell.context import PageContext
+
+READ, SUMMARY = "Reading the whole text", "Measuring every head"
+WHOLE = "whole text"  # what a page that reads the whole text says in its title's help
+
+
+def reads_whole(ctx: PageContext) -> bool:
+    """Whether this text is longer than the patterns kept for pages (and the model reads more of it)."""
+    obs, cfg = ctx.obs, ctx.loaded.model.cfg
+    return obs.truncated and min(obs.n_tokens_full, cfg.max_seq_len) > LONG_FROM and cfg.max_seq_len > LONG_FROM
+
+
+def _key(ctx: PageContext) -> tuple:
+    options = ctx.options
+    return ("long", ctx.spec, ctx.device, ctx.obs.text, options.causal, options.scale, options.positions)
+
+
+def _start(ctx: PageContext) -> jobs.Job:
+    key, loaded = _key(ctx), ctx.loaded
+    text, options = ctx.obs.text, ctx.options
+    model = loaded.model
+
+    def work(job: jobs.Job) -> None:
+        job.report(0, model.cfg.n_layers, READ)
+        long = observe_long(model, loaded.tokenizer, text, options, lambda done, total: job.report(done, total),
+                            job.stop.is_set)  # fmt: skip
+        _keep(key, long)
+        job.report(0, long.n_layers, SUMMARY)
+        long.summarise(lambda done, total: job.report(done, total), job.stop.is_set)
+        _keep(key, long)  # sized again with its summaries
+
+    return jobs.run(key, "long", model.cfg.n_layers, work, name=f"{len(text)}-chars")
+
+
+def _keep(key: tuple, long: LongObservation) -> None:
+    CACHE.put(key, long)
+    if key not in CACHE:
+        raise MemoryError(
+            f"this text's q and k take {long.nbytes / 2**20:,.0f} MiB, more than the server's whole cache budget "
+            f"({CACHE.budget / 2**20:,.0f} MiB): raise ATTENTION_LAB_CACHE_MB or use a shorter text"
+        )
+
+
+def long_observation(ctx: PageContext, *, summary: bool = False) -> LongObservation:
+    """This text read whole, once it is ready (``summary``: every head measured too). Until then the page shows
+    the run's progress with a Cancel button and stops here; the run starts on the first visit."""
+    key = _key(ctx)
+    found = CACHE.peek(key)
+    if found is not None and (not summary or found.summarised == found.n_layers):
+        ctx.source.long = found
+        return found
+    job = jobs.job_for(key)
+    if job is not None and job.finished and (job.cancelled or job.error):
+        if job.error:
+            st.error(f"Reading the whole text failed: {job.error}")
+        else:
+            st.warning("Reading the whole text was cancelled.")
+        if not st.button("Read the whole text again", key="long_again", icon=":material/replay:"):
+            st.stop()
+        job = None
+    if job is None or job.finished:
+        job = _start(ctx)
+    _progress(key, summary)
+    st.stop()
+    raise AssertionError  # st.stop() does not return
+
+
+@st.fragment(run_every=1.0)
+def _progress(key: tuple, summary: bool) -> None:
+    """Redrawn every second while the run goes on (other users and pages are not blocked); the page reruns once
+    what it needs is ready."""
+    job = jobs.job_for(key)
+    ready = CACHE.peek(key)
+    if job is None or job.finished or (ready is not None and not summary):
+        st.rerun()
+    elapsed = time.perf_counter() - job.started
+    if job.queued:
+        text = f"Waiting for a free place: {job.ahead} run(s) of a long text ahead of this one."
+    else:
+        text = f"{job.phase}: layer {job.done} of {job.total} · {elapsed:.0f} s"
+    st.progress(job.done / max(job.total, 1), text=text)
+    if st.button("Cancel", key="long_cancel", icon=":material/stop:"):
+        job.stop.set()
+
+
+def window_picker(long: LongObservation) -> tuple[int, ...]:
+    """Query and key ranges to draw exactly ((): the whole text as block means), kept in ``attn_window``."""
+    n = long.n_tokens
+    state = st.session_state
+    current = list(state["attn_window"]) or [0, n, 0, n]
+    with st.expander(
+        f"Window: all {n:,} tokens" if not state["attn_window"] else
+        f"Window: queries {current[0]:,}–{current[1] - 1:,} × keys {current[2]:,}–{current[3] - 1:,}",
+        expanded=bool(state["attn_window"]), icon=":material/zoom_in:",
+    ):  # fmt: skip
+        st.caption(
+            f"The whole text is drawn as block means of {long.width} × {long.width} tokens. Narrow the queries and "
+            f"keys to see exact weights (up to 160 tokens a side; a wider window is drawn as block means of exact "
+            "weights); hover names every cell."
+        )
+        st.radio(
+            "Each cell of the whole text shows", ("mean", "max"), horizontal=True, key="attn_cells",
+            format_func={"mean": "the mean weight of its block", "max": "the largest weight in its block"}.get,
+            help="Block means keep each row's total; the largest weight finds a single strong link a mean dilutes.",
+        )  # fmt: skip
+        rows = st.slider("Queries (rows)", 0, n, (current[0], current[1]), key="attn_rows")
+        cols = st.slider("Keys (columns)", 0, n, (current[2], current[3]), key="attn_cols")
+        chosen = [*rows, *cols] if rows[1] > rows[0] and cols[1] > cols[0] else []
+        state["attn_window"] = [] if chosen == [0, n, 0, n] else chosen
+    return tuple(state["attn_window"])
+
+
+def focus_picker(long: LongObservation) -> None:
+    """The query (and key) in focus by position: a long text has too many tokens for chips."""
+    n = long.n_tokens
+    cols = st.columns(2)
+    for col, name, label in ((cols[0], "focus_query", "Query in focus"), (cols[1], "focus_key", "Key in focus")):
+        col.number_input(
+            f"{label} (token position, −1: none)", -1, n - 1, key=name,
+            help="Its exact row (query) or column (key) is named under the map.",
+        )  # fmt: skip
+    q = st.session_state["focus_query"]
+    if 0 <= q < n:
+        st.caption(f"Query in focus: “{long.tokens[q]}” at {q:,}.")
