@@ -56,6 +56,7 @@ LESSON_SECTIONS = (
     "Attention sinks",
     "Induction heads",
     "Shared K/V (GQA)",
+    "Needle in a haystack",
 )
 
 
@@ -304,6 +305,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ind_period", 24, int, page="lessons", url=True),
     Setting("ind_seed", 0, int, page="lessons", url=True),
     Setting("gqa_kv", 0, int, page="lessons", url=True),
+    Setting("needle_lengths", [512, 1024, 2048], list, page="lessons", url=True),
+    Setting("needle_depths", [0, 25, 50, 75, 100], list, page="lessons", url=True),
     Setting("next_position", -1, int, fits="token_or_none", page="next-token", url=True),  # -1: after the last token
     Setting("next_temperature", 1.0, float, page="next-token", url=True),
     Setting("gen_n", 12, int, page="next-token", url=True),

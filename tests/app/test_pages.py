@@ -45,14 +45,14 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
 SECTIONED = {
     "viz/pages/qkv.py": ("qkv_section", QKV_SECTIONS, (2, 4, 1, 1, 1)),
     "viz/pages/positional.py": ("pe_section", PE_SECTIONS, (3, 1, 1)),
-    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 3, 1, 3, 1, 2, 2, 0)),
+    "viz/pages/lessons.py": ("lesson_section", LESSON_SECTIONS, (0, 1, 3, 1, 3, 1, 2, 2, 0, 0)),
     "viz/pages/mixing.py": ("mix_section", MIXING_SECTIONS, (2, 2, 2)),
     "viz/pages/causes.py": ("causes_section", CAUSES_SECTIONS, (0, 0, 0, 1)),  # patching waits for its prompt
 }
 #: what differs for the decoder (SmolLM2): predictions and generation; no MLM; GQA shown
 DECODER_CHARTS = {"viz/pages/next_token.py": 1, "viz/pages/causes.py": 2}  # generation waits for its button
 #: on a big model the lessons that run it again (heads specialise, ablation) wait for a button
-DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 0, 2, 2, 2)}
+DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 0, 2, 2, 2, 0)}  # the needle waits for its button
 
 
 @pytest.mark.parametrize("source", ["bundled", "random", pytest.param("smollm2", marks=pytest.mark.slow)])

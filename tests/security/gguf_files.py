@@ -21,9 +21,10 @@ def _vocab() -> tuple[list[str], list[str], list[int]]:
 
 
 def write_tiny_gguf(
-    path: Path, *, arch: str = "llama", quant: str = "F32", seed: int = 0, untied: bool = False
+    path: Path, *, arch: str = "llama", quant: str = "F32", seed: int = 0, untied: bool = False, context: int = 64
 ) -> Path:
-    """A 2-layer LLaMA (d_model 32, 4 query heads sharing 2 K/V heads) with random weights."""
+    """A 2-layer LLaMA (d_model 32, 4 query heads sharing 2 K/V heads) with random weights, reading ``context``
+    tokens."""
     import gguf
 
     tokens, merges, types = _vocab()
@@ -31,7 +32,7 @@ def write_tiny_gguf(
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name("tiny llama")
     w.add_block_count(LAYERS)
-    w.add_context_length(64)
+    w.add_context_length(context)
     w.add_embedding_length(D)
     w.add_feed_forward_length(FF)
     w.add_head_count(HEADS)

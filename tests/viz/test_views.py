@@ -48,6 +48,8 @@ ALTERNATIVES = {
     "guess": 2,
     "without_sink": True,
     "span": (0, 4, 0, 6),
+    "lengths": (512,),
+    "depths": (50,),
     "cells": "max",
     "across": True,
     "target": "state",
@@ -91,7 +93,7 @@ def src(tmp_path_factory):
 @pytest.fixture(scope="module")
 def decoder_src(tmp_path_factory):
     """A tiny LLaMA-style decoder (GQA, RoPE, next-token head) from a GGUF file: the decoder-only views."""
-    path = write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+    path = write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", context=1024)  # a needle's haystack fits
     return DirectSource.for_text(ModelSpec("folder", path=str(path)), "the then the then there")
 
 

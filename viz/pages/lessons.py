@@ -1,5 +1,5 @@
 """Lessons, live: why √d_k, heads specialise, ablation, masked-token predictions, attention sinks, induction
-heads and grouped K/V heads."""
+heads, grouped K/V heads and a needle in a long haystack."""
 
 from dataclasses import replace
 
@@ -10,6 +10,7 @@ from model.analysis.metrics import METRIC_HELP, METRICS
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
+from viz.shell.needle import needle_section
 from viz.shell.services import views
 from viz.shell.widgets import (
     follow_open_page,
@@ -185,6 +186,9 @@ elif part == "Induction heads":
         on_click=use_sequence,
         icon=":material/content_copy:",
     )
+
+elif part == "Needle in a haystack":
+    needle_section(ctx)
 
 elif part == "Shared K/V (GQA)":
     st.markdown(

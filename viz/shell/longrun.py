@@ -87,16 +87,22 @@ def _progress(key: tuple, summary: bool) -> None:
     """Redrawn every second while the run goes on (other users and pages are not blocked); the page reruns once
     what it needs is ready."""
     job = jobs.job_for(key)
-    ready = CACHE.peek(key)
-    if job is None or job.finished or (ready is not None and not summary):
+    ready = CACHE.peek(key) is not None and not summary
+    progress_of(job, "layer", ready)
+
+
+def progress_of(job: jobs.Job | None, unit: str, ready: bool = False) -> None:
+    """A job's progress bar and Cancel button (inside a fragment that reruns every second); the whole page reruns
+    once the job is over or ``ready`` (what the page needs exists)."""
+    if job is None or job.finished or ready:
         st.rerun()
     elapsed = time.perf_counter() - job.started
     if job.queued:
-        text = f"Waiting for a free place: {job.ahead} run(s) of a long text ahead of this one."
+        text = f"Waiting for a free place: {job.ahead} long run(s) ahead of this one."
     else:
-        text = f"{job.phase}: layer {job.done} of {job.total} · {elapsed:.0f} s"
+        text = f"{job.phase}: {unit} {job.done} of {job.total} · {elapsed:.0f} s"
     st.progress(job.done / max(job.total, 1), text=text)
-    if st.button("Cancel", key="long_cancel", icon=":material/stop:"):
+    if st.button("Cancel", key=f"cancel_{job.kind}", icon=":material/stop:"):
         job.stop.set()
 
 

@@ -11,6 +11,7 @@ from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.long import LongObservation, long_metrics
 from model.observe import ATTENTION_KINDS, Observation, Options
+from viz.shell.cache import CACHE
 from viz.shell.services import (
     get_attribution,
     get_circuit,
@@ -38,6 +39,7 @@ from viz.shell.services import (
     get_stream,
     upload_bytes,
 )
+from viz.views.base import ViewUnavailableError
 
 
 @dataclass
@@ -155,6 +157,18 @@ class CachedSource:
             self.spec, self.device, clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model, progress
         )
 
+    def needle(self, lengths, depths):
+        """The needle runs a page started as a background job (viz/shell/needle.py), once they are done."""
+        grid = CACHE.peek(needle_key(self.spec, self.device, lengths, depths))
+        if grid is None:
+            raise ViewUnavailableError("Run the haystacks first (the button above): they take a while.")
+        return grid
+
     def circuit(self, layer, head):
         tokens = tuple(self.obs.ids)
         return get_circuit(self.spec, self.device, int(layer), int(head), tokens, self.loaded.model)
+
+
+def needle_key(spec, device: str, lengths, depths) -> tuple:
+    """The shared cache's key of a needle grid (the job that makes it uses it too)."""
+    return ("needle", spec, device, tuple(lengths), tuple(depths))

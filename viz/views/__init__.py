@@ -19,6 +19,8 @@ head_captions  the same for heads: their spread, ablation, Find heads' ranking, 
 finite      heads with NaN or Inf weights: not computable, with the reason
 causes      which parts cause the answer: logit lens, direct logit attribution, QK/OV circuits
 patching    activation patching: which clean activations bring the answer back into a corrupted run
+needle      needle in a haystack: retrieval heads over lengths × depths, sinks as the length grows
+long        a text read whole: block means, windows, every head, the overview
 """
 
 from viz.views import (  # noqa: F401
@@ -35,6 +37,7 @@ from viz.views import (  # noqa: F401
     lessons,
     masks,
     mixing,
+    needle,
     patching,
 )
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views

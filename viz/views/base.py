@@ -28,6 +28,7 @@ from model.analysis.gradients import Attribution
 from model.analysis.kinds import HeadKinds
 from model.analysis.lens import Lens, LogitAttribution
 from model.analysis.mixing import Mixing
+from model.analysis.needle import NeedleGrid
 from model.analysis.patching import Metric, Patching
 from model.analysis.steps import HeadSteps
 from model.analysis.stream import Stream
@@ -85,6 +86,7 @@ class Source(Protocol):
         self, corrupted: tuple[int, ...], metric: Metric, kinds: tuple[str, ...], progress=None
     ) -> Patching: ...
     def circuit(self, layer: int, head: int) -> Circuit: ...  # a head's QK/OV circuit card
+    def needle(self, lengths: tuple[int, ...], depths: tuple[int, ...]) -> NeedleGrid: ...  # needle runs
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from model.analysis.gradients import attribute
 from model.analysis.kinds import long_kinds, observed_kinds
 from model.analysis.lens import direct_logit_attribution, logit_lens
 from model.analysis.mixing import context_mixing
+from model.analysis.needle import filler_text, needle_grid
 from model.analysis.patching import activation_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
@@ -181,6 +182,14 @@ class DirectSource:
         ids = list(self.obs.ids)
         make = lambda: activation_patching(self.loaded.model, ids, list(corrupted), metric, kinds, progress)  # noqa: E731
         return self._once(("patching", tuple(corrupted), metric, tuple(kinds)), make)
+
+    def needle(self, lengths, depths):
+        """Needle runs on every length × depth (percent), run here (the app runs them as a background job)."""
+        def make():
+            tok = self.loaded.tokenizer
+            return needle_grid(self.loaded.model, tok, filler_text(), list(lengths), [d / 100 for d in depths])
+
+        return self._once(("needle", tuple(lengths), tuple(depths)), make)
 
     def circuit(self, layer, head):
         return self._once(("circuit", layer, head), lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids)))
