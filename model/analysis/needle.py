@@ -232,6 +232,7 @@ def filler_text() -> str:
 
 
 def seconds(lengths: Sequence[int], depths: Sequence[float], at_512: float) -> float:
-    """A grid's time from one fused pass of 512 tokens: a pass grows a little faster than its length (measured on
-    SmolLM2, 2 cores: 1.3, 2.4, 4.8, 11 and 31 s a run at 512 … 8,192 tokens), plus about 20 decoding steps."""
-    return sum(at_512 * n / 512 * (1 + n / 16_384) + 0.5 for n in lengths) * len(depths)
+    """A grid's time from one fused pass of 512 tokens here: a run's pass grows a little faster than its length
+    and costs half as much again as the bare pass (the q hooks, a cache), plus about 1.5 s of decoding steps
+    (measured on SmolLM2, 2 cores: 15 runs of 512, 1,024 and 2,048 tokens in 71 s, the bare pass 0.9 s)."""
+    return sum(1.5 * at_512 * n / 512 * (1 + n / 16_384) + 1.5 for n in lengths) * len(depths)

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
     theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale, positions=args.positions)
     try:
-        src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special)
+        src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special, whole=True)  # as the app reads it
         for notice in [*src.loaded.warnings, *src.obs.notices]:
             print(f"note: {notice}", file=sys.stderr)
         if args.data:

@@ -96,7 +96,7 @@ def lesson_needle(src: Source, theme: Theme, *, lengths: tuple[int, ...] = (512,
     subtitle = f"{src.loaded.name} · needle: “{ANSWER}” in the bundled held-out documents"
     fig = needle_map(
         values, [f"{d:.0%}" for d in grid.depths], [f"{n:,}" for n in grid.lengths], grid.table(lambda r: r.found),
-        title="Needle in a haystack: the strongest head's attention on the needle, from the answer position",
+        title="Needle in a haystack: the strongest head's share on the needle",
         value_name="on the needle", hover=hover, theme=theme,
     )  # fmt: skip
     scores = grid.scores()
