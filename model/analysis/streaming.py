@@ -22,8 +22,8 @@ import torch
 
 from model.analysis.rows import Rule, Tokens, pair_mass, row_sets, visible_rows
 
-#: floats held by one row block's weights (H × R × C): 2 MB in float32, about what a core's cache holds
-BLOCK_CELLS = 1 << 19
+#: floats held by one row block's weights (H × R × C): 4 MB in float32, about what the two cores' caches hold
+BLOCK_CELLS = 1 << 20
 #: what is averaged over rows, each with its own rows (as model.analysis.metrics and kinds define them)
 ROW_STATS = (
     "entropy", "mean_distance", "self", "previous", "next", "special", "max_weight",  # head metrics
@@ -51,10 +51,22 @@ def scores_block(q: torch.Tensor, k: torch.Tensor, rule: Rule, r0: int, lo: int)
     kv, C = k.shape[0], k.shape[1]
     s = torch.bmm(q.reshape(kv, H // kv * R, d), k.transpose(1, 2))  # (H_kv, G·R, C): one product per K/V head
     s = s.view(H, R, C).mul_(rule.factor)  # (H, R, C), query head h = kv · G + g
-    blocked = rule.blocked(torch.arange(r0, r0 + R), torch.arange(lo, lo + C))
-    if blocked is not None:
-        s.masked_fill_(blocked, float("-inf"))
+    for a, b in bands(rule, r0, R, lo, C):
+        blocked = rule.blocked(torch.arange(r0, r0 + R), torch.arange(lo + a, lo + b))
+        if blocked is not None:
+            s[..., a:b].masked_fill_(blocked, float("-inf"))
     return s
+
+
+def bands(rule: Rule, r0: int, rows: int, lo: int, cols: int) -> list[tuple[int, int]]:
+    """Column slices of a block (rows r0…, keys lo… lo + cols) where the mask may block a cell: outside the keys
+    every row sees (each row's first and last visible key only grow with the row), so the rest is never touched.
+    A causal block's band is its last rows × rows columns, not the whole block."""
+    end = lo + cols
+    first_hi = rule.keys(r0, r0 + 1, end)[1]  # the first row's last visible key + 1
+    last_lo = rule.keys(r0 + rows - 1, r0 + rows, end)[0]  # the last row's first visible key
+    left, right = (0, max(0, min(cols, last_lo - lo))), (min(cols, max(0, first_hi - lo)), cols)
+    return [band for band in (left, right) if band[1] > band[0]]
 
 
 def weights(q: np.ndarray, k: np.ndarray, rule: Rule, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
@@ -110,10 +122,11 @@ def summarise_layer(
     peak = torch.zeros(H, B, B)  # the largest weight in each grid cell
     lse_all = torch.empty(H, n)
     received = torch.zeros(H, n, dtype=torch.float64)
-    sums = {name: torch.zeros(H, dtype=torch.float64) for name in ROW_STATS}
-    counts = dict.fromkeys(ROW_STATS, 0)
+    sums = torch.zeros(len(ROW_STATS), H, dtype=torch.float64)
     samples = torch.zeros(H, len(sample_rows), B)
     rows_of = row_sets(tokens, rule, n)
+    which = torch.stack([rows_of[name] for name in ROW_STATS]).float()  # (K, N)
+    counts = which.sum(-1)  # (K,) rows per statistic
     cells = torch.arange(n) // width  # (N,) grid cell of each token
     relations = relations or {name: tokens.pairs(name) for name in ("same token", "same word")}
     columns_of = {  # key columns whose weight is a share: (positions, name)
@@ -136,8 +149,10 @@ def summarise_layer(
         z = e.sum(-1, keepdim=True)  # (H, R, 1)
         lse = (top + z.log())[..., 0]  # (H, R)
         lse_all[:, r0:r1] = lse
+        for a, b in bands(rule, r0, r1 - r0, lo, hi - lo):  # −∞ · 0 would be NaN below: blocked cells count 0
+            t[..., a:b].nan_to_num_(0.0, neginf=0.0)
         # entropy −Σ p log p = log z − Σ e·t / z, with no log of the weights
-        entropy = z[..., 0].log() - torch.linalg.vecdot(e, t.nan_to_num_(0.0, neginf=0.0)) / z[..., 0]
+        entropy = z[..., 0].log() - torch.linalg.vecdot(e, t) / z[..., 0]
         p = e.div_(z)  # (H, R, C) the weights
         rows = torch.arange(r0, r1)
         flat = p.view(-1, hi - lo)  # (H·R, C)
@@ -158,10 +173,9 @@ def summarise_layer(
         for name, (qi, ki) in relations.items():
             row[name] = pair_mass(p, qi, ki, r0, r1, lo, hi, rule)
         row["broad"] = row["entropy"] / torch.log(visible_rows(rule, rows, n).clamp_min(2).double()).float()
-        for name, value in row.items():
-            chosen = rows_of[name][r0:r1]
-            sums[name] += value[:, chosen].sum(-1, dtype=torch.float64)
-            counts[name] += int(chosen.sum())
+        values = torch.stack([row[name] for name in ROW_STATS])  # (K, H, R)
+        chosen = which[:, r0:r1]  # (K, R): the rows each statistic averages over
+        sums += (values * chosen[:, None]).sum(-1, dtype=torch.float64)  # (K, H)
         binned = _pool_columns(p, lo, width, B)  # (H, R, B)
         grid.index_add_(1, cells[r0:r1], binned.double())
         index = cells[r0:r1][None, :, None].expand(H, -1, B)
@@ -171,8 +185,8 @@ def summarise_layer(
         if len(picked):
             samples[:, picked] = binned[:, torch.from_numpy(sample_rows[picked] - r0)]
         r0 = r1
-    stats = {name: (sums[name] / counts[name]).float().numpy() if counts[name] else np.full(H, np.nan, "f4")
-             for name in ROW_STATS}  # fmt: skip
+    stats = {name: (sums[i] / counts[i]).float().numpy() if counts[i] else np.full(H, np.nan, "f4")
+             for i, name in enumerate(ROW_STATS)}  # fmt: skip
     return LayerSummary(grid.numpy(), peak.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
 
 

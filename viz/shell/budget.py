@@ -3,7 +3,8 @@
 A classroom server holds models, analyses (up to hundreds of MB each at 512 tokens) and built figures for every
 student's text. Counting entries does not bound memory; this cache sizes each value (numpy arrays, torch
 tensors and modules, plotly figures, dataclasses and containers, each buffer counted once) and evicts the least
-recently used entries once the total passes the budget: ``ATTENTION_LAB_CACHE_MB`` (default 1536).
+recently used entries once the total passes the budget: ``ATTENTION_LAB_CACHE_MB`` (default 2048: SmolLM2 with
+a text read whole at 8,192 tokens beside its first 512 tokens' patterns, 1.6 GB).
 
 Values are computed once per key even when many sessions ask at the same moment (the others wait for it),
 and errors are not cached. No streamlit here: ``viz/shell/services.py`` wraps its functions with it.
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_MB = 1536
+DEFAULT_MB = 2048
 
 
 def budget_from_env(environ=os.environ) -> int:

@@ -1,5 +1,5 @@
 """The shared cache's front door: ``@shared`` caches a function's results in one byte-bounded store for every
-session (``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 1536), showing a spinner while it computes.
+session (``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 2048), showing a spinner while it computes.
 The cached functions themselves all live in ``viz/shell/services.py``.
 """
 

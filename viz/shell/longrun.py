@@ -27,6 +27,18 @@ def reads_whole(ctx: PageContext) -> bool:
     return obs.truncated and min(obs.n_tokens_full, cfg.max_seq_len) > LONG_FROM and cfg.max_seq_len > LONG_FROM
 
 
+def whole_status(ctx: PageContext) -> str | None:
+    """The sidebar's line about the text read whole, once it is (None before, or for a short text)."""
+    long = CACHE.peek(_key(ctx)) if reads_whole(ctx) else None
+    if long is None:
+        return None
+    measured = f"{long.summarised} of {long.n_layers} layers measured" if long.summarised < long.n_layers else ""
+    return (
+        f"whole text: {long.n_tokens:,} tokens · fused forward {long.forward_ms / 1000:.1f} s · q and k "
+        f"{long.nbytes / 2**20:,.0f} MiB" + (f" · {measured}" if measured else "")
+    )
+
+
 def _key(ctx: PageContext) -> tuple:
     options = ctx.options
     return ("long", ctx.spec, ctx.device, ctx.obs.text, options.causal, options.scale, options.positions)
@@ -64,14 +76,19 @@ def long_observation(ctx: PageContext, *, summary: bool = False) -> LongObservat
     key = _key(ctx)
     found = CACHE.peek(key)
     if found is not None and (not summary or found.summarised == found.n_layers):
-        ctx.source.long = found
+        ctx.source.read_whole(found, key)
         return found
     job = jobs.job_for(key)
-    if job is not None and job.finished and (job.cancelled or job.error):
+    if job is not None and job.finished:
         if job.error:
             st.error(f"Reading the whole text failed: {job.error}")
-        else:
+        elif job.cancelled:
             st.warning("Reading the whole text was cancelled.")
+        else:  # read, then let go by the cache: say so rather than read it again and again
+            st.warning(
+                f"This text read whole left the server's shared cache ({CACHE.budget / 2**20:,.0f} MiB, "
+                "ATTENTION_LAB_CACHE_MB) to make room for other pages' work."
+            )
         if not st.button("Read the whole text again", key="long_again", icon=":material/replay:"):
             st.stop()
         job = None

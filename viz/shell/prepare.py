@@ -13,6 +13,7 @@ from viz.settings import Shape
 from viz.shell.cache import CACHE
 from viz.shell.choices import current_options, current_theme
 from viz.shell.context import PageContext
+from viz.shell.longrun import whole_status
 from viz.shell.services import get_model, get_observation, upload_bytes
 from viz.shell.sidebar import draw_status
 from viz.shell.source import CachedSource
@@ -106,5 +107,5 @@ def prepare_context(
         slots.status.error(problem)
         slots.problems.append(problem)
         return None
-    draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget))
+    draw_status(slots.status, context.loaded, context.obs, (CACHE.nbytes, CACHE.budget), whole_status(context))
     return context

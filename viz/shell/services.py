@@ -1,7 +1,7 @@
 """Every cache of the app, and the one place that loads models, decides the device and builds the context.
 
 Models, observations, analyses and built views live in one cache shared by all sessions and bounded in bytes
-(``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 1536): they hold up to hundreds of MB of arrays
+(``viz/shell/budget.py``; ``ATTENTION_LAB_CACHE_MB``, default 2048): they hold up to hundreds of MB of arrays
 at 512 tokens, so counting entries would not bound memory, and st.cache_data would copy (pickle) them on every
 rerun. Their arrays are read-only, so sharing is safe. Cache keys name what the result depends on; arguments
 starting with ``_`` are not part of the key (a model object, an observation) and are always determined by the

@@ -226,9 +226,9 @@ def draw_sidebar() -> tuple[ModelSpec | None, dict[str, bytes] | None, SidebarSl
     return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
 
 
-def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None) -> None:
+def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None, whole: str | None = None) -> None:
     """The loaded model's description, its warnings, what this text cost, and how full the shared cache is
-    (``cache``: bytes held, budget)."""
+    (``cache``: bytes held, budget); ``whole``: what reading a long text whole cost."""
     desc = loaded.description
     with slot:
         with st.expander(f"About: {desc['name']}", expanded=False):
@@ -249,3 +249,5 @@ def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None) -> None
             f"captured {obs.capture_bytes / 2**20:.1f} MiB"
             + (f" · shared cache {cache[0] / 2**20:.0f} of {cache[1] / 2**20:.0f} MiB" if cache else "")
         )
+        if whole:
+            st.caption(whole)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -52,7 +53,22 @@ class CachedSource:
     options: Options
     hide_special: bool
     device: str
-    long: LongObservation | None = None  # the whole text, once a page has read it (viz/shell/longrun.py)
+    _long: weakref.ref | None = None  # the whole text, once a page read it (viz/shell/longrun.py), held weakly
+    _long_key: tuple = ()
+
+    def read_whole(self, long: LongObservation, key: tuple) -> None:
+        """Views draw ``long`` (the shared cache's entry ``key``) from now on. Held weakly: a cached view's source
+        must not keep 0.8 GB alive after the cache let it go."""
+        self._long, self._long_key = weakref.ref(long), key
+
+    @property
+    def long(self) -> LongObservation | None:
+        if self._long is None:
+            return None
+        found = self._long() or CACHE.peek(self._long_key)
+        if found is None:
+            raise ViewUnavailableError("The whole text left the server's cache: open its page again to read it.")
+        return found
 
     def _key(self):
         return self.spec, self.device, self.obs.text, self.options

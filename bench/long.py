@@ -1,0 +1,142 @@
+"""Long context in a real browser: SmolLM2 reads 2,048 … 8,192 tokens of the bundled held-out documents whole.
+
+    python bench/long.py [--tokens 2048 4096 8192] [--model SmolLM2] [--shots DIR]
+
+For each length, from a new text submitted on the attention map: seconds until the whole-text heatmap is drawn
+(tokenise, fused forward pass keeping q and k, the head's layer streamed, figures, drawn in chromium), then until
+the model overview's thumbnails of every head are drawn (the summary of every head, streamed in the background),
+then a head switch and a layer switch on the attention map (medians of 3), the head metrics page, and the server's
+peak resident memory (VmHWM). Prints a Markdown table (bench/RESULTS.md, "Long context").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.pages import submit, timed
+from scripts.browser import chromium, streamlit_server, wait_idle
+
+HEATMAP = ".js-plotly-plot .heatmaplayer image"
+
+
+def long_text(n_tokens: int, label: str) -> str:
+    """The bundled held-out documents, cut where the model's tokenizer reaches ``n_tokens`` tokens."""
+    from model.io.catalog import ModelSpec, load
+    from model.profile.corpus import bundled_documents
+
+    tokenizer = load(ModelSpec("smollm2" if "SmolLM" in label else "bundled")).tokenizer
+    text = "\n\n".join(bundled_documents())
+    enc = tokenizer.encode(text, max_len=n_tokens)
+    return text[: enc.offsets[-1][1]]
+
+
+def peak_mb(pid: int) -> float:
+    """The server's peak resident memory (VmHWM), MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wait_for(page, text: str, timeout: float) -> float:
+    """Seconds until a chart whose title holds ``text`` is drawn."""
+    start = time.perf_counter()
+    page.locator(".js-plotly-plot .gtitle", has_text=text).first.wait_for(timeout=timeout * 1000)
+    page.locator(HEATMAP).first.wait_for(timeout=timeout * 1000)
+    return time.perf_counter() - start
+
+
+def nav(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+
+
+def pick(page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True).first
+    box.click()
+    page.keyboard.type(str(value))  # the list is long: typing filters it
+    page.get_by_role("option", name=str(value), exact=True).click()
+
+
+def measure(lengths: list[int], label: str, shots: Path | None) -> list[dict]:
+    rows = []
+    for n in lengths:  # a fresh server for each length: its peak memory is this text's alone
+        with streamlit_server() as url, chromium() as browser:
+            page = browser.new_page(viewport={"width": 1400, "height": 2400})
+            page.goto(url)
+            wait_idle(page)
+            page.get_by_label("Model source").click()
+            page.get_by_role("option", name=label).first.click()
+            wait_idle(page)
+            pid = server_pid()
+            rows.append(one_length(page, n, label, shots, pid))
+            print(rows[-1], flush=True)
+    return rows
+
+
+def one_length(page, n: int, label: str, shots: Path | None, pid: int) -> dict:
+    text = long_text(n, label)
+    nav(page, "Attention map")
+    wait_idle(page)
+    start = time.perf_counter()
+    submit(page, text)()
+    wait_for(page, f"all {n:,} tokens", 600)
+    drawn = time.perf_counter() - start
+    if shots:
+        page.screenshot(path=str(shots / f"long-attention-{n}.png"), full_page=True)
+    start = time.perf_counter()
+    nav(page, "Model overview")
+    overview = re.compile(rf"^(?!Layer ).*: every head, all {n:,} tokens")  # not the attention map's "Layer 0: …"
+    page.locator(".js-plotly-plot .gtitle").filter(has_text=overview).first.wait_for(timeout=900_000)
+    thumbs = time.perf_counter() - start
+    wait_idle(page)
+    if shots:
+        page.screenshot(path=str(shots / f"long-overview-{n}.png"), full_page=True)
+    metrics = timed(page, lambda: nav(page, "Head metrics"), timeout=300)
+    if shots:
+        page.screenshot(path=str(shots / f"long-metrics-{n}.png"), full_page=True)
+    timed(page, lambda: nav(page, "Attention map"), timeout=300)
+    heads, layers = [], []
+    for h in (1, 2, 3):
+        heads.append(timed(page, lambda h=h: pick(page, "Head", h), timeout=120))
+    for layer in (5, 17, 29):
+        layers.append(timed(page, lambda layer=layer: pick(page, "Layer", layer), timeout=120))
+    return {
+        "tokens": n, "map": drawn, "thumbnails": thumbs, "metrics": metrics,
+        "head": statistics.median(heads), "layer": statistics.median(layers), "peak_mb": peak_mb(pid),
+    }  # fmt: skip
+
+
+def server_pid() -> int:
+    """The newest streamlit server's process id (started by streamlit_server)."""
+    import subprocess
+
+    out = subprocess.run(["pgrep", "-n", "-f", "streamlit run app.py"], capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tokens", type=int, nargs="+", default=[2048, 4096, 8192])
+    p.add_argument("--model", default="SmolLM2")
+    p.add_argument("--shots", default="")
+    args = p.parse_args()
+    shots = Path(args.shots) if args.shots else None
+    if shots:
+        shots.mkdir(parents=True, exist_ok=True)
+    rows = measure(args.tokens, args.model, shots)
+    print("\n| tokens | text → map drawn (s) | all thumbnails (s) | head metrics (s) | head switch (s) | layer switch (s) "
+          "| server peak RSS (MB) |\n| --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
+    for r in rows:
+        print(f"| {r['tokens']:,} | {r['map']:.1f} | {r['thumbnails']:.1f} | {r['metrics']:.2f} | {r['head']:.2f} | "
+              f"{r['layer']:.2f} | {r['peak_mb']:,.0f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Long texts in a real browser: a text longer than 512 tokens is read whole (progress, then the whole-text map), a
+window shows exact weights, a long read can be cancelled and started again; the needle lesson runs its haystacks,
+a click on a retrieval head opens it, and a haystack put in the text box shows that head fetching the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scripts.browser import open_page, type_text, wait_idle
+from tests.e2e.test_decoder import no_errors
+from tests.e2e.test_interaction import click_at, marker_point
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+SMOLLM = "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)"
+LONG = " ".join(["The animal did not cross the street because it was too tired, said the old dog."] * 60)
+
+
+def titles(page) -> list[str]:
+    return [t.text_content() for t in page.locator("svg .gtitle").all()]
+
+
+def wait_title(page, text: str, timeout: float = 120_000) -> None:
+    page.locator("svg .gtitle", has_text=text).first.wait_for(timeout=timeout)
+
+
+def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
+    type_text(page, LONG)
+    wait_title(page, "all 1,082 tokens")
+    no_errors(page, "the whole-text map")
+    first = titles(page)[0]
+    assert first.startswith("Layer 0, head 0 — attention weights, all 1,082 tokens (block means)"), first
+    assert page.get_by_text("Pages marked “whole text” read all 1,082").count() == 1
+    page.get_by_text("Window: all 1,082 tokens").click()
+    page.get_by_text("the largest weight in its block").click()
+    wait_title(page, "each block's largest weight")
+    query = page.get_by_label("Query in focus (token position, −1: none)")
+    query.fill("1000")
+    query.press("Enter")
+    wait_idle(page)
+    page.get_by_text("“was” (1,000) looks at").first.wait_for()  # its exact row, in the caption
+    open_page(page, server, "overview", "Model overview")
+    wait_title(page, "every head, all 1,082 tokens")
+    open_page(page, server, "metrics", "Head metrics")
+    no_errors(page, "head metrics of the whole text")
+    assert page.locator(".js-plotly-plot").count() >= 2
+
+
+def test_a_long_read_can_be_cancelled_and_started_again(server, page):
+    page.get_by_label("Model source").click()
+    page.get_by_role("option", name=SMOLLM).click()
+    wait_idle(page)
+    area = page.get_by_label("Text to analyse")
+    area.fill(" ".join(["Every student reads the long text and asks a question about it."] * 330))
+    area.press("Control+Enter")
+    page.get_by_text("Reading the whole text: layer").first.wait_for(timeout=60_000)  # the progress bar
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_text("Reading the whole text was cancelled.").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Read the whole text again").click()
+    wait_title(page, "tokens (block means)", timeout=180_000)
+    no_errors(page, "the read after a cancel")
+
+
+def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(server, page):
+    page.get_by_label("Model source").click()
+    page.get_by_role("option", name=SMOLLM).click()
+    wait_idle(page)
+    page.goto(f"{server}/lessons?lesson_section=Needle+in+a+haystack&needle_lengths=512,1024&needle_depths=0,100")
+    wait_idle(page)
+    page.get_by_role("button", name="Run 4 haystacks").click()
+    wait_title(page, "Attention sinks as the haystack grows", timeout=240_000)
+    wait_idle(page)
+    no_errors(page, "the needle lesson")
+    assert page.get_by_text("in 4 of 4 haystacks").count() == 1
+    grid = page.locator(".js-plotly-plot").nth(1)  # the retrieval heads
+    grid.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    pick = "const tr = gd._fullData[gd._fullData.length - 1]; const H = gd._fullLayout.xaxis._categories.length;"
+    target = json.loads(grid.evaluate(f"(gd) => {{ {pick} return JSON.stringify(tr.customdata[18 * H + 6]); }}"))
+    assert target[:2] == [18, 6]
+    click_at(page, marker_point(page, grid, pick + " const i = 18 * H + 6;"))
+    page.get_by_role("heading", name="Attention map").first.wait_for()
+    assert titles(page)[0].startswith("Layer 18, head 6"), titles(page)
+    open_page(page, server, "lessons", "Lessons")
+    page.get_by_label("Haystack length").click()
+    page.get_by_role("option", name="1,024 tokens").click()
+    page.get_by_role("button", name="Put this haystack in the text box").click()
+    wait_idle(page)
+    open_page(page, server, "attention", "Attention map")
+    wait_title(page, "all 1,02")
+    no_errors(page, "the haystack read whole")
+    caption = page.get_by_text("L18H6 over all").first.text_content()
+    assert "attention to “ eat”" in caption or "attention to “eat”" in caption, caption
