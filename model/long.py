@@ -32,6 +32,7 @@ from model.analysis.streaming import (
     Tokens,
     columns,
     grid_width,
+    head_peak,
     scores_block,
     summarise_layer,
     visible_cells,
@@ -112,6 +113,7 @@ class LongObservation:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _layer_locks: list[threading.Lock] = field(default_factory=list, repr=False)
     _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _peaks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.width = grid_width(self.n_tokens, GRID_CELLS)
@@ -191,9 +193,20 @@ class LongObservation:
     def grid(self, layer: int, head: int, how: str = "mean") -> np.ndarray:
         """(B, B) float32 block means of one head over the cells its mask lets through (−inf: a cell all masked),
         as viz.figures.common.fit_to_screen averages a full pattern; ``how="max"``: each cell's largest weight."""
-        summary, counts = self.summary(layer), self.counts(layer)
-        cells = summary.peak[head] if how == "max" else summary.grid[head] / np.maximum(counts, 1)
+        counts = self.counts(layer)
+        cells = self.peak(layer, head) if how == "max" else self.summary(layer).grid[head] / np.maximum(counts, 1)
         return np.where(counts > 0, cells, -np.inf).astype(np.float32)
+
+    def peak(self, layer: int, head: int) -> np.ndarray:
+        """(B, B) each grid cell's largest weight of one head, streamed when first asked for (then kept)."""
+        with self._lock:
+            found = self._peaks.get((layer, head))
+        if found is None:
+            kv = head // self.kv_group
+            found = head_peak(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width)
+            with self._lock:
+                self._peaks[(layer, head)] = found
+        return found
 
     def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
         """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of

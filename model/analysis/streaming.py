@@ -90,13 +90,11 @@ def columns(q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, key: int)
 
 @dataclass
 class LayerSummary:
-    """One layer's heads, summarised. grid: (H, B, B) float64 sums of weights per cell; peak: (H, B, B) float32
-    the largest weight per cell; lse: (H, N) float32;
+    """One layer's heads, summarised. grid: (H, B, B) float64 sums of weights per cell; lse: (H, N) float32;
     received: (H, N) float32 weight each key gets from every query together; stats: {name: (H,)} row means
     (ROW_STATS, NaN where a text has no row for it); samples: (H, S, B) sampled rows pooled into grid columns."""
 
     grid: np.ndarray
-    peak: np.ndarray
     lse: np.ndarray
     received: np.ndarray
     stats: dict[str, np.ndarray]
@@ -119,7 +117,6 @@ def summarise_layer(
     B = math.ceil(n / width)
     qt, kt = torch.from_numpy(q), torch.from_numpy(k)
     grid = torch.zeros(H, B, B, dtype=torch.float64)
-    peak = torch.zeros(H, B, B)  # the largest weight in each grid cell
     lse_all = torch.empty(H, n)
     received = torch.zeros(H, n, dtype=torch.float64)
     sums = torch.zeros(len(ROW_STATS), H, dtype=torch.float64)
@@ -178,8 +175,6 @@ def summarise_layer(
         sums += (values * chosen[:, None]).sum(-1, dtype=torch.float64)  # (K, H)
         binned = _pool_columns(p, lo, width, B)  # (H, R, B)
         grid.index_add_(1, cells[r0:r1], binned.double())
-        index = cells[r0:r1][None, :, None].expand(H, -1, B)
-        peak.scatter_reduce_(1, index, _pool_columns(p, lo, width, B, "amax"), "amax")
         received[:, lo:hi] += p.sum(1)
         picked = np.flatnonzero((sample_rows >= r0) & (sample_rows < r1))
         if len(picked):
@@ -187,7 +182,27 @@ def summarise_layer(
         r0 = r1
     stats = {name: (sums[i] / counts[i]).float().numpy() if counts[i] else np.full(H, np.nan, "f4")
              for i, name in enumerate(ROW_STATS)}  # fmt: skip
-    return LayerSummary(grid.numpy(), peak.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
+    return LayerSummary(grid.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
+
+
+def head_peak(q: np.ndarray, k: np.ndarray, rule: Rule, width: int) -> np.ndarray:
+    """(B, B) the largest weight in each grid cell of one head (q (N, d_k), k (N, d_k)): asked for one head at a
+    time, so the summary of every head does not pay for it."""
+    n = q.shape[0]
+    B = math.ceil(n / width)
+    qt, kt = torch.from_numpy(q)[None], torch.from_numpy(k)[None]
+    cells = torch.arange(n) // width
+    peak = torch.zeros(1, B, B)
+    r0 = 0
+    while r0 < n:
+        lo, hi = rule.keys(r0, r0 + 1, n)
+        r1 = min(n, r0 + block_rows(1, max(hi - lo, r0 + 1 - lo)))
+        lo, hi = rule.keys(r0, r1, n)
+        p = torch.softmax(scores_block(qt[:, r0:r1], kt[:, lo:hi], rule, r0, lo), -1).nan_to_num_(0.0)  # (1, R, C)
+        index = cells[r0:r1][None, :, None].expand(1, -1, B)
+        peak.scatter_reduce_(1, index, _pool_columns(p, lo, width, B, "amax"), "amax")
+        r0 = r1
+    return peak[0].numpy()
 
 
 class Cancelled(Exception):  # noqa: N818 — a request, not a failure

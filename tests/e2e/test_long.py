@@ -35,7 +35,7 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     page.get_by_text("Window: all 1,082 tokens").click()
     page.get_by_text("the largest weight in its block").click()
     wait_title(page, "each block's largest weight")
-    query = page.get_by_label("Query in focus (token position, −1: none)")
+    query = page.get_by_role("spinbutton", name="Query in focus")
     query.fill("1000")
     query.press("Enter")
     wait_idle(page)
@@ -63,10 +63,8 @@ def test_a_long_read_can_be_cancelled_and_started_again(server, page):
 
 
 def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(server, page):
-    page.get_by_label("Model source").click()
-    page.get_by_role("option", name=SMOLLM).click()
-    wait_idle(page)
-    page.goto(f"{server}/lessons?lesson_section=Needle+in+a+haystack&needle_lengths=512,1024&needle_depths=0,100")
+    lesson = "lesson_section=Needle+in+a+haystack&needle_lengths=512,1024&needle_depths=0,100"
+    page.goto(f"{server}/lessons?model_kind=smollm2&{lesson}")  # a link to the lesson, as a lecturer shares it
     wait_idle(page)
     page.get_by_role("button", name="Run 4 haystacks").click()
     wait_title(page, "Attention sinks as the haystack grows", timeout=240_000)
@@ -83,11 +81,14 @@ def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(s
     page.get_by_role("heading", name="Attention map").first.wait_for()
     assert titles(page)[0].startswith("Layer 18, head 6"), titles(page)
     open_page(page, server, "lessons", "Lessons")
-    page.get_by_label("Haystack length").click()
+    box = page.get_by_role("combobox", name="A haystack for the text box")
+    box.click()
+    page.keyboard.type("1,024")  # the list filters as one types
     page.get_by_role("option", name="1,024 tokens").click()
+    wait_idle(page)
     page.get_by_role("button", name="Put this haystack in the text box").click()
     wait_idle(page)
-    open_page(page, server, "attention", "Attention map")
+    page.locator('[data-testid="stSidebarNavLink"]', has_text="Attention map").first.click()  # the default page: /
     wait_title(page, "all 1,02")
     no_errors(page, "the haystack read whole")
     caption = page.get_by_text("L18H6 over all").first.text_content()

@@ -86,10 +86,10 @@ def test_many_threads_asking_at_once_compute_once_and_errors_are_not_kept():
 
 
 def test_budget_comes_from_the_environment():
-    assert budget_from_env({}) == 1536 * 2**20
+    assert budget_from_env({}) == 2048 * 2**20
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "256"}) == 256 * 2**20
-    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "lots"}) == 1536 * 2**20
-    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "-5"}) == 1536 * 2**20
+    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "lots"}) == 2048 * 2**20
+    assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "-5"}) == 2048 * 2**20
 
 
 def test_freed_memory_is_handed_back_after_a_quarter_of_the_budget_was_evicted():

@@ -104,8 +104,9 @@ def _follow(key: tuple) -> None:
 def _use_haystack(ctx: PageContext, lengths, depths) -> None:
     """Put one haystack in the text box: the attention map then shows a retrieval head on it whole."""
     c1, c2 = st.columns(2)
-    n = c1.selectbox("Haystack length", lengths, key="needle_pick_length", format_func=lambda v: f"{v:,} tokens")
-    d = c2.selectbox("Needle depth", depths, key="needle_pick_depth", format_func=lambda v: f"{v}%")
+    n = c1.selectbox("A haystack for the text box", lengths, key="needle_pick_length",
+                     format_func=lambda v: f"{v:,} tokens")  # fmt: skip
+    d = c2.selectbox("its needle's depth", depths, key="needle_pick_depth", format_func=lambda v: f"{v}%")
 
     def use() -> None:
         hay = haystack(ctx.loaded.tokenizer, filler_text(), n, d / 100)
