@@ -98,3 +98,28 @@ def test_the_head_view_draws_a_window_of_the_whole_text(src, full):
     assert "tokens 700–759" in title and f"of {full.n_tokens:,}" in title
     best = int(np.argmax(full.patterns[1, 0, 710]))
     assert f"head 0: “{full.tokens[710]}·710” looks most at “{full.tokens[best]}” ({best:,}" in view.caption
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    """A tiny LLaMA-style decoder reading 1,024 tokens, and a 1,000-character text read whole (about 780 tokens)."""
+    from tests.security.gguf_files import write_tiny_gguf
+
+    path = write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", context=1024)
+    text = ("the cat and the dog then there " * 40)[:1000]
+    return DirectSource.for_text(ModelSpec("folder", path=str(path)), text, whole=True), text
+
+
+def test_a_decoder_predicts_after_any_position_of_the_whole_text_and_continues_it(decoder):
+    src, text = decoder
+    from model.generate import predictions_from_hidden
+
+    full = observe(src.loaded.model, src.loaded.tokenizer, text, Options(max_len=1024))
+    assert src.long.n_tokens == full.n_tokens > 600 and src.obs.n_tokens == LONG_FROM
+    at = full.n_tokens - 20  # beyond the 512 tokens whose patterns are kept
+    (view,) = build("next.predictions", src, Theme(), position=at)
+    want = predictions_from_hidden(src.loaded.model, full.hidden[at : at + 1], 1.0)[0]
+    assert f"after position {at}" in view.caption
+    np.testing.assert_allclose(np.array(view.figure.data[0].x), [p for _, p in want], atol=1e-5)
+    (gen,) = build("next.generation", src, Theme(), n_new=3)
+    assert f"·{full.n_tokens}" in " ".join(gen.figure.data[0].y)  # the first new token takes position N

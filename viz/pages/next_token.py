@@ -3,13 +3,15 @@
 import streamlit as st
 
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import layer_head_picker, show_view, unavailable
 from viz.views import ViewUnavailableError
 
 ctx = page_context()
 obs = ctx.obs
-st.title("Next token")
+whole = reads_whole(ctx) and ctx.loaded.has_lm
+st.title("Next token", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
 if not ctx.loaded.has_lm:
     st.info(
         f"{ctx.model_name} has no next-token head: it is an encoder, which reads the whole text at once and "
@@ -22,13 +24,18 @@ st.caption(
     "A decoder reads left to right: at every position it gives a probability to every token of its vocabulary "
     "for what comes next. Temperature divides the scores before the softmax: below 1 sharpens, above 1 flattens."
 )
+long = long_observation(ctx) if whole else None
 c1, c2 = st.columns(2)
-position = c1.selectbox(
-    "Predict after",
-    [-1, *range(obs.n_tokens)],
-    format_func=lambda i: "the last token" if i < 0 else f"{i}: {obs.tokens[i]}",
-    key="next_position",
-)
+if long is not None:  # thousands of positions: one by number
+    position = c1.number_input(f"Predict after position (−1: the last of {long.n_tokens:,})", -1,
+                               long.n_tokens - 1, key="next_position")  # fmt: skip
+else:
+    position = c1.selectbox(
+        "Predict after",
+        [-1, *range(obs.n_tokens)],
+        format_func=lambda i: "the last token" if i < 0 else f"{i}: {obs.tokens[i]}",
+        key="next_position",
+    )
 temperature = c2.slider("Temperature", 0.1, 2.0, step=0.1, key="next_temperature")
 (fig,) = views(ctx, "next.predictions", position=int(position), temperature=float(temperature))
 show_view(fig, "next_fig")

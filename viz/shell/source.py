@@ -136,7 +136,7 @@ class CachedSource:
         return get_next_tokens(*self._key(), float(temperature), self.obs, self.loaded)
 
     def generation(self, n_new, temperature, seed):
-        ids = tuple(self.obs.ids)
+        ids = tuple((self.long or self.obs).ids)  # a text read whole is continued whole
         return get_generation(self.spec, self.device, ids, int(n_new), float(temperature), int(seed), self.loaded)
 
     def induction(self, period, seed):

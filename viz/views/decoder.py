@@ -7,6 +7,7 @@ import numpy as np
 
 from model.analysis.decoder import SINK_THRESHOLD, group_distances, sink_mass
 from model.analysis.sinks import without_keys
+from model.generate import predictions_from_hidden
 from viz.figures import heatmap_panels, prediction_bars, ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
@@ -40,13 +41,18 @@ def heads_text(scores: np.ndarray, heads: list[tuple[int, int]]) -> str:
 def next_predictions(src: Source, theme: Theme, *, position: int = -1, temperature: float = 1.0):
     """The ten most likely next tokens after one position of the text."""
     _need_lm(src)
-    obs = src.obs
-    position = obs.n_tokens - 1 if position < 0 else min(position, obs.n_tokens - 1)
-    top = src.next_tokens(temperature)[position]
+    text = src.long or src.obs  # a text read whole: after any of its positions, from its final hidden states
+    n = len(text.tokens)
+    position = n - 1 if position < 0 else min(position, n - 1)
+    if src.long is not None:  # one position's logits, not the whole text's (8,192 × 49,152 would be 1.6 GB)
+        ids = predictions_from_hidden(src.loaded.model, src.long.hidden[position : position + 1], temperature)[0]
+        top = [(src.loaded.tokenizer.id_to_token(i), p) for i, p in ids]
+    else:
+        top = src.next_tokens(temperature)[position]
     tokens, probs = [t for t, _ in top], [p for _, p in top]
-    context = "".join(obs.tokens[max(0, position - 6) : position + 1])
+    context = "".join(text.tokens[max(0, position - 6) : position + 1])
     fig = prediction_bars(tokens, probs, title=f"What comes after “…{context}”", theme=theme)
-    truth = obs.tokens[position + 1] if position + 1 < obs.n_tokens else None
+    truth = text.tokens[position + 1] if position + 1 < n else None
     caption = (
         f"At temperature {temperature:g}, the model gives {quoted(tokens[0])} {pct(probs[0])} after position "
         f"{position}; the ten shown hold {pct(sum(probs))} of the probability."
@@ -76,7 +82,7 @@ def next_generation(
     if not steps:
         raise ViewUnavailableError("The text already fills the model's context: nothing can be generated.")
     tok = src.loaded.tokenizer
-    prompt = list(src.obs.tokens)
+    prompt = list((src.long or src.obs).tokens)  # a text read whole is continued whole
     new = [tok.id_to_token(s.token) for s in steps]
     positions = prompt + new[:-1]  # the last token produced is never attended to
     S, M = len(steps), len(positions)

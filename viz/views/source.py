@@ -147,7 +147,8 @@ class DirectSource:
     def generation(self, n_new: int, temperature: float, seed: int):
         def make():
             stop = stop_tokens(self.loaded.tokenizer)
-            return generate(self.loaded.model, list(self.obs.ids), n_new, temperature=temperature, seed=seed, stop=stop)
+            ids = list((self.long or self.obs).ids)  # a text read whole is continued whole
+            return generate(self.loaded.model, ids, n_new, temperature=temperature, seed=seed, stop=stop)
 
         return self._once(("gen", n_new, temperature, seed), make)
 
