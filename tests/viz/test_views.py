@@ -48,7 +48,7 @@ ALTERNATIVES = {
     "guess": 2,
     "without_sink": True,
     "span": (0, 4, 0, 6),
-    "lengths": (512,),
+    "lengths": (300,),
     "depths": (50,),
     "cells": "max",
     "across": True,
@@ -73,7 +73,10 @@ ALTERNATIVES = {
 }
 #: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
 #: the decoder's text's length, 10 tokens)
-REQUIRED = {"causes.patching": {"corrupted": "there then the then the"}}
+REQUIRED = {
+    "causes.patching": {"corrupted": "there then the then the"},
+    "lesson.needle": {"lengths": (256,), "depths": (0, 100)},  # two short haystacks: the view, not the test
+}
 
 
 PROFILES: dict[str, str] = {}  # the corpus views read a stored profile: made once, below
