@@ -32,7 +32,7 @@ from model.analysis.streaming import (
     Tokens,
     columns,
     grid_width,
-    head_peak,
+    head_grid,
     scores_block,
     summarise_layer,
     visible_cells,
@@ -113,7 +113,7 @@ class LongObservation:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _layer_locks: list[threading.Lock] = field(default_factory=list, repr=False)
     _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
-    _peaks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _peaks: dict[tuple[int, int, str], np.ndarray] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.width = grid_width(self.n_tokens, GRID_CELLS)
@@ -197,16 +197,24 @@ class LongObservation:
         cells = self.peak(layer, head) if how == "max" else self.summary(layer).grid[head] / np.maximum(counts, 1)
         return np.where(counts > 0, cells, -np.inf).astype(np.float32)
 
-    def peak(self, layer: int, head: int) -> np.ndarray:
-        """(B, B) each grid cell's largest weight of one head, streamed when first asked for (then kept)."""
+    def peak(self, layer: int, head: int, how: str = "max") -> np.ndarray:
+        """(B, B) one head's grid streamed when first asked for (then kept): each cell's largest weight, or
+        (``how="without first"``) its sum of weights with position 0 taken away and rows rescaled."""
         with self._lock:
-            found = self._peaks.get((layer, head))
+            found = self._peaks.get((layer, head, how))
         if found is None:
             kv = head // self.kv_group
-            found = head_peak(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width)
+            found = head_grid(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width, how)
             with self._lock:
-                self._peaks[(layer, head)] = found
+                self._peaks[(layer, head, how)] = found
         return found
+
+    def sink_mass(self) -> np.ndarray:
+        """(L, H) the mean weight the queries after position 0 put on it (model.analysis.decoder.sink_mass),
+        exact: every query's weight on key 0 summed in the summary, less query 0's own."""
+        first = np.stack([self.weights(i, None, (0, 1), (0, 1))[:, 0, 0] for i in range(self.n_layers)])  # (L, H)
+        received = np.stack([self.summary(i).received[:, 0] for i in range(self.n_layers)])
+        return ((received - first) / max(self.n_tokens - 1, 1)).astype(np.float32)
 
     def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
         """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of

@@ -185,24 +185,32 @@ def summarise_layer(
     return LayerSummary(grid.numpy(), lse_all.numpy(), received.float().numpy(), stats, samples.numpy())
 
 
-def head_peak(q: np.ndarray, k: np.ndarray, rule: Rule, width: int) -> np.ndarray:
-    """(B, B) the largest weight in each grid cell of one head (q (N, d_k), k (N, d_k)): asked for one head at a
-    time, so the summary of every head does not pay for it."""
+def head_grid(q: np.ndarray, k: np.ndarray, rule: Rule, width: int, how: str = "max") -> np.ndarray:
+    """(B, B) of one head (q (N, d_k), k (N, d_k)), streamed when asked for, so the summary of every head does not
+    pay for it: ``how="max"`` each grid cell's largest weight; ``"without first"`` each cell's sum of the weights
+    with key 0 taken away and every row rescaled to sum to 1 (a sink removed, as a view)."""
     n = q.shape[0]
     B = math.ceil(n / width)
     qt, kt = torch.from_numpy(q)[None], torch.from_numpy(k)[None]
     cells = torch.arange(n) // width
-    peak = torch.zeros(1, B, B)
+    out = torch.zeros(1, B, B, dtype=torch.float64 if how != "max" else torch.float32)
     r0 = 0
     while r0 < n:
         lo, hi = rule.keys(r0, r0 + 1, n)
         r1 = min(n, r0 + block_rows(1, max(hi - lo, r0 + 1 - lo)))
         lo, hi = rule.keys(r0, r1, n)
         p = torch.softmax(scores_block(qt[:, r0:r1], kt[:, lo:hi], rule, r0, lo), -1).nan_to_num_(0.0)  # (1, R, C)
-        index = cells[r0:r1][None, :, None].expand(1, -1, B)
-        peak.scatter_reduce_(1, index, _pool_columns(p, lo, width, B, "amax"), "amax")
+        if how == "max":
+            index = cells[r0:r1][None, :, None].expand(1, -1, B)
+            out.scatter_reduce_(1, index, _pool_columns(p, lo, width, B, "amax"), "amax")
+        else:
+            if lo == 0:
+                rest = 1.0 - p[..., :1]  # (1, R, 1): what is left once key 0 is gone
+                p[..., 0] = 0.0
+                p = torch.where(rest > 1e-12, p / rest.clamp_min(1e-12), torch.zeros_like(p))
+            out.index_add_(1, cells[r0:r1], _pool_columns(p, lo, width, B).double())
         r0 = r1
-    return peak[0].numpy()
+    return out[0].numpy()
 
 
 class Cancelled(Exception):  # noqa: N818 — a request, not a failure

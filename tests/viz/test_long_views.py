@@ -123,3 +123,19 @@ def test_a_decoder_predicts_after_any_position_of_the_whole_text_and_continues_i
     np.testing.assert_allclose(np.array(view.figure.data[0].x), [p for _, p in want], atol=1e-5)
     (gen,) = build("next.generation", src, Theme(), n_new=3)
     assert f"·{full.n_tokens}" in " ".join(gen.figure.data[0].y)  # the first new token takes position N
+
+
+def test_the_sinks_lesson_reads_the_whole_text(src, full):
+    from model.analysis.decoder import sink_mass
+    from model.analysis.sinks import without_keys
+
+    grid, head = build("lesson.sinks", src, Theme(), layer=2, head=1)
+    np.testing.assert_allclose(z(grid), sink_mass(full.patterns), atol=1e-5)
+    assert "Over all" in grid.caption and "tokens" in head.figure.layout.title.text
+    edges = src.long.edges()
+    pattern = full.patterns[2, 1]
+    renorm = without_keys(pattern, np.arange(pattern.shape[-1]) == 0)
+    right = np.array(head.figure.data[1].z, dtype=np.float64)
+    for a, b in ((0, 0), (7, 3), (12, 12)):
+        want = renorm[edges[a] : edges[a + 1], edges[b] : edges[b + 1]].mean()
+        assert abs(right[a, b] - want) < 1e-6

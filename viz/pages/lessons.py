@@ -3,6 +3,7 @@ heads, grouped K/V heads and a needle in a long haystack."""
 
 from dataclasses import replace
 
+import numpy as np
 import streamlit as st
 
 from model.analysis.decoder import strongest_sink
@@ -10,6 +11,7 @@ from model.analysis.metrics import METRIC_HELP, METRICS
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
+from viz.shell.longrun import long_observation, reads_whole
 from viz.shell.needle import needle_section
 from viz.shell.services import views
 from viz.shell.widgets import (
@@ -155,9 +157,14 @@ elif part == "Attention sinks":
         "rows must sum to 1, so a head with nothing useful to read parks its weight on a token whose value moves "
         "little (Xiao et al., 2023, “attention sinks”). Encoders do the same with [CLS] and [SEP]."
     )
+    long = long_observation(ctx, summary=True) if reads_whole(ctx) else None  # a long text: over all its tokens
     chosen = st.session_state.get("sink_layer", -1), st.session_state.get("sink_head", -1)
     if not (0 <= chosen[0] < obs.n_layers and 0 <= chosen[1] < obs.n_heads):  # first visit: the strongest sink
-        st.session_state["sink_layer"], st.session_state["sink_head"] = strongest_sink(obs.patterns)
+        mass = long.sink_mass() if long is not None else None
+        where = np.unravel_index(int(np.argmax(mass)), mass.shape) if mass is not None else None
+        st.session_state["sink_layer"], st.session_state["sink_head"] = (
+            (int(where[0]), int(where[1])) if where is not None else strongest_sink(obs.patterns)
+        )
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="sink_")
     grid, one = views(ctx, "lesson.sinks", layer=layer, head=head)
     show_view(grid, "sinks_grid", on_select=lambda: open_clicked("sinks_grid"), selection_mode="points")

@@ -12,6 +12,7 @@ from viz.figures import heatmap_panels, prediction_bars, ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
 from viz.figures.text import pct
+from viz.views import long as long_views
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
@@ -117,7 +118,10 @@ def next_generation(
 
 @view("lesson.sinks", page="lessons")
 def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
-    """Every head's weight on position 0, and one head with that weight taken away."""
+    """Every head's weight on position 0, and one head with that weight taken away (a text read whole: over all
+    its tokens)."""
+    if src.long is not None:
+        return long_views.sinks(src, theme, layer, head, subtitle(src), SINK_THRESHOLD)
     obs = src.obs
     if obs.n_tokens < 3:
         raise ViewUnavailableError("Type a longer text: a sink needs queries after position 0.")

@@ -66,7 +66,8 @@ def gallery(src: Source, theme: Theme, *, query: int = -1, key: int = -1):
     if not rows:
         raise ViewUnavailableError("No head has a kind on this text (every head is mixed); try a longer text.")
     total = obs.n_layers * obs.n_heads
-    fig = head_gallery(rows, title=f"What the heads of {src.loaded.name} do on this text", theme=theme)
+    whole = f", all {src.long.n_tokens:,} tokens" if src.long is not None else ""
+    fig = head_gallery(rows, title=f"What the heads of {src.loaded.name} do on this text{whole}", theme=theme)
     bar = f"a kind needs a score ≥ {THRESHOLDS['self']:.1f} (broad: ≥ {THRESHOLDS['broad']:.0%} of the largest entropy"
     bar += f"; your pair: ≥ {THRESHOLDS['your pair']:.1f}, 3 × chance, no column pattern)" if kinds.pair else ")"
     return Captioned(with_subtitle(fig, f"{bar} · " + subtitle(src), theme), summary(kinds, total, src.loaded.name))

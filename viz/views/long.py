@@ -9,8 +9,9 @@ import itertools
 import numpy as np
 
 from model.long import LongObservation
-from viz.figures import attention_heatmap, heads_grid, model_overview
+from viz.figures import attention_heatmap, heads_grid, heatmap_panels, model_overview
 from viz.figures.common import Theme, with_subtitle
+from viz.figures.decoder import head_scores
 from viz.figures.overview import THUMB
 from viz.figures.text import pct
 from viz.views.base import Captioned, ViewUnavailableError
@@ -153,3 +154,40 @@ def overview(src, theme: Theme, layer: int, head: int, title: str, layer_labels:
         layer_labels=layer_labels,
     )  # fmt: skip
     return with_subtitle(fig, subtitle, theme)
+
+
+def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: float) -> dict:
+    """The sinks lesson over the whole text: every head's weight on position 0 (exact), and one head's block means
+    with and without it."""
+    long: LongObservation = src.long
+    mass = long.sink_mass()
+    grid = head_scores(mass, title=f"Weight on position 0 ({quoted(long.tokens[0])}), mean over the later "
+                       f"{long.n_tokens - 1:,} queries", value_name="weight on pos. 0", threshold=threshold,
+                       theme=theme)  # fmt: skip
+    flat = np.argsort(-mass.ravel(), kind="stable")[:3]
+    strongest = ", ".join(f"L{i // mass.shape[1]}H{i % mass.shape[1]} ({mass.ravel()[i]:.2f})" for i in flat)
+    grid_caption = (
+        f"Over all {long.n_tokens:,} tokens, {int((mass > threshold).sum())} of {mass.size} heads put more than "
+        f"{pct(threshold)} of their weight on position 0 ({quoted(long.tokens[0])}; dots mark them); the strongest: "
+        f"{strongest}. Click a cell to open it."
+    )
+    counts, bounds = long.counts(layer), long.edges()
+    without = np.where(counts > 0, long.peak(layer, head, "without first") / np.maximum(counts, 1), -np.inf)
+    labels = ranges(bounds)
+    panels = heatmap_panels(
+        [(long.grid(layer, head), labels, labels, "as computed"),
+         (without.astype(np.float32), labels, labels, "position 0 taken away, each row rescaled to sum to 1")],
+        title=f"Layer {layer}, head {head} with and without its sink, all {long.n_tokens:,} tokens (block means)",
+        theme=theme, shared_rows=True,
+    )  # fmt: skip
+    rest = 1.0 - long.column(layer, head, 0)[1:]  # what each later query keeps for the other keys
+    panel_caption = (
+        f"This head puts {pct(mass[layer, head])} of its weight on position 0 over the whole text. Taking that away "
+        f"and rescaling shows where the other {1 - mass[layer, head]:.1%} goes; the rescaling magnifies rows whose "
+        f"rest was small (least rest: {rest.min():.1%} of a row). This is a view, not the model: the model itself "
+        "attends as on the left."
+    )
+    return {
+        "grid": Captioned(with_subtitle(grid, subtitle, theme), grid_caption),
+        "head": Captioned(with_subtitle(panels, subtitle, theme), panel_caption),
+    }
