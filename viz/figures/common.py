@@ -244,16 +244,18 @@ def fit_to_screen(matrix: np.ndarray, rows: list[str], cols: list[str] | None, m
     counts = np.add.reduceat(np.add.reduceat(finite.astype(np.float64), row_edges[:-1], axis=0), col_edges[:-1], axis=1)
     out = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf).astype(np.float32)
 
-    def ranges(edges):
-        return [f"tokens {a}–{b - 1}" if b - a > 1 else f"token {a}" for a, b in itertools.pairwise(edges)]
-
     return (
         out,
-        ranges(row_edges),
-        (ranges(col_edges) if cols is not None else None),
+        token_ranges(row_edges),
+        (token_ranges(col_edges) if cols is not None else None),
         row_edges,
         (col_edges if cols is not None else None),
     )
+
+
+def token_ranges(edges) -> list[str]:
+    """"tokens 0–51" for each block between consecutive edges (token positions), "token 7" for a block of one."""
+    return [f"tokens {a}–{b - 1}" if b - a > 1 else f"token {a}" for a, b in itertools.pairwise(edges)]
 
 
 def block_of(position: int, edges: np.ndarray | None) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -20,6 +19,7 @@ from viz.figures.common import (
     thinned,
     tick_budget,
     token_labels,
+    token_ranges,
     wrap,
 )
 from viz.figures.layout import figure, relayout, subplots, update_annotations, update_axes
@@ -57,7 +57,7 @@ def heads_grid(
         labels = token_labels(check_labels("tokens", tokens, n), theme.positions)
     if n > GRID_MAX and block_labels is None:
         edges = np.linspace(0, n, GRID_MAX + 1).astype(int)
-        labels = [f"tokens {a}–{b - 1}" for a, b in itertools.pairwise(edges)]
+        labels = token_ranges(edges)
         w = downsample(w, GRID_MAX)
         what = "mean weight"
         title = f"{title} (block-averaged to {GRID_MAX}×{GRID_MAX})" if title else None

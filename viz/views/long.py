@@ -4,13 +4,11 @@ to these when the source holds a long observation (``src.long``); captions are c
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from model.long import LongObservation
 from viz.figures import attention_heatmap, heads_grid, heatmap_panels, model_overview
-from viz.figures.common import Theme, with_subtitle
+from viz.figures.common import Theme, token_ranges, with_subtitle
 from viz.figures.decoder import head_scores
 from viz.figures.overview import THUMB
 from viz.figures.text import pct
@@ -20,11 +18,6 @@ from viz.views.captions import quoted
 #: the largest window drawn exactly (rows × keys); wider ones are block means of exact weights all the same
 WINDOW_CELLS = 4096 * 1024
 GRID_MAX = 64  # as viz.figures.grids: small multiples need no more cells
-
-
-def ranges(bounds: np.ndarray) -> list[str]:
-    """ "tokens 0–51", one label per block between consecutive bounds."""
-    return [f"tokens {a}–{b - 1}" if b - a > 1 else f"token {a}" for a, b in itertools.pairwise(bounds)]
 
 
 def where(long: LongObservation, position: int) -> str:
@@ -83,7 +76,7 @@ def attention(
         if cells not in ("mean", "max"):
             raise ValueError("cells must be 'mean' or 'max'")
         grid, bounds = long.grid(layer, head, cells), long.edges()
-        labels = ranges(bounds)
+        labels = token_ranges(bounds)
         focus = tuple(int(np.searchsorted(bounds, p, side="right") - 1) if p >= 0 else -1 for p in (query, key))
         what = "block means" if cells == "mean" else "each block's largest weight"
         fig = attention_heatmap(
@@ -127,7 +120,7 @@ def heads(src, theme: Theme, layer: int, subtitle: str):
     means, bounds = long.pooled(GRID_MAX, [layer])
     fig = heads_grid(
         means[0], None, title=f"Layer {layer}: every head, all {long.n_tokens:,} tokens", theme=theme,
-        cols=min(4, long.n_heads), block_labels=ranges(bounds),
+        cols=min(4, long.n_heads), block_labels=token_ranges(bounds),
     )  # fmt: skip
     return with_subtitle(fig, subtitle, theme)
 
@@ -138,10 +131,10 @@ def mean(src, theme: Theme, layer: int, query: int, key: int, subtitle: str):
     grid = np.mean([long.grid(layer, h) for h in range(long.n_heads)], axis=0)
     bounds = long.edges()
     focus = tuple(int(np.searchsorted(bounds, p, side="right") - 1) if p >= 0 else -1 for p in (query, key))
+    title = f"Layer {layer}: mean over {long.n_heads} heads, all {long.n_tokens:,} tokens (block means)"
     fig = attention_heatmap(
-        grid, ranges(bounds), title=f"Layer {layer}: mean over {long.n_heads} heads, all {long.n_tokens:,} tokens "
-        "(block means)", theme=theme.exact(), focus=focus, masked=~np.isfinite(grid),
-    )  # fmt: skip
+        grid, token_ranges(bounds), title=title, theme=theme.exact(), focus=focus, masked=~np.isfinite(grid)
+    )
     return with_subtitle(fig, subtitle, theme)
 
 
@@ -173,7 +166,7 @@ def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: fl
     )
     counts, bounds = long.counts(layer), long.edges()
     without = np.where(counts > 0, long.peak(layer, head, "without first") / np.maximum(counts, 1), -np.inf)
-    labels = ranges(bounds)
+    labels = token_ranges(bounds)
     panels = heatmap_panels(
         [(long.grid(layer, head), labels, labels, "as computed"),
          (without.astype(np.float32), labels, labels, "position 0 taken away, each row rescaled to sum to 1")],
