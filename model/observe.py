@@ -77,6 +77,14 @@ class Observation:
     windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    _finite: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def finite(self) -> np.ndarray:
+        """(L, H) bool: the heads whose weights are all finite, found once (one layer at a time: no temporary)."""
+        if self._finite is None:
+            self._finite = np.stack([np.isfinite(self.patterns[i]).all(axis=(-2, -1)) for i in range(self.n_layers)])
+        return self._finite
 
     @property
     def metrics(self) -> dict[str, np.ndarray]:

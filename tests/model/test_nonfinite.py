@@ -47,3 +47,18 @@ def test_the_strongest_sink_skips_nan_heads():
     p[0, 1] = np.nan
     assert strongest_sink(p) == (1, 0)
     assert strongest_sink(np.full((1, 2, 4, 4), np.nan, dtype=np.float32)) == (0, 0)
+
+
+def test_an_observation_finds_its_finite_heads_once(monkeypatch):
+    from model.io.catalog import ModelSpec, load
+    from model.observe import observe
+
+    loaded = load(ModelSpec("bundled"))
+    obs = observe(loaded.model, loaded.tokenizer, "The cat sat on the mat.")
+    obs.patterns = patterns_with_broken_heads()  # as a checkpoint with NaN weights would give
+    first = obs.finite
+    assert first.tolist() == [[True, False, True], [True, True, False]]
+    calls = {"n": 0}
+    real = np.isfinite
+    monkeypatch.setattr(np, "isfinite", lambda *a, **k: calls.__setitem__("n", calls["n"] + 1) or real(*a, **k))
+    assert obs.finite is first and calls["n"] == 0  # the page-top notice asks on every run: no second pass

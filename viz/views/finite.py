@@ -37,8 +37,9 @@ def finite_head(obs: Observation, layer: int, head: int) -> bool:
 
 
 def finite_heads(obs: Observation) -> np.ndarray:
-    """(L, H) bool: the heads whose attention weights are all finite (one layer at a time: no big temporary)."""
-    return np.stack([np.isfinite(obs.patterns[layer]).all(axis=(-2, -1)) for layer in range(obs.n_layers)])
+    """(L, H) bool: the heads whose attention weights are all finite (found once per observation: the page-top
+    notice asks on every run)."""
+    return obs.finite
 
 
 def not_computable(obs: Observation, warnings: list[str], heads: list[tuple[int, int]]) -> str:
