@@ -22,7 +22,7 @@ SHORT = ("bundled", "The cat sat on the mat.")
 LONG = ("minilm", " ".join(["The animal didn't cross the street because it was too tired, and the rain fell."] * 40))
 THEMES = {"default": Theme(), "presentation": Theme(presentation=True), "dark": Theme(dark=True)}
 #: views that cannot be drawn in a case, and why (anything else unavailable is a failure)
-DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa"}  # next-token head; shared K/V heads
+DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa", "lesson.needle"}  # next-token head; K/V heads
 CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored profile: see the test below
 # the lens and attribution read an answer: an encoder's at a [MASK] (the short text has none), MiniLM has no head;
 # attribution needs a linear unembedding (a decoder's)
@@ -39,7 +39,8 @@ SELECTIONS = {
     ("smollm2", "causes.patching"): {
         "corrupted": DECODER[1].replace("The cat", "The dog", 1),
         "kinds": ("z", "resid_pre"),
-    }
+    },
+    ("smollm2", "lesson.needle"): {"lengths": (256, 320), "depths": (0, 100)},  # four short haystacks
 }
 
 

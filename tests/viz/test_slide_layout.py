@@ -26,6 +26,8 @@ UNAVAILABLE = {
     "causes.attribution",  # needs a decoder's linear unembedding
     "causes.patching",  # needs a corrupted prompt
 }
+#: a decoder's views laid out on SmolLM2 (the others stay on the bundled encoder), with their selection
+DECODER_VIEWS = {"lesson.needle": {"lengths": (256, 320), "depths": (0, 100)}}
 MASKED = TEXT.replace("tired", "[MASK]")  # the logit lens of an encoder reads its answer at a [MASK]
 
 
@@ -39,13 +41,13 @@ def page(browser):
 def test_every_slide_is_readable_from_the_back_row(page):
     plain = DirectSource.for_text(ModelSpec("bundled"), TEXT)
     masked = DirectSource.for_text(ModelSpec("bundled"), MASKED)
+    decoder = DirectSource.for_text(ModelSpec("smollm2"), TEXT)
     problems, checked, titles = [], 0, 0
     for key in REGISTRY:
-        src = masked if key == "causes.lens" else plain
+        src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" else plain
+        selection = DECODER_VIEWS.get(key, {"layer": 1} if "layer" in REGISTRY[key].selection else {})
         try:
-            views = (
-                build(key, src, Theme(), layer=1) if "layer" in REGISTRY[key].selection else build(key, src, Theme())
-            )
+            views = build(key, src, Theme(), **selection)
         except ViewUnavailableError:
             assert key in UNAVAILABLE, key
             continue

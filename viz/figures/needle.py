@@ -80,4 +80,4 @@ def length_lines(
     update_axes(fig, "x", type="log", title={"text": "haystack length (tokens)"}, tickvals=list(lengths),
                 ticktext=[f"{n:,}" for n in lengths])  # fmt: skip
     update_axes(fig, "y", title={"text": y_title}, rangemode="tozero")
-    return style(fig, theme, title=title, height=440, legend=True)
+    return style(fig, theme, title=title, height=480, legend=True)

@@ -106,7 +106,7 @@ def lesson_needle(src: Source, theme: Theme, *, lengths: tuple[int, ...] = (512,
     mean = [float(r.mean()) for r in rows]  # (lengths,) over every head
     order = np.argsort(-rows.mean(0).ravel(), kind="stable")[:SHOWN_SINKS]
     top = {head(int(i), H): [float(r.ravel()[i]) for r in rows] for i in order}
-    sinks = length_lines(list(grid.lengths), {**top, "mean of every head": mean}, y_title="weight on position 0",
+    sinks = length_lines(list(grid.lengths), {**top, "mean of every head": mean}, y_title="weight on pos. 0",
                          title="Attention sinks as the haystack grows", theme=theme)  # fmt: skip
     return {
         "map": Captioned(with_subtitle(fig, subtitle, theme), grid_caption(grid, H)),
