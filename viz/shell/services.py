@@ -36,6 +36,7 @@ from model.io.catalog import ModelSpec, load, reinit_of
 from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
 from model.long import LongObservation, long_similarity
+from model.memory import release_freed_memory
 from model.observe import (
     ATTENTION_KINDS,
     Observation,
@@ -64,6 +65,7 @@ def _build_model(spec: ModelSpec, device: str, data: dict[str, bytes] | None) ->
         loaded = load(spec, data)
     if device != "cpu":
         loaded.model.to(device)
+    release_freed_memory()  # a load's temporaries (SmolLM2's dequantisation: 0.5 GB) go back to the OS
     return loaded
 
 
