@@ -57,6 +57,7 @@ PAGES = {
             "viz/pages/positional.py", title="Positional encodings", icon=":material/timeline:", url_path="positional"
         ),
         st.Page("viz/pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
+        st.Page("viz/pages/learn.py", title="Watch it learn", icon=":material/model_training:", url_path="learn"),
     ],
     "Teach it": [
         st.Page("viz/pages/deck.py", title="Lecture deck", icon=":material/slideshow:", url_path="deck"),

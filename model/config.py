@@ -69,6 +69,8 @@ class TransformerConfig:
     head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
     #                               embeddings end in a norm already)
+    attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
+    #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
 
     def __post_init__(self) -> None:
         if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable

@@ -14,36 +14,8 @@ from torch import nn
 from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
 from model.hooks import HookPoint
+from model.norms import RMSNorm, make_norm
 from model.positional import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
-
-
-class RMSNorm(nn.Module):
-    """x / sqrt(mean(x²) + eps) · weight (Zhang & Sennrich, 2019): LayerNorm without centring or bias.
-
-    Computed in float32 whatever the input dtype, as LLaMA does: the residual stream of a decoder reaches
-    ~1e4, and squaring that in float16 overflows."""
-
-    def __init__(self, d_model: int, eps: float = 1e-6, offset: float = 0.0) -> None:
-        super().__init__()
-        self.eps = eps
-        self.offset = offset  # Gemma stores weight − 1 and scales by (1 + weight), in float32
-        self.weight = nn.Parameter(torch.full((d_model,), 1.0 - offset))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = x if x.dtype == torch.float64 else x.float()  # at least float32 (a float64 model stays exact)
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)  # (B, N, d_model)
-        if self.offset:
-            return (h * (self.offset + self.weight.to(h.dtype))).to(x.dtype)
-        return self.weight * h.to(x.dtype)
-
-
-def make_norm(cfg: TransformerConfig, width: int | None = None) -> nn.Module:
-    """The config's normalisation layer over d_model (or ``width``: d_k for QK-norm)."""
-    width = width or cfg.d_model
-    if cfg.norm_kind == "rmsnorm":
-        return RMSNorm(width, eps=cfg.layer_norm_eps, offset=cfg.norm_offset)
-    return nn.LayerNorm(width, eps=cfg.layer_norm_eps)
-
 
 _TANH = {"geglu_tanh": "tanh", "geglu": "none"}
 
@@ -99,8 +71,8 @@ class TransformerBlock(nn.Module):
         )
         self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()
-        self.ff = FeedForward(cfg)
-        self.ln2 = make_norm(cfg)
+        self.ff = None if cfg.attn_only else FeedForward(cfg)
+        self.ln2 = nn.Identity() if cfg.attn_only else make_norm(cfg)
         # Gemma's sandwich: a norm on each sublayer's output too, before it joins the residual stream
         self.ln1_post = make_norm(cfg) if cfg.sandwich_norm else None
         self.ln2_post = make_norm(cfg) if cfg.sandwich_norm else None
@@ -136,19 +108,25 @@ class TransformerBlock(nn.Module):
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
             h = self.hook_attn_in(self.ln1(x))
             mid = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(mid + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))))
+            return self.hook_resid_post(mid + self.drop(self.mlp(self.ln2(x))))
         if self.ln1_post is not None and self.ln2_post is not None:
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
-            ff = self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))
+            ff = self.mlp(self.ln2(x))
             return self.hook_resid_post(x + self.drop(self.ln2_post(ff)))
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(x + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(self.ln2(x))))))
+            return self.hook_resid_post(x + self.drop(self.mlp(self.ln2(x))))
         h = self.hook_attn_in(x)
         x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
-        return self.hook_resid_post(self.ln2(x + self.drop(self.hook_mlp_out(self.ff(self.hook_mlp_in(x))))))
+        return self.hook_resid_post(self.ln2(x + self.drop(self.mlp(x))))
+
+    def mlp(self, h: torch.Tensor) -> torch.Tensor:
+        """The feed-forward sublayer on what it reads, h (B, N, d_model), through its hooks; zeros (B, N, d_model)
+        in an attention-only model, so every reader of ``hook_mlp_out`` works on it unchanged."""
+        h = self.hook_mlp_in(h)
+        return self.hook_mlp_out(torch.zeros_like(h) if self.ff is None else self.ff(h))
 
 
 class MLMHead(nn.Module):

@@ -50,6 +50,7 @@ PAGES = [
     ("masks", "Masks"),
     ("positional", "Positional encodings"),
     ("lessons", "Lessons"),
+    ("learn", "Watch it learn"),
 ]
 
 

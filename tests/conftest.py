@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 # AppTest runs app.py inside pytest: no background image renderer there (tests/e2e's real server keeps it)
 os.environ.setdefault("ATTENTION_LAB_WARM_RENDERER", "0")
+# runs of "Watch it learn" go to a folder of this test session (never the checkout's ./runs)
+os.environ.setdefault("ATTENTION_LAB_RUNS", tempfile.mkdtemp(prefix="attention-lab-runs-"))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

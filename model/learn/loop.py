@@ -1,0 +1,231 @@
+"""Training a small transformer while recording how its attention forms (issue 32, "Watch it learn").
+
+``train(spec)`` builds the model the spec describes, trains it with AdamW on the task's batches, and every
+``snapshot_every`` steps records a :class:`Snapshot` on the held-out probe batch: loss, accuracy, every head's
+task score, previous-token score, attention to the first token and entropy, and the patterns of the first probe
+sequence (float16). Everything is seeded from ``spec.seed`` (the model's initial weights, the batches, the probe),
+so a run repeats exactly on the same machine and thread count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from model.capture import run_with_cache
+from model.config import TransformerConfig
+from model.learn.tasks import PAD, TASKS, Batch, batch, head_scores, vocabulary
+from model.long import Cancelled  # the jobs' cancel signal: the run is dropped, nothing of it kept
+from model.transformer import Transformer
+
+PROBE_SEED = 1_000_003  # the probe batch's own seed: held out from every training batch
+PROBE_SIZE = 32  # sequences; a snapshot then costs about 1.5 % of training time
+SNAPSHOT_BUDGET = 64 * 2**20  # bytes of snapshots a run keeps; beyond it every other old snapshot is dropped
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """A run, as the page's controls choose it (its ``key`` names the run: the same spec trains the same model)."""
+
+    task: str = "induction"
+    n_layers: int = 2
+    n_heads: int = 4
+    d_model: int = 64
+    positional: str = "rope"  # "rope", "learned", "sinusoidal" or "none"
+    feed_forward: bool = False  # False: attention-only, as Olsson et al.'s small models
+    norm: str = "pre"
+    steps: int = 1500
+    batch: int = 32
+    lr: float = 3e-3
+    seed: int = 0
+    snapshot_every: int = 25
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; choose one of {sorted(TASKS)}")
+        if self.snapshot_every < 1 or self.steps < 1:
+            raise ValueError("steps and snapshot_every must be at least 1")
+
+    @property
+    def key(self) -> str:
+        """A short name of the run (12 hex digits of its spec)."""
+        text = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def config(self) -> TransformerConfig:
+        task = TASKS[self.task]
+        if task.causal:
+            vocab, extra = len(vocabulary()), {"causal": True, "lm_head": True, "scale_embeddings": False}
+        else:
+            from model.learn.tasks import _corpus_stream
+
+            vocab, extra = _corpus_stream()[1].vocab_size, {"mlm_head": True}
+        return TransformerConfig(
+            vocab_size=vocab, d_model=self.d_model, n_heads=self.n_heads, n_layers=self.n_layers,
+            d_ff=4 * self.d_model, max_seq_len=max(task.seq_len, 64), dropout=0.0, norm=self.norm,
+            positional=self.positional, attn_only=not self.feed_forward, pad_token_id=PAD, **extra,
+        )  # fmt: skip
+
+
+@dataclass
+class Snapshot:
+    """The probe batch at one step: ``scores`` maps a score's name to (L, H); ``patterns`` (L, H, N, N) float16 of
+    the first probe sequence."""
+
+    step: int
+    loss: float
+    accuracy: float
+    scores: dict[str, torch.Tensor]
+    patterns: torch.Tensor
+    seconds: float = 0.0  # training time when it was taken (pauses not counted)
+
+    @property
+    def nbytes(self) -> int:
+        return self.patterns.numel() * 2 + sum(s.numel() * 4 for s in self.scores.values()) + 32
+
+
+@dataclass
+class Run:
+    """A training run as it goes: per-step training loss, the snapshots, the model (trained in place)."""
+
+    spec: TrainSpec
+    model: Transformer
+    probe: Batch
+    losses: list[float] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    seconds: float = 0.0  # training time so far (pauses not counted)
+    snapshot_seconds: float = 0.0  # of which recording snapshots
+    stride: int = 1  # snapshots kept every stride × snapshot_every steps (doubles when the budget is reached)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def step(self) -> int:
+        return len(self.losses)
+
+    def keep(self, snap: Snapshot, last: bool = False) -> None:
+        """Add a snapshot. Past the byte budget every other one is dropped and from then on only every other new
+        one is kept (the spacing doubles), so the snapshots stay evenly spread over the run; ``last`` is kept
+        always."""
+        with self.lock:
+            if (snap.step // self.spec.snapshot_every) % self.stride and not last:
+                return
+            self.snapshots.append(snap)
+            while sum(s.nbytes for s in self.snapshots) > SNAPSHOT_BUDGET and len(self.snapshots) > 2:
+                end = self.snapshots[-1]
+                self.snapshots = self.snapshots[::2]
+                if last and self.snapshots[-1] is not end:
+                    self.snapshots.append(end)
+                self.stride *= 2
+
+    def view(self) -> list[Snapshot]:
+        """The snapshots so far (a copy of the list: the training thread may add one meanwhile)."""
+        with self.lock:
+            return list(self.snapshots)
+
+
+def losses_of(model: Transformer, data: Batch, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over the scored positions, and the (N_scored,) correctness of the argmax there."""
+    hidden = model(data.ids)  # (B, N, d_model)
+    logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
+    scored = data.labels != -100  # (B, N)
+    loss = F.cross_entropy(logits[scored], data.labels[scored])
+    return loss, (logits[scored].argmax(-1) == data.labels[scored])
+
+
+@torch.no_grad()
+def snapshot(model: Transformer, probe: Batch, step: int, causal: bool) -> Snapshot:
+    """Measure the model on the probe batch: its loss and accuracy, every head's scores and the first sequence's
+    patterns."""
+    was = model.training
+    model.eval()
+    try:
+        hidden, cache = run_with_cache(model, probe.ids, kinds=("pattern",))
+        logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
+        scored = probe.labels != -100
+        loss = float(F.cross_entropy(logits[scored], probe.labels[scored]))
+        accuracy = float((logits[scored].argmax(-1) == probe.labels[scored]).float().mean())
+        pattern = torch.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(model.cfg.n_layers)], 1)
+        # pattern: (B, L, H, N, N)
+        n = pattern.size(-1)
+        prev = torch.full_like(probe.target, -1)
+        prev[:, 1:] = torch.arange(n - 1)
+        first = torch.zeros_like(probe.target)
+        plogp = pattern * pattern.clamp(min=1e-12).log()
+        scores = {
+            "task": head_scores(pattern, probe.target),
+            "previous": head_scores(pattern, prev),
+            "first": head_scores(pattern, first),
+            "entropy": -plogp.sum(-1).mean(dim=(0, 3)),  # (L, H) nats, mean over queries
+        }
+        return Snapshot(step, loss, accuracy, scores, pattern[0].to(torch.float16))
+    finally:
+        model.train(was)
+
+
+def build(spec: TrainSpec) -> tuple[Transformer, Batch]:
+    """The run's model (seeded initial weights) and its probe batch."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = Transformer(spec.config())
+    probe = batch(spec.task, torch.Generator().manual_seed(PROBE_SEED + spec.seed), PROBE_SIZE, probe=True)
+    return model, probe
+
+
+def train(
+    spec: TrainSpec,
+    *,
+    run: Run | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    paused: Callable[[], bool] | None = None,
+) -> Run:
+    """Train ``spec`` to its last step, recording snapshots (the first at step 0, the last at the end). ``run``: a
+    fresh :func:`start` whose progress others read meanwhile. ``cancel()`` true raises :class:`Cancelled`;
+    while ``paused()`` is true the loop waits (its time not counted)."""
+    run = run or start(spec)
+    model, task = run.model, TASKS[spec.task]
+    gen = torch.Generator().manual_seed(spec.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    model.train()
+    t0 = time.perf_counter()
+    run.keep(snapshot(model, run.probe, 0, task.causal))
+    run.snapshot_seconds += time.perf_counter() - t0
+    for step in range(1, spec.steps + 1):
+        while paused is not None and paused():
+            if cancel is not None and cancel():
+                raise Cancelled
+            time.sleep(0.05)
+        if cancel is not None and cancel():
+            raise Cancelled
+        tick = time.perf_counter()
+        data = batch(spec.task, gen, spec.batch, step)
+        loss, _ = losses_of(model, data, task.causal)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        run.losses.append(float(loss.detach()))
+        if step % spec.snapshot_every == 0 or step == spec.steps:
+            shot = time.perf_counter()
+            snap = snapshot(model, run.probe, step, task.causal)
+            snap.seconds = run.seconds + shot - tick
+            run.keep(snap, last=step == spec.steps)
+            run.snapshot_seconds += time.perf_counter() - shot
+        run.seconds += time.perf_counter() - tick
+        if progress is not None:
+            progress(step, spec.steps)
+    model.eval()
+    return run
+
+
+def start(spec: TrainSpec) -> Run:
+    """A run at step 0: the seeded model and probe batch, nothing trained yet."""
+    model, probe = build(spec)
+    return Run(spec, model, probe)

@@ -1,0 +1,161 @@
+"""One small file per training run (safetensors: nothing in it is executed): the spec, the per-step loss, every
+snapshot (scores and the probe's patterns in float16), the probe batch and the finished weights, written
+atomically (a temporary file renamed into place), so a cancelled or crashed run never leaves half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from safetensors.torch import load, save
+
+from model.learn.loop import Run, Snapshot, TrainSpec, build
+from model.learn.tasks import Batch
+
+FORMAT = "attention-lab-training-run/1"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def runs_root() -> Path:
+    """Where finished runs are kept (``ATTENTION_LAB_RUNS``, default ``./runs``)."""
+    return Path(os.environ.get("ATTENTION_LAB_RUNS", ROOT / "runs"))
+
+
+def tokenizer_of(spec: TrainSpec):
+    """The tokenizer a run's model reads text with: the letters' (word level) or the bundled one (masked words)."""
+    from model.learn.tasks import TASKS, _corpus_stream, letter_tokenizer
+
+    return letter_tokenizer() if TASKS[spec.task].causal else _corpus_stream()[1]
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def describe(spec: TrainSpec) -> str:
+    """A run's model in words: 'induction, 2 layers × 4 heads, d_model 64, learned positions, attention-only'."""
+    body = "attention-only" if not spec.feed_forward else "with feed-forward"
+    return (
+        f"{spec.task}, {_n(spec.n_layers, 'layer')} × {_n(spec.n_heads, 'head')}, d_model {spec.d_model}, "
+        f"{spec.positional} positions, {body}, {spec.norm}-norm, {spec.steps:,} steps, seed {spec.seed}"
+    )
+
+
+def loaded_model(run: Run):
+    """The run's model as the other pages open it (a copy: the page's run keeps its own), named by its spec."""
+    import copy
+
+    from model.io.state import LoadedModel
+
+    info = {"name": f"Trained here: {describe(run.spec)}", "source": f"Watch it learn, run {run.spec.key}",
+            "steps": run.step}  # fmt: skip
+    return LoadedModel(copy.deepcopy(run.model).eval(), tokenizer_of(run.spec), info)
+
+
+def stored_runs(folder: str | Path | None = None) -> list[str]:
+    """Keys of the finished runs kept in ``folder`` (default :func:`runs_root`), newest first."""
+    folder = Path(folder) if folder is not None else runs_root()
+    if not folder.is_dir():
+        return []
+    files = sorted(folder.glob("*.safetensors"), key=lambda f: f.stat().st_mtime, reverse=True)
+    return [f.stem for f in files if not f.name.startswith(".") and len(f.stem) == 12]
+
+
+def to_bytes(run: Run) -> bytes:
+    """The run as safetensors bytes (what the page offers to download and what :func:`write` stores)."""
+    snaps = run.view()
+    if not snaps:
+        raise ValueError("the run has no snapshot yet")
+    tensors = {
+        "losses": torch.tensor(run.losses, dtype=torch.float32),  # (S,) training loss per step
+        "steps": torch.tensor([s.step for s in snaps], dtype=torch.int64),  # (K,)
+        "loss": torch.tensor([s.loss for s in snaps], dtype=torch.float32),  # (K,) on the probe batch
+        "accuracy": torch.tensor([s.accuracy for s in snaps], dtype=torch.float32),  # (K,)
+        "seconds": torch.tensor([s.seconds for s in snaps], dtype=torch.float64),  # (K,) training time taken
+        "patterns": torch.stack([s.patterns for s in snaps]),  # (K, L, H, N, N) float16
+        "probe.ids": run.probe.ids.contiguous(),
+        "probe.labels": run.probe.labels.contiguous(),
+        "probe.target": run.probe.target.contiguous(),
+    }
+    for name in snaps[0].scores:
+        tensors[f"scores.{name}"] = torch.stack([s.scores[name] for s in snaps]).float()  # (K, L, H)
+    for name, value in run.model.state_dict().items():
+        tensors[f"weights.{name}"] = value.detach().contiguous()
+    meta = {
+        "format": FORMAT,
+        "spec": json.dumps(asdict(run.spec)),
+        "seconds": repr(run.seconds),
+        "snapshot_seconds": repr(run.snapshot_seconds),
+    }
+    return save(tensors, metadata=meta)
+
+
+def from_bytes(data: bytes) -> Run:
+    """A run read back from :func:`to_bytes` (the model rebuilt from its spec, the weights loaded)."""
+    from safetensors import safe_open
+
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:  # safe_open reads metadata from a path
+        f.write(data)
+        f.flush()
+        with safe_open(f.name, "pt") as handle:
+            meta = handle.metadata() or {}
+    if meta.get("format") != FORMAT:
+        raise ValueError("not an Attention Lab training run (its metadata names no run format)")
+    tensors = load(data)
+    spec = TrainSpec(**json.loads(meta["spec"]))
+    model, _ = build(spec)
+    weights = {k.removeprefix("weights."): v for k, v in tensors.items() if k.startswith("weights.")}
+    model.load_state_dict(weights)
+    model.eval()
+    probe = Batch(tensors["probe.ids"], tensors["probe.labels"], tensors["probe.target"])
+    run = Run(spec, model, probe, losses=tensors["losses"].tolist())
+    names = [k.removeprefix("scores.") for k in tensors if k.startswith("scores.")]
+    for i, step in enumerate(tensors["steps"].tolist()):
+        scores = {n: tensors[f"scores.{n}"][i] for n in names}
+        loss, acc = float(tensors["loss"][i]), float(tensors["accuracy"][i])
+        seconds = float(tensors["seconds"][i]) if "seconds" in tensors else 0.0
+        run.snapshots.append(Snapshot(step, loss, acc, scores, tensors["patterns"][i], seconds))
+    run.seconds = float(meta.get("seconds", 0.0))
+    run.snapshot_seconds = float(meta.get("snapshot_seconds", 0.0))
+    return run
+
+
+def spec_of(key: str, folder: str | Path | None = None) -> TrainSpec | None:
+    """The spec of the stored run ``key``, read from the file's metadata only (None when unreadable)."""
+    from safetensors import safe_open
+
+    path = (Path(folder) if folder is not None else runs_root()) / f"{key}.safetensors"
+    try:
+        with safe_open(str(path), "pt") as handle:
+            meta = handle.metadata() or {}
+        return TrainSpec(**json.loads(meta["spec"])) if meta.get("format") == FORMAT else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write(run: Run, folder: str | Path) -> Path:
+    """Store the run as ``folder/<spec key>.safetensors``, atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{run.spec.key}.safetensors"
+    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=".safetensors")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            f.write(to_bytes(run))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read(folder: str | Path | None, key: str) -> Run | None:
+    """The stored run named ``key`` (12 hex digits), or None."""
+    if len(key) != 12 or any(c not in "0123456789abcdef" for c in key):
+        return None  # a key from a link is never a path
+    path = (Path(folder) if folder is not None else runs_root()) / f"{key}.safetensors"
+    return from_bytes(path.read_bytes()) if path.is_file() else None

@@ -1,0 +1,91 @@
+"""Watch it learn, headless: train in the background, see what formed, open the model on every page, cancel
+without leaving anything behind, and one run shared by two sessions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from model.learn.loop import TrainSpec, train
+from model.learn.store import write
+from tests.app.conftest import figures, new_app
+from viz.shell import training
+
+PAGE = "viz/pages/learn.py"
+SMALL = {"learn_layers": 1, "learn_heads": 2, "learn_d_model": 16, "learn_steps": 100}
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_RUNS", str(tmp_path))
+    return tmp_path
+
+
+def small_page():
+    at = new_app()
+    at.switch_page(PAGE).run()
+    for key, value in SMALL.items():
+        at.number_input(key=key).set_value(value)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def spec_of_small() -> TrainSpec:
+    return TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=100, lr=0.003, positional="rope")
+
+
+def wait_for(job, timeout: float = 120.0) -> None:
+    end = time.time() + timeout
+    while job.running and time.time() < end:
+        time.sleep(0.2)
+    assert job.finished
+
+
+def test_train_in_the_background_then_see_what_formed(runs):
+    at = small_page()
+    train_button = at.button(key="learn_train")
+    assert "about" in train_button.label and not at.get("plotly_chart")
+    train_button.click().run()
+    job = training.job_of(spec_of_small())
+    assert job is not None
+    wait_for(job)
+    at.run()
+    assert not at.exception, at.exception
+    assert [p.name for p in runs.iterdir()] == [f"{spec_of_small().key}.safetensors"]
+    text = " ".join(m.value for m in at.markdown)
+    assert "after 100 of 100 steps" in text
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert titles[0].startswith("Loss and each head") and "step 100" in titles[1]
+    fresh = small_page()  # another session: the same spec shows the same run, no training
+    assert "learn_train" not in {b.key for b in fresh.button}
+    assert len(fresh.get("plotly_chart")) == len(at.get("plotly_chart"))
+
+
+def test_cancel_keeps_nothing(runs):
+    at = small_page()
+    at.number_input(key="learn_steps").set_value(20000).run()
+    at.button(key="learn_train").click().run()
+    spec = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=20000)
+    job = training.job_of(spec)
+    time.sleep(1.0)
+    training.cancel(spec)
+    wait_for(job, 30)
+    assert job.cancelled and list(runs.iterdir()) == []
+    at.run()
+    assert not at.exception
+    assert any("was cancelled" in i.value for i in at.info)
+
+
+def test_open_the_trained_model_on_the_attention_map(runs):
+    run = train(spec_of_small())
+    write(run, runs)
+    at = small_page()
+    at.button(key="learn_open").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["model_kind"] == "trained"
+    assert at.session_state["trained_run"] == run.spec.key
+    ctx = at.session_state["_ctx"]
+    assert ctx.loaded.name.startswith("Trained here: induction, 1 layer × 2 heads")
+    assert ctx.obs.tokens[0] == "[BOS]" and ctx.obs.n_tokens == 33

@@ -1,0 +1,200 @@
+"""Watch it learn (issue 32): the tasks, the training loop, snapshots, the run file and the phase-change detector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.capture import run_with_cache
+from model.config import TransformerConfig
+from model.io.checkpoint import load_bytes, to_bytes
+from model.learn.loop import Run, TrainSpec, snapshot, start, train
+from model.learn.phase import formed, phase_change, smooth
+from model.learn.store import from_bytes, read, stored_runs, tokenizer_of, write
+from model.learn.store import to_bytes as run_bytes
+from model.learn.tasks import IGNORE, TASKS, batch, head_scores, letter_tokenizer
+from model.long import Cancelled
+from model.transformer import Transformer
+
+TINY = dict(n_layers=2, n_heads=2, d_model=16, steps=30, snapshot_every=10, batch=8)
+
+
+@pytest.mark.parametrize("task", ["induction", "previous", "sort", "reverse"])
+def test_every_scored_target_holds_the_token_to_predict(task):
+    """The key a solving head attends to holds exactly the label: copying it solves the task."""
+    data = batch(task, torch.Generator().manual_seed(3), 6, step=5)
+    scored = data.target >= 0
+    assert scored.any()
+    picked = data.ids.gather(1, data.target.clamp(min=0))  # (B, N): the token at each query's target key
+    assert torch.equal(picked[scored], data.labels[scored])
+    assert ((data.labels != IGNORE) == scored).all()
+    assert data.ids.size(1) <= TASKS[task].seq_len
+
+
+def test_induction_periods_vary_between_batches_and_the_probe_is_fixed():
+    gen = torch.Generator().manual_seed(0)
+    lengths = {batch("induction", gen, 2).ids.size(1) for _ in range(30)}
+    assert len(lengths) > 5  # no fixed offset solves it
+    assert batch("induction", gen, 2, probe=True).ids.size(1) == 33
+
+
+def test_head_scores_are_one_for_a_head_that_looks_only_at_the_target():
+    data = batch("sort", torch.Generator().manual_seed(1), 4)
+    b, n = data.ids.shape
+    pattern = torch.full((b, 1, 2, n, n), 1.0 / n)  # head 1: uniform
+    perfect = torch.zeros(b, n, n)
+    rows = torch.arange(n)
+    perfect[:, rows, data.target.clamp(min=0)] = 1.0  # (B, N, N): every query on its target
+    pattern[:, 0, 0] = perfect
+    scores = head_scores(pattern, data.target)
+    assert scores[0, 0] == pytest.approx(1.0)
+    assert scores[0, 1] == pytest.approx(1.0 / n)
+
+
+def test_the_letter_tokenizer_reads_typed_text_as_the_training_sequences():
+    tok = letter_tokenizer()
+    enc = tok.encode("Ab c | 9")
+    assert enc.tokens == ("[BOS]", "a", "b", "c", "|", "9")
+    assert tok.vocab_size == len(TASKS) * 0 + 41
+
+
+def test_an_attention_only_model_has_no_feed_forward_and_zero_mlp_outputs():
+    cfg = TransformerConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=2, attn_only=True, causal=True,
+                            lm_head=True, dropout=0.0)  # fmt: skip
+    model = Transformer(cfg).eval()
+    assert not any(".ff." in name or ".ln2." in name for name in model.state_dict())
+    ids = torch.randint(0, 20, (1, 7))
+    _, cache = run_with_cache(model, ids, kinds=("mlp_out",))
+    assert float(cache.stack("mlp_out").abs().max()) == 0.0
+    again = load_bytes(to_bytes(model), "m.safetensors").model
+    assert again.cfg.attn_only
+    assert torch.allclose(again(ids), model(ids))
+
+
+def test_a_run_is_deterministic_for_its_seed():
+    a, b = train(TrainSpec(**TINY)), train(TrainSpec(**TINY))
+    assert a.losses == b.losses
+    assert [s.step for s in a.snapshots] == [0, 10, 20, 30]
+    for x, y in zip(a.snapshots, b.snapshots, strict=True):
+        assert torch.equal(x.patterns, y.patterns)
+        assert all(torch.equal(x.scores[k], y.scores[k]) for k in x.scores)
+    other = train(TrainSpec(**{**TINY, "seed": 1}))
+    assert other.losses != a.losses
+    assert TrainSpec(**TINY).key == TrainSpec(**TINY).key != TrainSpec(**{**TINY, "seed": 1}).key
+
+
+def test_the_last_snapshot_holds_the_finished_models_patterns_and_scores():
+    run = train(TrainSpec(**TINY))
+    last = run.snapshots[-1]
+    _, cache = run_with_cache(run.model, run.probe.ids[:1], kinds=("pattern",))
+    for layer in range(2):
+        fresh = cache[f"blocks.{layer}.attn.hook_pattern"][0]  # (H, N, N)
+        assert torch.allclose(last.patterns[layer].float(), fresh, atol=1e-3)  # stored in float16
+    again = snapshot(run.model, run.probe, last.step, causal=True)
+    assert torch.allclose(again.scores["task"], last.scores["task"])
+    rows = last.patterns.float().sum(-1)
+    assert torch.allclose(rows, torch.ones_like(rows), atol=2e-3)
+
+
+def test_cancel_raises_and_pause_waits():
+    calls = {"n": 0}
+
+    def cancel():
+        calls["n"] += 1
+        return calls["n"] > 5
+
+    with pytest.raises(Cancelled):
+        train(TrainSpec(**TINY), cancel=cancel)
+    waits = {"n": 0}
+
+    def paused():
+        waits["n"] += 1
+        return waits["n"] < 3  # paused for the first two looks, then resumed
+
+    run = train(TrainSpec(**TINY), paused=paused)
+    assert run.step == 30 and waits["n"] >= 3
+
+
+def test_a_run_file_reads_back_whole_and_writing_is_atomic(tmp_path, monkeypatch):
+    run = train(TrainSpec(**TINY))
+    back = from_bytes(run_bytes(run))
+    assert back.spec == run.spec and back.losses == pytest.approx(run.losses)
+    assert [s.step for s in back.snapshots] == [s.step for s in run.snapshots]
+    assert torch.equal(back.snapshots[-1].patterns, run.snapshots[-1].patterns)
+    assert torch.allclose(back.model(run.probe.ids), run.model(run.probe.ids))
+    path = write(run, tmp_path)
+    assert path.name == f"{run.spec.key}.safetensors" and stored_runs(tmp_path) == [run.spec.key]
+    assert read(tmp_path, run.spec.key).step == 30
+    assert read(tmp_path, "../../etc/pa") is None  # a key from a link is never a path
+
+    def broken(_run):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("model.learn.store.to_bytes", broken)
+    other = Run(TrainSpec(**{**TINY, "seed": 5}), run.model, run.probe, snapshots=run.snapshots)
+    with pytest.raises(RuntimeError):
+        write(other, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # nothing half-written
+
+
+def test_the_snapshot_budget_thins_old_snapshots(monkeypatch):
+    monkeypatch.setattr("model.learn.loop.SNAPSHOT_BUDGET", 50_000)
+    run = train(TrainSpec(**{**TINY, "steps": 60, "snapshot_every": 2}))
+    steps = [s.step for s in run.snapshots]
+    assert sum(s.nbytes for s in run.snapshots) <= 50_000
+    assert steps[0] == 0 and steps[-1] == 60 and steps == sorted(steps) and 2 < len(steps) < 31
+    assert max(np.diff(steps)) <= 30  # still covering the whole run
+
+
+def test_the_phase_change_detector_finds_a_planted_drop():
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 2001)
+    losses = 3.4 - 2.9 / (1 + np.exp(-(steps - 1200) / 15)) + rng.normal(0, 0.15, steps.size)
+    found = phase_change(losses)
+    assert found is not None and abs(found.step - 1200) <= 25
+    assert found.before > 2.5 and found.after < 1.5
+    assert phase_change(3.0 + rng.normal(0, 0.15, 2000)) is None  # noise alone is no phase change
+    assert np.allclose(smooth(np.ones(50), 7), 1.0)
+
+
+def test_formed_needs_the_score_to_hold():
+    steps = np.array([0, 10, 20, 30, 40])
+    scores = np.zeros((5, 1, 3))
+    scores[:, 0, 0] = [0.1, 0.6, 0.2, 0.7, 0.8]  # a blip at 10, formed at 30
+    scores[:, 0, 1] = [0.1, 0.2, 0.3, 0.4, 0.55]  # reaches it at the last snapshot
+    assert formed(steps, scores) == {(0, 0): 30, (0, 1): 40}
+
+
+def test_a_run_opens_as_a_model_with_its_tokenizer():
+    from model.learn.store import loaded_model
+
+    run = train(TrainSpec(**TINY))
+    loaded = loaded_model(run)
+    enc = loaded.tokenizer.encode("abc abc")
+    assert enc.ids[0] == 1 and loaded.model.cfg.causal and loaded.model.cfg.attn_only
+    assert loaded.model is not run.model  # the page's run keeps its own
+    assert tokenizer_of(run.spec).vocab_size == loaded.model.cfg.vocab_size
+
+
+def test_a_masked_word_run_uses_the_posts_encoder_on_the_corpus():
+    spec = TrainSpec(task="mlm", positional="sinusoidal", feed_forward=True, **{**TINY, "steps": 4})
+    cfg = spec.config()
+    assert not cfg.causal and cfg.mlm_head and not cfg.attn_only and cfg.positional == "sinusoidal"
+    run = train(spec)
+    assert np.isfinite(run.losses).all() and run.snapshots[-1].scores["task"].shape == (2, 2)
+
+
+@pytest.mark.slow
+def test_the_default_induction_run_forms_induction_heads_at_a_phase_change():
+    """Issue 32's 'done when', on the model: the default spec forms layer-1 induction heads within its steps, and
+    the loss's steepest fall comes with them."""
+    run = train(TrainSpec())
+    steps = np.array([s.step for s in run.snapshots])
+    heads = formed(steps, np.stack([s.scores["task"].numpy() for s in run.snapshots]))
+    assert heads and all(layer == 1 for layer, _ in heads)
+    first = min(heads.values())
+    change = phase_change(np.array(run.losses))
+    assert change is not None and abs(change.step - first) <= 150
+    assert run.snapshots[-1].accuracy > 0.9
+    assert isinstance(start(TrainSpec()), Run)

@@ -1,0 +1,227 @@
+"""Watch it learn: train a small transformer here and scrub through the moment its heads form (Olsson et al.,
+2022: induction heads appear in a sudden phase change, a bump in the loss). Training runs in the background,
+one run per spec shared by everyone who opens it; the finished model opens on every other page."""
+
+import streamlit as st
+
+from model.learn.loop import TrainSpec
+from model.learn.store import describe, to_bytes, tokenizer_of
+from model.learn.tasks import TASKS
+from viz.export.animation import gif, mp4, render_frames
+from viz.export.render import image_export_available
+from viz.settings import LEARN_POSITIONS, LEARN_TASKS, YOUR_TEXT
+from viz.shell import training
+from viz.shell.context import page_context
+from viz.shell.widgets import clicked, follow_open_page, open_page, show_view
+from viz.views.learn import SCORES, Progress, curves, frame, heads, moments, score_label
+
+MAX_FRAMES = 40  # an exported animation thins the snapshots to at most this many frames
+ctx = page_context()
+follow_open_page()
+st.title("Watch it learn")
+st.caption(
+    "Train a small transformer in front of the class and watch its heads form. Olsson et al. (2022) found that "
+    "induction heads appear in a sudden phase change, visible as a bump in the loss. Choose a task and a model, "
+    "press Train, then scrub through the snapshots. Every run is seeded: the same settings train the same model, "
+    "and a link to this page shows everyone the same run."
+)
+
+
+def suggest_model() -> None:
+    """A new task brings the model it is usually taught with: masked words the post's encoder (sinusoidal
+    positions, feed-forward), the token tasks an attention-only model with RoPE."""
+    mlm = st.session_state["learn_task"] == "mlm"
+    st.session_state["learn_positional"] = "sinusoidal" if mlm else "rope"
+    st.session_state["learn_ff"] = mlm
+
+
+with st.expander("Task and model", expanded=True):
+    task = st.selectbox(
+        "Task", LEARN_TASKS, format_func=lambda k: TASKS[k].title, key="learn_task", on_change=suggest_model
+    )
+    st.caption(TASKS[task].description)
+    c = st.columns(4)
+    layers = c[0].number_input("Layers", 1, 4, key="learn_layers")
+    n_heads = c[1].number_input("Heads", 1, 8, key="learn_heads")
+    d_model = c[2].number_input("d_model", 16, 256, step=16, key="learn_d_model")
+    steps = c[3].number_input("Steps", 100, 20000, step=100, key="learn_steps")
+    c = st.columns(4)
+    positional = c[0].selectbox("Positions", LEARN_POSITIONS, key="learn_positional")
+    norm = c[1].selectbox("Norm", ("pre", "post"), format_func=lambda n: f"{n}-norm", key="learn_norm")
+    lr = c[2].select_slider("Learning rate", (0.0003, 0.001, 0.003, 0.01), key="learn_lr")
+    seed = c[3].number_input("Seed", 0, 10_000, key="learn_seed")
+    ff = st.toggle("Feed-forward sublayers (off: attention-only, as Olsson et al.'s small models)", key="learn_ff")
+
+try:
+    spec = TrainSpec(
+        task=task, n_layers=int(layers), n_heads=int(n_heads), d_model=int(d_model), positional=positional,
+        feed_forward=bool(ff), norm=norm, steps=int(steps), lr=float(lr), seed=int(seed),
+    )  # fmt: skip
+    spec.config()  # d_model must split into the heads
+except ValueError as exc:
+    st.error(f"These settings do not make a model: {exc}")
+    st.stop()
+
+st.caption(f"Run {spec.key}: {describe(spec)}.")
+
+
+def estimate(spec: TrainSpec) -> float:
+    """Seconds the run should take on this machine's 2 cores: 80 steps a second for the default (measured),
+    slower in proportion to layers × d_model² and a feed-forward (× 1.5); the corpus task about 4 × slower."""
+    work = spec.n_layers / 2 * max(1.0, (spec.d_model / 64) ** 2) * (1.5 if spec.feed_forward else 1.0)
+    return spec.steps / 80 * work * (4 if spec.task == "mlm" else 1)
+
+
+def controls(job) -> None:
+    """Progress, the queue, and Pause / Resume / Cancel of a running job."""
+    if job.queued:
+        st.info(f"Waiting for a free place: {job.ahead} run(s) ahead of this one (runs train one at a time).")
+    done = job.done / max(job.total, 1)
+    paused = training.is_paused(spec)
+    st.progress(done, text=f"{'Paused at' if paused else 'Training:'} step {job.done:,} of {job.total:,}")
+    row = st.container(horizontal=True, gap="small")
+    if paused:
+        row.button("Resume", key="learn_resume", on_click=training.pause, args=(spec, False),
+                   icon=":material/play_arrow:")  # fmt: skip
+    else:
+        row.button("Pause", key="learn_pause", on_click=training.pause, args=(spec, True), icon=":material/pause:")
+    row.button("Cancel", key="learn_cancel", on_click=training.cancel, args=(spec,), icon=":material/stop:")
+
+
+def chosen_head(progress: Progress) -> tuple[int, int]:
+    """The head in focus: the one clicked or picked, else the one with the highest task score now."""
+    layer, head = st.session_state.get("learn_layer", -1), st.session_state.get("learn_head", -1)
+    cfg = progress.run.model.cfg
+    if 0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads:
+        return int(layer), int(head)
+    return progress.best_head()
+
+
+def pick_head(chart_key: str) -> None:
+    points = clicked(chart_key)
+    if points:
+        st.session_state["learn_layer"], st.session_state["learn_head"] = (int(v) for v in points[0][:2])
+
+
+def scrub(progress: Progress) -> None:
+    """The slider over the snapshots, every head at that step, the chosen head large, and the curves."""
+    steps = [int(s) for s in progress.steps]
+    at_end = st.session_state.get("learn_step") == st.session_state.get("_learn_last")
+    if st.session_state.get("learn_step") not in steps or at_end:  # left at the newest: follow the training
+        st.session_state["learn_step"] = steps[-1]
+    st.session_state["_learn_last"] = steps[-1]
+    step = st.select_slider("Step", steps, key="learn_step", format_func=lambda s: f"{s:,}")
+    index = progress.index_of(step)
+    chosen = chosen_head(progress)
+    score = st.radio(
+        "Score drawn", SCORES, key="learn_score", horizontal=True, format_func=lambda s: score_label(progress, s)
+    )
+    show_view(curves(progress, ctx.theme, now=step, chosen=chosen, score=score), "learn_curves_fig")
+    left, right = st.columns([1, 1])
+    with left:
+        grid = heads(progress, ctx.theme, index=index, chosen=chosen)
+        show_view(grid, "learn_heads_fig", on_select=lambda: pick_head("learn_heads_fig"))
+    with right:
+        show_view(frame(progress, ctx.theme, index=index, chosen=chosen), "learn_frame_fig")
+
+
+@st.fragment(run_every=1.0)
+def live() -> None:
+    """Redrawn every second while the run trains; the rest of the page and every other user are not held up."""
+    job = training.job_of(spec)
+    if job is None or job.finished:
+        st.rerun()
+    controls(job)
+    run = training.live_run(spec)
+    if run is not None and run.view():
+        progress = Progress(run)
+        scrub(progress)
+
+
+job = training.job_of(spec)
+run = training.run_of(spec)
+if job is not None and job.running:
+    live()
+    st.stop()
+if job is not None and job.cancelled and run is None:
+    st.info(f"Run {spec.key} was cancelled at step {job.done:,}; nothing of it was kept.")
+elif job is not None and job.error:
+    st.error(f"The run stopped: {job.error}")
+if run is None:
+    st.button(f"Train (about {estimate(spec):.0f} s on 2 cores)", key="learn_train", type="primary",
+              on_click=training.start_training, args=(spec,), icon=":material/model_training:")  # fmt: skip
+    st.stop()
+
+progress = Progress(run)
+chosen = chosen_head(progress)
+st.subheader("What happened")
+st.markdown(curves(progress, ctx.theme).caption)
+st.caption(
+    f"Trained in {run.seconds:.1f} s, of which snapshots {run.snapshot_seconds:.1f} s "
+    f"({run.snapshot_seconds / max(run.seconds, 1e-9):.1%}); {len(progress.snaps)} snapshots on a held-out probe "
+    "batch. Click a thumbnail to choose a head."
+)
+st.fragment(scrub)(progress)
+st.subheader("Before, at and after")
+show_view(moments(progress, ctx.theme, chosen=chosen), "learn_moments_fig")
+
+st.subheader("Take it away")
+layer, head = chosen
+frames_at = sorted({round(i * (len(progress.snaps) - 1) / (MAX_FRAMES - 1)) for i in range(MAX_FRAMES)})
+frames = [frame(progress, ctx.theme, index=i, chosen=chosen) for i in frames_at]
+out = st.container(horizontal=True, gap="small")
+if image_export_available():
+    size = st.session_state.get("export_size", "screen")
+
+    def rendered() -> list[bytes]:
+        return render_frames(frames, size=size, caption=True, provenance={"run": spec.key, "model": describe(spec)})
+
+    stem = frames[0].name.rsplit("_step", 1)[0]
+    out.download_button("Scrub as GIF", lambda: gif(rendered(), 0.3), f"{stem}.gif", "image/gif", key="learn_gif",
+                        icon=":material/gif:", on_click="ignore")  # fmt: skip
+    out.download_button("Scrub as MP4", lambda: mp4(rendered(), 0.3), f"{stem}.mp4", "video/mp4", key="learn_mp4",
+                        icon=":material/movie:", on_click="ignore")  # fmt: skip
+else:
+    st.info("Install Debian's chromium (apt-get install chromium) to export the animation.")
+
+
+def checkpoint_bytes() -> bytes:
+    from model.io.checkpoint import to_bytes as checkpoint
+
+    info = {"name": f"Trained here: {describe(spec)}", "run": spec.key, "steps": run.step}
+    return checkpoint(run.model, tokenizer_of(spec), info)
+
+
+out.download_button(
+    "Model checkpoint (.safetensors)",
+    checkpoint_bytes,
+    f"watch-it-learn_{spec.key}.safetensors",
+    "application/octet-stream",
+    key="learn_ckpt",
+    icon=":material/download:",
+    on_click="ignore",
+)
+out.download_button(
+    "Run with every snapshot",
+    lambda: to_bytes(run),
+    f"watch-it-learn_{spec.key}_run.safetensors",
+    "application/octet-stream",
+    key="learn_runfile",
+    icon=":material/download:",
+    on_click="ignore",
+)
+
+
+def open_model() -> None:
+    """Make the trained model the app's model, with a text of its task, and open its chosen head."""
+    st.session_state["model_kind"], st.session_state["trained_run"] = "trained", spec.key
+    tok = tokenizer_of(spec)
+    ids = [int(i) for i in run.probe.ids[0] if int(i) not in tok.special_ids()]
+    text = " ".join(tok.id_to_token(i) for i in ids) if TASKS[spec.task].causal else tok.inner.decode(ids)
+    st.session_state["example"], st.session_state["text"] = YOUR_TEXT, text
+    st.session_state["layer"], st.session_state["head"] = layer, head
+    open_page("viz/pages/attention.py")
+
+
+out.button("Open this model on every page", key="learn_open", on_click=open_model, type="primary",
+           icon=":material/open_in_new:")  # fmt: skip

@@ -1,0 +1,83 @@
+"""Training runs as background jobs ("Watch it learn"): one run per spec, shared by everyone who asks for the same
+spec (a lecturer trains once, the class watches the same snapshots through a link), one at a time by default
+(``ATTENTION_LAB_TRAIN_JOBS``), paused, resumed or cancelled from the page. A finished run is written to the runs
+folder (``ATTENTION_LAB_RUNS``) atomically; a cancelled one leaves nothing behind."""
+
+from __future__ import annotations
+
+import threading
+
+from model.learn.loop import Run, TrainSpec, start, train
+from model.learn.store import read, runs_root, write
+from viz.shell import jobs
+from viz.shell.cache import shared
+
+jobs.PLACES.setdefault("train", 1)
+_live: dict[str, Run] = {}  # runs in training, by spec key: what viewers read while the job goes
+_paused: dict[str, threading.Event] = {}
+_guard = threading.Lock()
+
+
+def job_of(spec: TrainSpec) -> jobs.Job | None:
+    return jobs.job_for(("train", spec.key))
+
+
+def start_training(spec: TrainSpec) -> jobs.Job:
+    """Train ``spec`` in the background unless it is training already (that job is returned)."""
+    key = spec.key
+
+    def work(job: jobs.Job) -> str:
+        run = start(spec)
+        with _guard:
+            _live[key] = run
+            _paused.setdefault(key, threading.Event())
+        try:
+            train(spec, run=run, progress=job.report, cancel=job.stop.is_set, paused=_paused[key].is_set)
+            write(run, runs_root())
+            return key
+        finally:
+            with _guard:
+                _live.pop(key, None)
+                _paused.pop(key, None)
+
+    return jobs.run(("train", key), "train", spec.steps, work, name=key)
+
+
+def live_run(spec: TrainSpec) -> Run | None:
+    """The run of ``spec`` while it trains (its snapshots grow as it goes)."""
+    with _guard:
+        return _live.get(spec.key)
+
+
+@shared("Reading the run…")
+def stored_run(key: str) -> Run | None:
+    """A finished run from the runs folder (None when there is none), read once and shared."""
+    return read(runs_root(), key)
+
+
+def run_of(spec: TrainSpec) -> Run | None:
+    """The run to show for ``spec``: the one training now, else the finished one, else None."""
+    live = live_run(spec)
+    if live is not None:
+        return live
+    path = runs_root() / f"{spec.key}.safetensors"
+    return stored_run(spec.key) if path.is_file() else None
+
+
+def pause(spec: TrainSpec, on: bool) -> None:
+    with _guard:
+        event = _paused.get(spec.key)
+    if event is not None:
+        event.set() if on else event.clear()
+
+
+def is_paused(spec: TrainSpec) -> bool:
+    with _guard:
+        event = _paused.get(spec.key)
+    return bool(event is not None and event.is_set())
+
+
+def cancel(spec: TrainSpec) -> None:
+    job = job_of(spec)
+    if job is not None and job.running:
+        job.stop.set()

@@ -1,0 +1,207 @@
+"""The views of a training run ("Watch it learn"): the curves, every head at one step, the chosen head at one step
+(the animation's frames) and before / at / after the phase change, each with a caption computed from the numbers
+it draws. They are :class:`View` objects like every other view, so the export path (PNG, SVG, slide, GIF, MP4)
+treats them the same; a run is their source instead of a text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from model.learn.loop import Run
+from model.learn.phase import PhaseChange, formed, loss_at, phase_change, smooth
+from model.learn.store import tokenizer_of
+from model.learn.tasks import TASKS
+from viz.figures.common import Theme, safe_filename
+from viz.figures.heatmaps import attention_heatmap
+from viz.figures.learn import before_after, learning_curves
+from viz.figures.overview import model_overview
+from viz.views.base import View
+
+SCORES = ("task", "previous", "first", "entropy")  # what model.learn.loop.snapshot measures per head
+
+
+@dataclass
+class Progress:
+    """What a run's snapshots say so far, as numpy arrays (read once per page run)."""
+
+    run: Run
+
+    def __post_init__(self) -> None:
+        snaps = self.run.view()
+        self.snaps = snaps
+        self.steps = np.array([s.step for s in snaps], dtype=np.int64)  # (K,)
+        self.losses = np.array(self.run.losses[: self.run.step], dtype=np.float64)  # (S,)
+        self.probe_loss = np.array([s.loss for s in snaps])  # (K,)
+        self.accuracy = np.array([s.accuracy for s in snaps])  # (K,)
+
+    def scores(self, name: str = "task") -> np.ndarray:
+        return np.stack([s.scores[name].numpy() for s in self.snaps]).astype(np.float64)  # (K, L, H)
+
+    @cached_property
+    def task(self):
+        return TASKS[self.run.spec.task]
+
+    @cached_property
+    def phase(self) -> PhaseChange | None:
+        return phase_change(self.losses)
+
+    @cached_property
+    def formed(self) -> dict[tuple[int, int], int]:
+        return formed(self.steps, self.scores()) if self.snaps else {}
+
+    @cached_property
+    def tokens(self) -> list[str]:
+        tok = tokenizer_of(self.run.spec)
+        return list(tok.labels([tok.id_to_token(int(i)) for i in self.run.probe.ids[0]]))
+
+    def best_head(self) -> tuple[int, int]:
+        """The head with the highest task score at the last snapshot."""
+        last = self.scores()[-1]
+        return tuple(int(i) for i in np.unravel_index(int(np.argmax(last)), last.shape))  # type: ignore[return-value]
+
+    def index_of(self, step: int) -> int:
+        """The snapshot at or just before ``step``."""
+        return int(max(0, np.searchsorted(self.steps, step, side="right") - 1))
+
+    def moments(self) -> tuple[int, int, int]:
+        """Snapshot indices before, at and after the phase change (or the first, middle and last snapshots)."""
+        k = len(self.snaps) - 1
+        if self.phase is None:
+            return 0, k // 2, k
+        at = self.index_of(self.phase.step)
+        width = max(1, k // 8)
+        return max(0, at - width), at, min(k, at + width)
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def _name(progress: Progress, key: str, **parts) -> str:
+    bits = [f"{k}-{v}" for k, v in parts.items()]
+    return safe_filename("watch-it-learn", progress.run.spec.task, progress.run.spec.key, key, *bits)
+
+
+def summary(progress: Progress) -> str:
+    """The computed sentence of the run: which heads formed when, and what the loss did then."""
+    spec, task = progress.run.spec, progress.task
+    if not progress.snaps:
+        return "No snapshot yet."
+    done = f"{progress.run.step:,} of {spec.steps:,} steps"
+    phase = progress.phase
+    if progress.formed:
+        (layer, head), step = next(iter(progress.formed.items()))
+        before = loss_at(progress.losses, max(1, step - max(25, spec.steps // 20)))
+        after = loss_at(progress.losses, min(progress.run.step, step + max(25, spec.steps // 20)))
+        sentence = (
+            f"L{layer}H{head} became {_a(task.score_name)} head at step {step:,} (its score reached 0.5), when the "
+            f"loss fell from {before:.1f} to {after:.1f}."
+        )
+        others = [f"L{lh[0]}H{lh[1]} at {s:,}" for lh, s in list(progress.formed.items())[1:6]]
+        if others:
+            sentence += " Then " + ", ".join(others) + "."
+    else:
+        layer, head = progress.best_head()
+        best = progress.scores()[-1, layer, head]
+        sentence = (
+            f"No head has reached {_a(task.score_name)} score of 0.5 after {done}; the best is L{layer}H{head} at "
+            f"{best:.2f}."
+        )
+    if phase is not None:
+        sentence += (
+            f" The loss's steepest fall is at step {phase.step:,} ({phase.before:.2f} → {phase.after:.2f} nats)."
+        )
+    last = progress.snaps[-1]
+    sentence += f" Held-out loss {last.loss:.2f}, accuracy {last.accuracy:.0%} after {done}."
+    return sentence
+
+
+def score_label(progress: Progress, score: str) -> str:
+    """A score's name as the page says it ("induction score", "entropy (nats)")."""
+    names = {"task": f"{progress.task.score_name} score", "previous": "previous-token score",
+             "first": "weight on the first token", "entropy": "entropy (nats)"}  # fmt: skip
+    return names[score]
+
+
+def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=None, score: str = "task") -> View:
+    """Loss and every head's ``score`` (SCORES) over the steps, the phase change marked."""
+    window = max(5, progress.losses.size // 40)
+    phase = progress.phase.step if progress.phase is not None else None
+
+    def build(t: Theme):
+        return learning_curves(
+            progress.losses, progress.steps, progress.probe_loss, progress.scores(score),
+            smoothed=smooth(progress.losses, window) if progress.losses.size else None,
+            score_name=score_label(progress, score), phase=phase, now=now, chosen=chosen,
+            threshold=None if score == "entropy" else 0.5,
+            title="Loss and each head's score as it trains", theme=t,
+        )  # fmt: skip
+
+    title = "Loss and each head's score as it trains"
+    name = _name(progress, "curves", score=score, step=progress.run.step)
+    return View("learn.curves", build(theme), title, name, caption=summary(progress), restyle=build, theme=theme)
+
+
+def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
+    """The chosen head's pattern on the first probe sequence at snapshot ``index`` (an animation frame)."""
+    snap = progress.snaps[index]
+    layer, head = chosen
+    score = float(snap.scores["task"][layer, head])
+    title = f"L{layer}H{head} at step {snap.step:,}"
+
+    def build(t: Theme):
+        p = snap.patterns[layer, head].float().numpy()
+        return attention_heatmap(p, progress.tokens, title=title, theme=t, zmin=0, zmax=1)
+
+    caption = (
+        f"Step {snap.step:,}: held-out loss {snap.loss:.2f}, accuracy {snap.accuracy:.0%}; L{layer}H{head}'s "
+        f"{progress.task.score_name} score {score:.2f}."
+    )
+    name = _name(progress, "head", head=f"L{layer}H{head}", step=snap.step)
+    return View("learn.frame", build(theme), title, name, caption=caption, restyle=build, theme=theme)
+
+
+def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
+    """Every head's pattern at snapshot ``index`` as small multiples (click one to choose it)."""
+    snap = progress.snaps[index]
+    title = f"Every head at step {snap.step:,}"
+
+    def build(t: Theme):
+        return model_overview(snap.patterns.float().numpy(), title=title, theme=t, selected=chosen)
+
+    scores = snap.scores["task"].numpy()
+    layer, head = (int(i) for i in np.unravel_index(int(np.argmax(scores)), scores.shape))
+    caption = (
+        f"Step {snap.step:,}: the highest {progress.task.score_name} score is L{layer}H{head}'s "
+        f"({scores[layer, head]:.2f}); each thumbnail on its own colour scale."
+    )
+    name = _name(progress, "heads", step=snap.step)
+    return View("learn.heads", build(theme), title, name, caption=caption, restyle=build, theme=theme)
+
+
+def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> View:
+    """The chosen head before, at and after the phase change."""
+    idx = progress.moments()
+    layer, head = chosen
+    shots = [progress.snaps[i] for i in idx]
+    label = f"L{layer}H{head}"
+
+    def build(t: Theme):
+        patterns = np.stack([s.patterns[layer, head].float().numpy() for s in shots])
+        return before_after(patterns, progress.tokens, [s.step for s in shots], head=label, theme=t)
+
+    scores = [float(s.scores["task"][layer, head]) for s in shots]
+    where = "the phase change" if progress.phase is not None else "the run's middle (no phase change found)"
+    caption = (
+        f"{label} around {where}: its {progress.task.score_name} score "
+        + " → ".join(f"{v:.2f} (step {s.step:,})" for v, s in zip(scores, shots, strict=True))
+        + "; held-out loss "
+        + " → ".join(f"{s.loss:.2f}" for s in shots)
+        + "."
+    )
+    name = _name(progress, "before-after", head=label)
+    title = f"{label} before, at and after the phase change"
+    return View("learn.moments", build(theme), title, name, caption=caption, restyle=build, theme=theme)
