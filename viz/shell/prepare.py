@@ -9,7 +9,7 @@ import streamlit as st
 from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
 from model.io.catalog import ModelSpec
-from viz.settings import Shape
+from viz.setting import Shape
 from viz.shell.cache import CACHE
 from viz.shell.choices import current_options, current_theme
 from viz.shell.context import PageContext

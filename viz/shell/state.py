@@ -7,7 +7,8 @@ import copy
 
 import streamlit as st
 
-from viz.settings import SETTINGS, Shape
+from viz.setting import Shape
+from viz.settings import SETTINGS
 
 #: shell bookkeeping that is not a user setting
 INTERNAL = {
