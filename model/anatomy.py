@@ -101,6 +101,7 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         page = page or {"attention": "attention", "ff": "mixing", "norm": "mixing", "add": "mixing"}[kind]
         parts.append(Part(key, label, detail, kind, lane, r, page, in_block=True))
 
+    subs = (attn,) if cfg.attn_only else (attn, ff)  # an attention-only model has no feed-forward sublayer
     first = row
     if cfg.parallel_residual:  # GPT-NeoX: both branches read x; one addition
         add("ln1", norm, "before attention", "norm", 1, row)
@@ -112,7 +113,7 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         edges.append((last, "add"))
         row, last = row + 3, "add"
     elif cfg.norm == "pre":
-        for i, (key, label, detail, kind) in enumerate((attn, ff)):
+        for i, (key, label, detail, kind) in enumerate(subs):
             n, a = f"ln{i + 1}", f"add{i + 1}"
             where = "before attention" if i == 0 else "before the feed-forward"
             if i == 0 and not cfg.first_attn_norm:
@@ -130,7 +131,7 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
                 edges.append((key, top))
             row, last = r_add + 1, a
     else:  # post-norm (BERT): the norm sits on the stream after each addition
-        for i, (key, label, detail, kind) in enumerate((attn, ff)):
+        for i, (key, label, detail, kind) in enumerate(subs):
             a, n = f"add{i + 1}", f"ln{i + 1}"
             add(key, label, detail, kind, 1, row)
             add(a, "+", "the residual addition: stream + sublayer output", "add", 0, row + 1)

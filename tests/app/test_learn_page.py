@@ -89,3 +89,17 @@ def test_open_the_trained_model_on_the_attention_map(runs):
     ctx = at.session_state["_ctx"]
     assert ctx.loaded.name.startswith("Trained here: induction, 1 layer × 2 heads")
     assert ctx.obs.tokens[0] == "[BOS]" and ctx.obs.n_tokens == 33
+
+
+@pytest.mark.slow  # every page on the trained model
+def test_every_page_works_on_a_trained_attention_only_model(runs):
+    from tests.app.conftest import PAGES
+
+    run = train(spec_of_small())
+    write(run, runs)
+    at = small_page()
+    at.button(key="learn_open").click().run()
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert not at.error, (page, [e.value for e in at.error])

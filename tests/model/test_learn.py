@@ -198,3 +198,12 @@ def test_the_default_induction_run_forms_induction_heads_at_a_phase_change():
     assert change is not None and abs(change.step - first) <= 150
     assert run.snapshots[-1].accuracy > 0.9
     assert isinstance(start(TrainSpec()), Run)
+
+
+def test_the_block_diagram_of_an_attention_only_model_has_no_feed_forward():
+    from model.anatomy import anatomy
+
+    for norm in ("pre", "post"):
+        keys = [p.key for p in anatomy(TransformerConfig(attn_only=True, norm=norm)).parts]
+        assert "attn" in keys and "ff" not in keys and "ln2" not in keys
+        assert "ff" in [p.key for p in anatomy(TransformerConfig(norm=norm)).parts]

@@ -126,9 +126,11 @@ def learning_curves(
     return fig
 
 
-def before_after(patterns, tokens, steps, *, head: str, title: str | None = None, theme: Theme | None = None):
+def before_after(
+    patterns, tokens, steps, *, head: str, title: str | None = None, theme: Theme | None = None, masked=None
+):
     """patterns (3, N, N): one head at three steps (before, at, after the phase change); tokens: N labels; steps:
-    3 ints. Three heatmaps side by side on one colour scale."""
+    3 ints; ``masked`` (N, N): cells a mask blocks (grey). Three heatmaps side by side on one colour scale."""
     theme = theme or Theme()
     p = as_array("patterns", patterns, 3).astype(np.float32)
     if p.shape[0] != len(steps):
@@ -138,7 +140,7 @@ def before_after(patterns, tokens, steps, *, head: str, title: str | None = None
     fig = subplots(rows=1, cols=len(steps), horizontal_spacing=0.12,
                    subplot_titles=[f"{n}: step {s:,}" for n, s in zip(names, steps, strict=True)])  # fmt: skip
     for i, pattern in enumerate(p):
-        single = attention_heatmap(pattern, labels, theme=theme)
+        single = attention_heatmap(pattern, labels, theme=theme, masked=masked)
         for trace in single.data:
             trace.update(showscale=i == len(steps) - 1, zmin=0, zmax=1, xaxis=f"x{i + 1}", yaxis=f"y{i + 1}")
             fig.add_trace(trace, row=1, col=i + 1)

@@ -120,7 +120,7 @@ def scrub(progress: Progress) -> None:
     left, right = st.columns([1, 1])
     with left:
         grid = heads(progress, ctx.theme, index=index, chosen=chosen)
-        show_view(grid, "learn_heads_fig", on_select=lambda: pick_head("learn_heads_fig"))
+        show_view(grid, "learn_heads_fig", on_select=lambda: pick_head("learn_heads_fig"), selection_mode="points")
     with right:
         show_view(frame(progress, ctx.theme, index=index, chosen=chosen), "learn_frame_fig")
 
@@ -161,22 +161,23 @@ st.caption(
     f"({run.snapshot_seconds / max(run.seconds, 1e-9):.1%}); {len(progress.snaps)} snapshots on a held-out probe "
     "batch. Click a thumbnail to choose a head."
 )
-st.fragment(scrub)(progress)
+scrub(progress)  # the whole page follows a new step or head (the before/after and the exports show the head)
 st.subheader("Before, at and after")
 show_view(moments(progress, ctx.theme, chosen=chosen), "learn_moments_fig")
 
 st.subheader("Take it away")
 layer, head = chosen
 frames_at = sorted({round(i * (len(progress.snaps) - 1) / (MAX_FRAMES - 1)) for i in range(MAX_FRAMES)})
-frames = [frame(progress, ctx.theme, index=i, chosen=chosen) for i in frames_at]
+stem = frame(progress, ctx.theme, index=0, chosen=chosen).name.rsplit("_step", 1)[0]
 out = st.container(horizontal=True, gap="small")
 if image_export_available():
     size = st.session_state.get("export_size", "screen")
 
     def rendered() -> list[bytes]:
+        """Every frame of the scrub, rendered as the PNG export does (built only when a file is asked for)."""
+        frames = [frame(progress, ctx.theme, index=i, chosen=chosen) for i in frames_at]
         return render_frames(frames, size=size, caption=True, provenance={"run": spec.key, "model": describe(spec)})
 
-    stem = frames[0].name.rsplit("_step", 1)[0]
     out.download_button("Scrub as GIF", lambda: gif(rendered(), 0.3), f"{stem}.gif", "image/gif", key="learn_gif",
                         icon=":material/gif:", on_click="ignore")  # fmt: skip
     out.download_button("Scrub as MP4", lambda: mp4(rendered(), 0.3), f"{stem}.mp4", "video/mp4", key="learn_mp4",

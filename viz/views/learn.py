@@ -57,6 +57,12 @@ class Progress:
         tok = tokenizer_of(self.run.spec)
         return list(tok.labels([tok.id_to_token(int(i)) for i in self.run.probe.ids[0]]))
 
+    @cached_property
+    def masked(self) -> np.ndarray | None:
+        """(N, N) cells the causal mask blocks (drawn grey), or None for an encoder."""
+        n = int(self.run.probe.ids.size(1))
+        return np.triu(np.ones((n, n), dtype=bool), 1) if self.task.causal else None
+
     def best_head(self) -> tuple[int, int]:
         """The head with the highest task score at the last snapshot."""
         last = self.scores()[-1]
@@ -154,7 +160,7 @@ def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
 
     def build(t: Theme):
         p = snap.patterns[layer, head].float().numpy()
-        return attention_heatmap(p, progress.tokens, title=title, theme=t, zmin=0, zmax=1)
+        return attention_heatmap(p, progress.tokens, title=title, theme=t, zmin=0, zmax=1, masked=progress.masked)
 
     caption = (
         f"Step {snap.step:,}: held-out loss {snap.loss:.2f}, accuracy {snap.accuracy:.0%}; L{layer}H{head}'s "
@@ -191,7 +197,8 @@ def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> Vie
 
     def build(t: Theme):
         patterns = np.stack([s.patterns[layer, head].float().numpy() for s in shots])
-        return before_after(patterns, progress.tokens, [s.step for s in shots], head=label, theme=t)
+        steps = [s.step for s in shots]
+        return before_after(patterns, progress.tokens, steps, head=label, theme=t, masked=progress.masked)
 
     scores = [float(s.scores["task"][layer, head]) for s in shots]
     where = "the phase change" if progress.phase is not None else "the run's middle (no phase change found)"
