@@ -10,6 +10,7 @@ what a long analysis costs the others is its share of the CPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import threading
@@ -33,7 +34,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(loaded, seconds: float, students: int, with_long: bool) -> dict:
+def run(loaded, seconds: float, students: int, with_long: bool, with_training: bool = False) -> dict:
     stop = time.perf_counter() + seconds
     latencies: list[float] = []
     long_runs: list[float] = []
@@ -55,9 +56,18 @@ def run(loaded, seconds: float, students: int, with_long: bool) -> dict:
             observe(loaded.model, loaded.tokenizer, f"{n} " + LONG)
             long_runs.append(time.perf_counter() - t0)
 
+    def training() -> None:  # a "Watch it learn" run, as the page starts one (model/learn)
+        from model.learn.loop import TrainSpec, train
+        from model.long import Cancelled
+
+        with contextlib.suppress(Cancelled):
+            train(TrainSpec(steps=10**6), cancel=lambda: time.perf_counter() >= stop)
+
     threads = [threading.Thread(target=student, args=(i,)) for i in range(students)]
     if with_long:
         threads.append(threading.Thread(target=long_one))
+    if with_training:
+        threads.append(threading.Thread(target=training))
     for t in threads:
         t.start()
     for t in threads:
@@ -87,9 +97,10 @@ def main(argv: list[str] | None = None) -> str:
         "| situation | short requests | p50 s | p95 s | max s | long 512-token runs (median s) |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for with_long in (False, True):
-        r = run(loaded, args.seconds, args.students, with_long)
-        situation = "beside one student looping 512-token texts" if with_long else "alone"
+    situations = {"alone": (False, False), "beside one student looping 512-token texts": (True, False),
+                  "beside a Watch it learn training run": (False, True)}  # fmt: skip
+    for situation, (with_long, with_training) in situations.items():
+        r = run(loaded, args.seconds, args.students, with_long, with_training)
         long_cell = f"{r['long_runs']} ({r['long_s']:.2f})" if with_long else "—"
         lines.append(
             f"| {situation} | {r['requests']} | {r['p50']:.3f} | {r['p95']:.3f} | {r['max']:.3f} | {long_cell} |"

@@ -185,10 +185,12 @@ def train(
     progress: Callable[[int, int], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     paused: Callable[[], bool] | None = None,
+    rest: float = 0.0,
 ) -> Run:
     """Train ``spec`` to its last step, recording snapshots (the first at step 0, the last at the end). ``run``: a
     fresh :func:`start` whose progress others read meanwhile. ``cancel()`` true raises :class:`Cancelled`;
-    while ``paused()`` is true the loop waits (its time not counted)."""
+    while ``paused()`` is true the loop waits (its time not counted); ``rest``: after each step, sleep this
+    fraction of the step's time (a server leaves the CPU to its pages)."""
     run = run or start(spec)
     model, task = run.model, TASKS[spec.task]
     gen = torch.Generator().manual_seed(spec.seed)
@@ -218,7 +220,10 @@ def train(
             snap.seconds = run.seconds + shot - tick
             run.keep(snap, last=step == spec.steps)
             run.snapshot_seconds += time.perf_counter() - shot
-        run.seconds += time.perf_counter() - tick
+        spent = time.perf_counter() - tick
+        run.seconds += spent
+        if rest:
+            time.sleep(rest * spent)
         if progress is not None:
             progress(step, spec.steps)
     model.eval()

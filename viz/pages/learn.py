@@ -13,7 +13,7 @@ from viz.settings import LEARN_POSITIONS, LEARN_TASKS, YOUR_TEXT
 from viz.shell import training
 from viz.shell.context import page_context
 from viz.shell.widgets import clicked, follow_open_page, open_page, show_view
-from viz.views.learn import SCORES, Progress, curves, frame, heads, moments, score_label
+from viz.views.learn import SCORES, Progress, frame, score_label, summary
 
 MAX_FRAMES = 40  # an exported animation thins the snapshots to at most this many frames
 ctx = page_context()
@@ -88,6 +88,14 @@ def controls(job) -> None:
     row.button("Cancel", key="learn_cancel", on_click=training.cancel, args=(spec,), icon=":material/stop:")
 
 
+def view(kind: str, progress: Progress, **selection):
+    """A view of this run, shared by everyone watching it (viz.shell.training.learn_view)."""
+    newest = int(progress.steps[-1])  # what every view of the run draws: the snapshots up to this step
+    return training.learn_view(
+        kind, progress.run.spec.key, len(progress.snaps), newest, ctx.theme, progress, **selection
+    )
+
+
 def chosen_head(progress: Progress) -> tuple[int, int]:
     """The head in focus: the one clicked or picked, else the one with the highest task score now."""
     layer, head = st.session_state.get("learn_layer", -1), st.session_state.get("learn_head", -1)
@@ -103,8 +111,12 @@ def pick_head(chart_key: str) -> None:
         st.session_state["learn_layer"], st.session_state["learn_head"] = (int(v) for v in points[0][:2])
 
 
-def scrub(progress: Progress) -> None:
-    """The slider over the snapshots, every head at that step, the chosen head large, and the curves."""
+def scrub(progress: Progress, page_head: tuple[int, int] | None = None) -> None:
+    """The slider over the snapshots, every head at that step, the chosen head large, and the curves. Run as a
+    fragment (a step change redraws only these); ``page_head``: the head the rest of the page shows, which a
+    click on another head makes the whole page follow."""
+    if page_head is not None and chosen_head(progress) != page_head:
+        st.rerun(scope="app")
     steps = [int(s) for s in progress.steps]
     at_end = st.session_state.get("learn_step") == st.session_state.get("_learn_last")
     if st.session_state.get("learn_step") not in steps or at_end:  # left at the newest: follow the training
@@ -116,18 +128,18 @@ def scrub(progress: Progress) -> None:
     score = st.radio(
         "Score drawn", SCORES, key="learn_score", horizontal=True, format_func=lambda s: score_label(progress, s)
     )
-    show_view(curves(progress, ctx.theme, now=step, chosen=chosen, score=score), "learn_curves_fig")
+    show_view(view("curves", progress, now=step, chosen=chosen, score=score), "learn_curves_fig")
     left, right = st.columns([1, 1])
     with left:
-        grid = heads(progress, ctx.theme, index=index, chosen=chosen)
+        grid = view("heads", progress, index=index, chosen=chosen)
         show_view(grid, "learn_heads_fig", on_select=lambda: pick_head("learn_heads_fig"), selection_mode="points")
     with right:
-        show_view(frame(progress, ctx.theme, index=index, chosen=chosen), "learn_frame_fig")
+        show_view(view("frame", progress, index=index, chosen=chosen), "learn_frame_fig")
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=2.0)
 def live() -> None:
-    """Redrawn every second while the run trains; the rest of the page and every other user are not held up."""
+    """Redrawn every two seconds while the run trains; the rest of the page and every other user are not held up."""
     job = training.job_of(spec)
     if job is None or job.finished:
         st.rerun()
@@ -155,15 +167,15 @@ if run is None:
 progress = Progress(run)
 chosen = chosen_head(progress)
 st.subheader("What happened")
-st.markdown(curves(progress, ctx.theme).caption)
+st.markdown(summary(progress))
 st.caption(
     f"Trained in {run.seconds:.1f} s, of which snapshots {run.snapshot_seconds:.1f} s "
     f"({run.snapshot_seconds / max(run.seconds, 1e-9):.1%}); {len(progress.snaps)} snapshots on a held-out probe "
     "batch. Click a thumbnail to choose a head."
 )
-scrub(progress)  # the whole page follows a new step or head (the before/after and the exports show the head)
+st.fragment(scrub)(progress, chosen)
 st.subheader("Before, at and after")
-show_view(moments(progress, ctx.theme, chosen=chosen), "learn_moments_fig")
+show_view(view("moments", progress, chosen=chosen), "learn_moments_fig")
 
 st.subheader("Take it away")
 layer, head = chosen

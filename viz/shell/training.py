@@ -5,6 +5,8 @@ folder (``ATTENTION_LAB_RUNS``) atomically; a cancelled one leaves nothing behin
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 
 from model.learn.loop import Run, TrainSpec, start, train
@@ -13,6 +15,9 @@ from viz.shell import jobs
 from viz.shell.cache import shared
 
 jobs.PLACES.setdefault("train", 1)
+#: after each step a run sleeps this fraction of the step's time, so the pages of everyone on the server stay quick
+#: while it trains (ATTENTION_LAB_TRAIN_REST; 0: train flat out)
+REST = float(os.environ.get("ATTENTION_LAB_TRAIN_REST", "0.5") or 0)
 _live: dict[str, Run] = {}  # runs in training, by spec key: what viewers read while the job goes
 _paused: dict[str, threading.Event] = {}
 _guard = threading.Lock()
@@ -22,17 +27,26 @@ def job_of(spec: TrainSpec) -> jobs.Job | None:
     return jobs.job_for(("train", spec.key))
 
 
+def lower_priority(niceness: int = 10) -> None:
+    """Let the calling thread yield the CPU to the server's other work: on Linux a thread has its own nice value,
+    so pages (and other users) come first while a run trains; elsewhere nothing changes."""
+    if hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+
+
 def start_training(spec: TrainSpec) -> jobs.Job:
     """Train ``spec`` in the background unless it is training already (that job is returned)."""
     key = spec.key
 
     def work(job: jobs.Job) -> str:
+        lower_priority()
         run = start(spec)
         with _guard:
             _live[key] = run
             _paused.setdefault(key, threading.Event())
         try:
-            train(spec, run=run, progress=job.report, cancel=job.stop.is_set, paused=_paused[key].is_set)
+            train(spec, run=run, progress=job.report, cancel=job.stop.is_set, paused=_paused[key].is_set, rest=REST)
             write(run, runs_root())
             return key
         finally:
@@ -81,3 +95,15 @@ def cancel(spec: TrainSpec) -> None:
     job = job_of(spec)
     if job is not None and job.running:
         job.stop.set()
+
+
+@shared()
+def learn_view(kind: str, key: str, snaps: int, done: int, theme, _progress, **selection):
+    """A view of run ``key`` (viz.views.learn: "curves", "frame", "heads", "moments") as of ``snaps`` snapshots
+    and ``done`` steps, built once and shared: a class watching one run live costs one build per change, not one
+    per student."""
+    from viz.views import learn
+
+    return {"curves": learn.curves, "frame": learn.frame, "heads": learn.heads, "moments": learn.moments}[kind](
+        _progress, theme, **selection
+    )

@@ -33,7 +33,8 @@ class Progress:
         snaps = self.run.view()
         self.snaps = snaps
         self.steps = np.array([s.step for s in snaps], dtype=np.int64)  # (K,)
-        self.losses = np.array(self.run.losses[: self.run.step], dtype=np.float64)  # (S,)
+        last = snaps[-1].step if snaps else 0  # up to the newest snapshot: every view of it draws the same steps
+        self.losses = np.array(self.run.losses[:last], dtype=np.float64)  # (S,)
         self.probe_loss = np.array([s.loss for s in snaps])  # (K,)
         self.accuracy = np.array([s.accuracy for s in snaps])  # (K,)
 
@@ -96,12 +97,12 @@ def summary(progress: Progress) -> str:
     spec, task = progress.run.spec, progress.task
     if not progress.snaps:
         return "No snapshot yet."
-    done = f"{progress.run.step:,} of {spec.steps:,} steps"
+    done = f"{progress.losses.size:,} of {spec.steps:,} steps"
     phase = progress.phase
     if progress.formed:
         (layer, head), step = next(iter(progress.formed.items()))
         before = loss_at(progress.losses, max(1, step - max(25, spec.steps // 20)))
-        after = loss_at(progress.losses, min(progress.run.step, step + max(25, spec.steps // 20)))
+        after = loss_at(progress.losses, min(progress.losses.size, step + max(25, spec.steps // 20)))
         sentence = (
             f"L{layer}H{head} became {_a(task.score_name)} head at step {step:,} (its score reached 0.5), when the "
             f"loss fell from {before:.1f} to {after:.1f}."
@@ -147,7 +148,7 @@ def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=N
         )  # fmt: skip
 
     title = "Loss and each head's score as it trains"
-    name = _name(progress, "curves", score=score, step=progress.run.step)
+    name = _name(progress, "curves", score=score, step=progress.losses.size)
     return View("learn.curves", build(theme), title, name, caption=summary(progress), restyle=build, theme=theme)
 
 
