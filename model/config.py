@@ -69,10 +69,13 @@ class TransformerConfig:
     head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
     #                               embeddings end in a norm already)
+    cross_attention: bool = False  # each block also attends to an encoder's output (the decoder of Vaswani et al.)
     attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
     #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
 
     def __post_init__(self) -> None:
+        if self.cross_attention and (self.parallel_residual or self.sandwich_norm):
+            raise ValueError("cross-attention is built for plain pre- or post-norm blocks")
         if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
             object.__setattr__(self, "layer_types", tuple(self.layer_types))
         if self.layer_types and (

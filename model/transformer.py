@@ -69,6 +69,10 @@ class TransformerBlock(nn.Module):
             scale_factor=cfg.attn_scale,
             head_dim=cfg.head_dim,
         )
+        # the seq2seq decoder's second sublayer: queries from the stream, keys and values from the encoder's output
+        both = cfg.cross_attention
+        self.cross = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias) if both else None
+        self.ln_cross = make_norm(cfg) if both else nn.Identity()
         self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()
         self.ff = None if cfg.attn_only else FeedForward(cfg)
@@ -94,8 +98,10 @@ class TransformerBlock(nn.Module):
         layer: int = 0,
         fused: bool = False,
         is_causal: bool = False,
+        memory: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked.
+        """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked; ``memory`` (B, S, d_model): the
+        encoder's output that cross-attention reads (a block with ``cross_attention`` only).
 
         ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions;
         ``fused``/``is_causal``: attention in one fused kernel (:meth:`MultiHeadAttention.forward`)."""
@@ -114,12 +120,18 @@ class TransformerBlock(nn.Module):
             x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
             ff = self.mlp(self.ln2(x))
             return self.hook_resid_post(x + self.drop(self.ln2_post(ff)))
+        if self.cross is not None and memory is None:
+            raise ValueError("a block with cross-attention needs the encoder's output (memory)")
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))
+            if self.cross is not None:
+                x = x + self.drop(self.cross(self.ln_cross(x), context=memory))
             return self.hook_resid_post(x + self.drop(self.mlp(self.ln2(x))))
         h = self.hook_attn_in(x)
         x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
+        if self.cross is not None:
+            x = self.ln_cross(x + self.drop(self.cross(x, context=memory)))
         return self.hook_resid_post(self.ln2(x + self.drop(self.mlp(x))))
 
     def mlp(self, h: torch.Tensor) -> torch.Tensor:
@@ -253,8 +265,10 @@ class Transformer(nn.Module):
         positions: bool = True,
         cache: KVCache | None = None,
         fused: bool = False,
+        memory: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """ids: (B, N) int64; attention_mask: (B, M), 1 = real token, 0 = padding.
+        """ids: (B, N) int64; attention_mask: (B, M), 1 = real token, 0 = padding; ``memory`` (B, S, d_model): an
+        encoder's output, read by the blocks' cross-attention (``cfg.cross_attention``).
 
         Teaching switches for one call: ``causal`` overrides the config; ``scale=False`` drops
         1/sqrt(d_k) everywhere; ``positions=False`` removes every positional signal (table or RoPE).
@@ -278,7 +292,7 @@ class Transformer(nn.Module):
         x = self.hook_embed(self.embed(ids, token_type_ids, positions))
         for i, block in enumerate(self.blocks):
             tri = plain and not self.cfg.is_sliding(i)
-            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri}
+            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory}
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 

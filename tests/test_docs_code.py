@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["capture-api.md", "research.md"]
+PAGES = ["capture-api.md", "research.md", "watch-it-learn.md"]
 FRAGMENTS = {"checkpoints.md": "starts from the reader's own trained `model` (the post's encoder)"}
 
 
@@ -29,6 +29,9 @@ def test_the_notebook_examples_run_as_written(page, capsys):
     for i, code in enumerate(blocks(page)):
         exec(compile(code, f"{page} block {i + 1}", "exec"), namespace)  # our own documentation
     printed = capsys.readouterr().out
+    if page == "watch-it-learn.md":  # the default run forms induction heads at its phase change
+        assert namespace["heads"] and min(namespace["heads"].values()) == 570
+        assert namespace["change"] is not None and namespace["change"].step == 525
     if page == "research.md":  # the numbers the comments promise
         assert "6.12 -5.49" in printed and "[(23, 3), (29, 1), (23, 0)]" in printed
         assert "after layer 29 ' Mary' rank of ' Mary': 1" in printed

@@ -32,7 +32,7 @@ EXAMPLES = {
 }
 YOUR_TEXT = "Your text"  # what the example picker shows once the text is not one of the examples
 DEFAULT_TEXT = EXAMPLES["The cat sat on the mat."]
-LEARN_TASKS = ("induction", "previous", "sort", "reverse", "mlm")  # model.learn.tasks.TASKS, in the page's order
+LEARN_TASKS = ("induction", "previous", "sort", "reverse", "dates", "mlm")  # model.learn.tasks.TASKS
 LEARN_POSITIONS = ("rope", "learned", "sinusoidal", "none")
 ATTENTION_MODES = ("softmax weights", "raw scaled scores (QKᵀ/√d_k)")
 COMPARE_MODES = ("two heads", "two texts", "two models")

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from model.capture import run_with_cache
 from model.config import TransformerConfig
+from model.learn.seq2seq import EncoderDecoder
 from model.learn.tasks import PAD, TASKS, Batch, batch, head_scores, vocabulary
 from model.long import Cancelled  # the jobs' cancel signal: the run is dropped, nothing of it kept
 from model.transformer import Transformer
@@ -45,7 +46,7 @@ class TrainSpec:
     batch: int = 32
     lr: float = 3e-3
     seed: int = 0
-    snapshot_every: int = 25
+    snapshot_every: int = 30  # a snapshot then costs under 2 % of training time (bench/learn.py)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -132,7 +133,7 @@ class Run:
 
 def losses_of(model: Transformer, data: Batch, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the scored positions, and the (N_scored,) correctness of the argmax there."""
-    hidden = model(data.ids)  # (B, N, d_model)
+    hidden = model(data.ids) if data.source is None else model(data.source, data.ids)  # (B, N, d_model)
     logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
     scored = data.labels != -100  # (B, N)
     loss = F.cross_entropy(logits[scored], data.labels[scored])
@@ -146,16 +147,23 @@ def snapshot(model: Transformer, probe: Batch, step: int, causal: bool) -> Snaps
     was = model.training
     model.eval()
     try:
-        hidden, cache = run_with_cache(model, probe.ids, kinds=("pattern",))
-        logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
-        scored = probe.labels != -100
-        loss = float(F.cross_entropy(logits[scored], probe.labels[scored]))
-        accuracy = float((logits[scored].argmax(-1) == probe.labels[scored]).float().mean())
-        pattern = torch.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(model.cfg.n_layers)], 1)
-        # pattern: (B, L, H, N, N)
-        n = pattern.size(-1)
-        prev = torch.full_like(probe.target, -1)
-        prev[:, 1:] = torch.arange(n - 1)
+        if probe.source is not None:  # an encoder–decoder: the decoder's cross-attention (B, L, H, T, S)
+            pattern = model.cross_patterns(probe.source, probe.ids)
+            loss, right = losses_of(model, probe, causal)
+        else:
+            hidden, cache = run_with_cache(model, probe.ids, kinds=("pattern",))
+            pattern = torch.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(model.cfg.n_layers)], 1)
+            # pattern: (B, L, H, N, N)
+            logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
+            scored = probe.labels != -100
+            loss = F.cross_entropy(logits[scored], probe.labels[scored])
+            right = logits[scored].argmax(-1) == probe.labels[scored]
+        loss, accuracy = float(loss), float(right.float().mean())
+        n = pattern.size(-2)
+        prev = torch.full_like(probe.target, -1)  # self-attention: the previous token; cross: the same position
+        prev[:, 1:] = (
+            torch.arange(n - 1) if probe.source is None else torch.arange(1, n).clamp(max=pattern.size(-1) - 1)
+        )
         first = torch.zeros_like(probe.target)
         plogp = pattern * pattern.clamp(min=1e-12).log()
         scores = {
@@ -173,7 +181,8 @@ def build(spec: TrainSpec) -> tuple[Transformer, Batch]:
     """The run's model (seeded initial weights) and its probe batch."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
-        model = Transformer(spec.config())
+        cfg = spec.config()
+        model = EncoderDecoder(cfg) if TASKS[spec.task].seq2seq else Transformer(cfg)
     probe = batch(spec.task, torch.Generator().manual_seed(PROBE_SEED + spec.seed), PROBE_SIZE, probe=True)
     return model, probe
 

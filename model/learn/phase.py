@@ -1,8 +1,9 @@
 """Finding the moment heads form: the loss's phase change and the step each head's score crosses a threshold.
 
 Olsson et al. (2022) see induction heads form in a sudden phase change, a bump in the training loss. Here the
-phase change is the step where the smoothed loss falls fastest (the most negative slope of its moving average),
-provided it falls by a real amount around it; a head "forms" at the first snapshot where its score reaches the
+phase change is the step where the smoothed loss falls fastest (the most negative slope of its moving average)
+after the first 5 % of the run (the first fall, from chance to the tokens' frequencies, is not one), provided it
+falls by a real amount around it; a head "forms" at the first snapshot where its score reaches the
 threshold (0.5 by default) and stays there at the next snapshot too.
 """
 
@@ -46,7 +47,8 @@ def phase_change(losses: np.ndarray, window: int | None = None) -> PhaseChange |
     window = window or max(5, losses.size // 40)
     curve = smooth(losses, window)
     slope = np.gradient(smooth(curve, window))  # the slope of the smoothed curve, smoothed again: one clear minimum
-    i = int(np.argmin(slope))
+    start = max(2 * window, losses.size // 20)  # the first fall, to the tokens' unigram entropy, is no phase change
+    i = start + int(np.argmin(slope[start:])) if start < losses.size - 1 else int(np.argmin(slope))
     before = float(curve[max(0, i - window)])
     after = float(curve[min(curve.size - 1, i + window)])
     if before - after < MIN_DROP:

@@ -46,8 +46,15 @@ def describe(spec: TrainSpec) -> str:
 
 
 def loaded_model(run: Run):
-    """The run's model as the other pages open it (a copy: the page's run keeps its own), named by its spec."""
+    """The run's model as the other pages open it (a copy: the page's run keeps its own), named by its spec. An
+    encoder–decoder does not open there yet (ValueError)."""
     import copy
+
+    from model.learn.tasks import TASKS
+
+    if TASKS[run.spec.task].seq2seq:
+        raise ValueError("the other pages do not show an encoder–decoder model yet: its cross-attention is on "
+                         "“Watch it learn”")  # fmt: skip
 
     from model.io.state import LoadedModel
 
@@ -57,12 +64,20 @@ def loaded_model(run: Run):
 
 
 def stored_runs(folder: str | Path | None = None) -> list[str]:
-    """Keys of the finished runs kept in ``folder`` (default :func:`runs_root`), newest first."""
+    """Keys of the finished runs kept in ``folder`` (default :func:`runs_root`) that open on every page (not an
+    encoder–decoder's), newest first."""
     folder = Path(folder) if folder is not None else runs_root()
     if not folder.is_dir():
         return []
     files = sorted(folder.glob("*.safetensors"), key=lambda f: f.stat().st_mtime, reverse=True)
-    return [f.stem for f in files if not f.name.startswith(".") and len(f.stem) == 12]
+    keys = [f.stem for f in files if not f.name.startswith(".") and len(f.stem) == 12]
+    return [k for k in keys if (spec := spec_of(k, folder)) is not None and not _seq2seq(spec)]
+
+
+def _seq2seq(spec: TrainSpec) -> bool:
+    from model.learn.tasks import TASKS
+
+    return TASKS[spec.task].seq2seq
 
 
 def to_bytes(run: Run) -> bytes:

@@ -17,7 +17,9 @@ import torch
 SYMBOLS = tuple("abcdefghijklmnopqrstuvwxyz0123456789")  # 36 ordinary tokens
 SPECIALS = ("[PAD]", "[BOS]", "|", "[MASK]", "[UNK]")
 PAD, BOS, SEP, MASK, UNK = range(5)
-FIRST = len(SPECIALS)  # id of the first ordinary token
+PUNCT = ("-",)  # written by the date task's ISO dates; never drawn among the random letters
+DASH = len(SPECIALS)
+FIRST = len(SPECIALS) + len(PUNCT)  # id of the first letter or digit
 IGNORE = -100  # label of a position whose prediction is not scored
 
 
@@ -32,6 +34,7 @@ class Task:
     score_name: str
     description: str
     seq_len: int  # the longest sequence the task makes (the model's max_seq_len)
+    seq2seq: bool = False  # an encoder reads the source, a decoder writes the target through cross-attention
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Batch:
     ids: torch.Tensor
     labels: torch.Tensor
     target: torch.Tensor
+    source: torch.Tensor | None = None  # (B, S): what the encoder reads (seq2seq tasks), else None
 
 
 TASKS = {
@@ -68,6 +72,12 @@ TASKS = {
             "position.", 27,
         ),
         Task(
+            "dates", "Dates to ISO (encoder–decoder, cross-attention)", True, "alignment",
+            "The post's other half: an encoder reads a date as people write it (07mar1994) and a decoder writes it "
+            "as ISO 8601 (1994-03-07), looking at the source through cross-attention. The year comes first in the "
+            "output and last in the input, so the alignment it learns crosses over.", 12, seq2seq=True,
+        ),
+        Task(
             "mlm", "Masked words on the bundled corpus (the post's encoder)", False, "neighbour",
             "Windows of the bundled English corpus with 15 % of the words masked, as BERT trains; the post's "
             "encoder (bidirectional, sinusoidal positions) fills them in. Heads that look at a fixed neighbour "
@@ -78,8 +88,8 @@ TASKS = {
 
 
 def vocabulary() -> tuple[str, ...]:
-    """The token-level tasks' vocabulary: the specials, then the 36 symbols."""
-    return SPECIALS + SYMBOLS
+    """The token-level tasks' vocabulary: the specials, the dash, then the 36 letters and digits."""
+    return SPECIALS + PUNCT + SYMBOLS
 
 
 def letter_tokenizer():
@@ -172,6 +182,29 @@ def masked(gen: torch.Generator, b: int, n: int, start: int = 0) -> Batch:
     return Batch(inputs, labels, target)
 
 
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def dates(gen: torch.Generator, b: int) -> Batch:
+    """Source [BOS] d d m m m y y y y ("07mar1994", S = 10); decoder input [BOS] y y y y - m m - d d and labels the
+    same shifted by one (T = 11); target: the source position each query copies its next character from (the
+    month's first letter for the month's digits, -1 for the dashes and the end)."""
+    day = torch.randint(1, 29, (b,), generator=gen)
+    month = torch.randint(0, 12, (b,), generator=gen)
+    year = torch.randint(1900, 2100, (b,), generator=gen)
+    letter = {ch: i + FIRST for i, ch in enumerate(SYMBOLS)}
+    src, out = [], []
+    for d, m, y in zip(day.tolist(), month.tolist(), year.tolist(), strict=True):
+        src.append([BOS] + [letter[c] for c in f"{d:02d}{MONTHS[m]}{y}"])
+        out.append([BOS] + [letter[c] if c != "-" else DASH for c in f"{y}-{m + 1:02d}-{d:02d}"])
+    source, full = torch.tensor(src), torch.tensor(out)  # (B, 10), (B, 11)
+    ids, labels = full[:, :-1], full[:, 1:]  # (B, 10) each
+    # each query writes labels[:, t]: the year's digits copy source 6..9, the month's read the name at 3, the day's
+    # digits copy source 1..2; a dash comes from nowhere in the source
+    aligned = torch.tensor([6, 7, 8, 9, -1, 3, 3, -1, 1, 2])
+    return Batch(ids, labels, aligned.expand(b, -1).clone(), source)
+
+
 def batch(task: str, gen: torch.Generator, b: int, step: int = 0, probe: bool = False) -> Batch:
     """One batch of ``task``. Induction varies its period with ``step`` (8 … 24, the same for a whole batch);
     the probe batch uses the period 16."""
@@ -182,6 +215,8 @@ def batch(task: str, gen: torch.Generator, b: int, step: int = 0, probe: bool = 
         return previous(gen, b, TASKS["previous"].seq_len)
     if task in ("sort", "reverse"):
         return ordered(gen, b, (TASKS[task].seq_len - 2) // 2, task)
+    if task == "dates":
+        return dates(gen, b)
     if task == "mlm":
         return masked(gen, b, TASKS["mlm"].seq_len, start=1 if probe else 0)
     raise ValueError(f"unknown task {task!r}; choose one of {sorted(TASKS)}")

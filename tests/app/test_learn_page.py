@@ -103,3 +103,18 @@ def test_every_page_works_on_a_trained_attention_only_model(runs):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, [e.value for e in at.error])
+
+
+def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
+    at = small_page()
+    at.selectbox(key="learn_task").set_value("dates").run()
+    assert at.session_state["learn_positional"] == "sinusoidal"  # the task brings its usual model
+    at.button(key="learn_train").click().run()
+    spec = TrainSpec(task="dates", n_layers=1, n_heads=2, d_model=16, steps=100, positional="sinusoidal")
+    wait_for(training.job_of(spec))
+    at.run()
+    assert not at.exception, at.exception
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert titles[1].startswith("Every cross-attention head") and " cross-attention at step " in titles[2]
+    assert "learn_open" not in {b.key for b in at.button}  # the other pages show one stack's self-attention
+    assert "alignment" in " ".join(m.value for m in at.markdown)

@@ -56,7 +56,7 @@ def test_the_letter_tokenizer_reads_typed_text_as_the_training_sequences():
     tok = letter_tokenizer()
     enc = tok.encode("Ab c | 9")
     assert enc.tokens == ("[BOS]", "a", "b", "c", "|", "9")
-    assert tok.vocab_size == len(TASKS) * 0 + 41
+    assert tok.vocab_size == 42  # 5 specials, the dash, 26 letters, 10 digits
 
 
 def test_an_attention_only_model_has_no_feed_forward_and_zero_mlp_outputs():
@@ -207,3 +207,72 @@ def test_the_block_diagram_of_an_attention_only_model_has_no_feed_forward():
         keys = [p.key for p in anatomy(TransformerConfig(attn_only=True, norm=norm)).parts]
         assert "attn" in keys and "ff" not in keys and "ln2" not in keys
         assert "ff" in [p.key for p in anatomy(TransformerConfig(norm=norm)).parts]
+
+
+def test_a_decoder_block_with_cross_attention_equals_torchs_transformer_decoder_layer():
+    """The post's other half against PyTorch's own: one pre-norm block (causal self-attention, cross-attention,
+    feed-forward) with the same weights gives torch.nn.TransformerDecoderLayer's output."""
+    torch.manual_seed(0)
+    d, h = 16, 4
+    cfg = TransformerConfig(vocab_size=10, d_model=d, n_heads=h, n_layers=1, d_ff=32, dropout=0.0, causal=True,
+                            cross_attention=True, bias=True, positional="none")  # fmt: skip
+    block = Transformer(cfg).blocks[0].eval()
+    ref = torch.nn.TransformerDecoderLayer(d, h, 32, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True, bias=True).eval()  # fmt: skip
+    with torch.no_grad():
+        for ours, theirs in ((block.attn, ref.self_attn), (block.cross, ref.multihead_attn)):
+            theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+            theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+            theirs.out_proj.weight.copy_(ours.w_o.weight)
+            theirs.out_proj.bias.copy_(ours.w_o.bias)
+        for ours, theirs in ((block.ln1, ref.norm1), (block.ln_cross, ref.norm2), (block.ln2, ref.norm3)):
+            ours.weight.normal_(1.0, 0.1)
+            ours.bias.normal_(0.0, 0.1)
+            theirs.weight.copy_(ours.weight)
+            theirs.bias.copy_(ours.bias)
+        for ours, theirs in ((block.ff.fc1, ref.linear1), (block.ff.fc2, ref.linear2)):
+            theirs.weight.copy_(ours.weight)
+            theirs.bias.copy_(ours.bias)
+    x, memory = torch.randn(2, 7, d), torch.randn(2, 5, d)
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # (1, 1, T, T), 1 = seen
+    with torch.no_grad():
+        got = block(x, mask=causal, memory=memory)
+        want = ref(x, memory, tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(7), tgt_is_causal=True)
+    assert torch.allclose(got, want, atol=1e-5)
+    with pytest.raises(ValueError, match="encoder's output"):
+        block(x, mask=causal)
+
+
+def test_the_date_task_aligns_each_copied_digit_with_its_source_character():
+    data = batch("dates", torch.Generator().manual_seed(2), 5)
+    assert data.source.shape == (5, 10) and data.ids.shape == data.labels.shape == (5, 10)
+    copied = torch.tensor([0, 1, 2, 3, 8, 9])  # the year's four digits and the day's two
+    picked = data.source.gather(1, data.target[:, copied])
+    assert torch.equal(picked, data.labels[:, copied])
+    tok = letter_tokenizer()
+    text = "".join(tok.id_to_token(int(i)) for i in data.labels[0])
+    assert len(text) == 10 and text[4] == text[7] == "-"
+
+
+def test_an_encoder_decoder_learns_to_align_dates_and_reads_back():
+    from model.learn.seq2seq import EncoderDecoder
+
+    spec = TrainSpec(task="dates", n_layers=1, n_heads=4, d_model=64, positional="sinusoidal", steps=300)
+    run = train(spec)
+    assert isinstance(run.model, EncoderDecoder)
+    last = run.snapshots[-1]
+    assert last.patterns.shape == (1, 4, 10, 10) and last.accuracy > 0.95
+    assert float(last.scores["task"].max()) > 0.5  # a head aligns target digits with their source characters
+    rows = last.patterns.float().sum(-1)
+    assert torch.allclose(rows, torch.ones_like(rows), atol=2e-3)
+    back = from_bytes(run_bytes(run))
+    probe = run.probe
+    assert torch.allclose(back.model(probe.source, probe.ids), run.model(probe.source, probe.ids))
+    with pytest.raises(ValueError, match="encoder–decoder"):
+        from model.learn.store import loaded_model
+
+        loaded_model(run)
+    other = run.model.encoder(probe.source[:1].flip(1))
+    assert not torch.allclose(
+        run.model.decoder(probe.ids[:1], memory=other), run.model(probe.source[:1], probe.ids[:1])
+    )

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from model.learn.loop import TrainSpec, train
 from viz.figures.common import Theme
@@ -28,7 +29,7 @@ def test_the_curves_draw_the_loss_and_every_heads_score(progress):
     assert list(fig.data[3].x) == [0, 10, 20, 30, 40]
     assert np.allclose(fig.data[5].y, [s.scores["task"][1, 0] for s in progress.snaps])
     assert fig.data[5].line.width > fig.data[6].line.width  # the chosen head stands out
-    assert any(a.text == "shown: step 20" for a in fig.layout.annotations)
+    assert any(a.text.strip() == "shown: step 20" for a in fig.layout.annotations)
     entropy = curves(progress, Theme(), score="entropy").figure
     assert np.allclose(entropy.data[3].y, [s.scores["entropy"][0, 0] for s in progress.snaps])
     assert not any("formed at" in (a.text or "") for a in entropy.layout.annotations)
@@ -37,7 +38,7 @@ def test_the_curves_draw_the_loss_and_every_heads_score(progress):
 def test_the_phase_change_is_marked_where_the_detector_puts_it():
     losses = np.r_[np.full(200, 3.0), np.full(200, 0.5)]
     fig = learning_curves(losses, [0, 200, 400], [3.0, 1.5, 0.5], np.zeros((3, 1, 2)), phase=201)
-    assert any(a.text == "phase change: step 201" for a in fig.layout.annotations)
+    assert any(a.text.strip() == "phase change: step 201" for a in fig.layout.annotations)
     assert any(s.x0 == 201 and s.x1 == 201 for s in fig.layout.shapes)
     with pytest.raises(ValueError):
         learning_curves(losses, [0, 200], [3.0, 1.5, 0.5], np.zeros((3, 1, 2)))
@@ -82,3 +83,24 @@ def test_the_summary_names_the_heads_that_formed_and_the_loss_then():
     planted = summary(Progress(run))
     assert planted.startswith("L0H1 became an induction head at step 20")
     assert f"accuracy {run.snapshots[-1].accuracy:.0%}" in planted
+
+
+def test_a_shifted_induction_head_is_named_when_no_head_formed():
+    from viz.views.learn import shifted_induction
+
+    run = train(TrainSpec(n_layers=2, n_heads=2, d_model=16, steps=20, snapshot_every=10, batch=8))
+    snap = run.snapshots[-1]
+    n, period = snap.patterns.shape[-1], (snap.patterns.shape[-1] - 1) // 2
+    planted = torch.zeros(n, n)
+    planted[:, 0] = 1.0
+    for q in range(period + 1, n - 1):  # three tokens after the earlier occurrence
+        planted[q] = 0.0
+        planted[q, q - period + 3] = 1.0
+    for s in run.snapshots:
+        s.patterns[1, 0] = planted.half()
+    text = shifted_induction(Progress(run))
+    assert text.startswith("It found another circuit: L1H0 attends 3 tokens after the earlier occurrence")
+    assert "(mean weight 1.00)" in text
+    assert "It found another circuit" in summary(Progress(run))
+    sort = train(TrainSpec(task="sort", n_layers=1, n_heads=1, d_model=16, steps=10, snapshot_every=10, batch=4))
+    assert shifted_induction(Progress(sort)) == ""

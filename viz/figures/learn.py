@@ -98,7 +98,10 @@ def learning_curves(
             )
         ]
     )
-    for step, label, color in ((phase, "phase change", "#d62728"), (now, "shown", theme.colors["text"])):
+    later = now is not None and phase is not None and now >= phase  # labels lean away from each other
+    marks = ((phase, "phase change", "#d62728", "right" if later else "left"),
+             (now, "shown", theme.colors["text"], "left" if later else "right"))  # fmt: skip
+    for step, label, color, side in marks:
         if step is None:
             continue
         shapes.append(
@@ -113,8 +116,9 @@ def learning_curves(
                 line={"color": color, "dash": "dot" if label == "shown" else "dash", "width": 2},
             )
         )
-        notes.append(dict(x=step, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
-                          text=f"{label}: step {step:,}", font={"color": color, "size": theme.sizes.tick}))  # fmt: skip
+        font = {"color": color, "size": theme.sizes.tick}
+        notes.append(dict(x=step, y=1.0, xref="x", yref="paper", yanchor="bottom", xanchor=side, showarrow=False,
+                          text=f" {label}: step {step:,} ", font=font))  # fmt: skip
     add_shapes(fig, *shapes)
     add_annotations(fig, *notes)
     update_axes(fig, "y", title_text="loss (nats)", row=1, col=1, rangemode="tozero")
@@ -127,24 +131,31 @@ def learning_curves(
 
 
 def before_after(
-    patterns, tokens, steps, *, head: str, title: str | None = None, theme: Theme | None = None, masked=None
+    patterns, tokens, steps, *, head: str, title=None, theme: Theme | None = None, masked=None, key_tokens=None
 ):
     """patterns (3, N, N): one head at three steps (before, at, after the phase change); tokens: N labels; steps:
-    3 ints; ``masked`` (N, N): cells a mask blocks (grey). Three heatmaps side by side on one colour scale."""
+    3 ints; ``masked`` (N, N): cells a mask blocks (grey); ``key_tokens``: M labels when patterns are (3, N, M)
+    (cross-attention). Three heatmaps side by side on one colour scale."""
     theme = theme or Theme()
     p = as_array("patterns", patterns, 3).astype(np.float32)
     if p.shape[0] != len(steps):
         raise ValueError(f"one step per pattern: {p.shape[0]} patterns, {len(steps)} steps")
-    labels = check_labels("tokens", tokens, p.shape[-1])
+    labels = check_labels("tokens", tokens, p.shape[-2])
+    keys = check_labels("key_tokens", key_tokens, p.shape[-1]) if key_tokens is not None else None
     names = ("before", "at", "after") if len(steps) == 3 else tuple(f"step {s:,}" for s in steps)
     fig = subplots(rows=1, cols=len(steps), horizontal_spacing=0.12,
                    subplot_titles=[f"{n}: step {s:,}" for n, s in zip(names, steps, strict=True)])  # fmt: skip
     for i, pattern in enumerate(p):
-        single = attention_heatmap(pattern, labels, theme=theme, masked=masked)
+        single = attention_heatmap(pattern, labels, key_tokens=keys, theme=theme, masked=masked)
         for trace in single.data:
-            trace.update(showscale=i == len(steps) - 1, zmin=0, zmax=1, xaxis=f"x{i + 1}", yaxis=f"y{i + 1}")
+            scale = i == len(steps) - 1 and trace.name != "masked"  # one colour bar, the weights'
+            trace.update(showscale=scale, xaxis=f"x{i + 1}", yaxis=f"y{i + 1}")
+            if trace.name != "masked":
+                trace.update(zmin=0, zmax=1)
             fig.add_trace(trace, row=1, col=i + 1)
-        update_axes(fig, "y", row=1, col=i + 1, autorange="reversed", showticklabels=i == 0, tickfont={"size": 9})
-        update_axes(fig, "x", row=1, col=i + 1, tickfont={"size": 9}, tickangle=-90)
-    style(fig, theme, title=title or f"{head} before, at and after the phase change", height=460, above=1)
+        # category axes: labels such as "3" and "5" (digits of a date) are names, not coordinates
+        update_axes(fig, "y", row=1, col=i + 1, autorange="reversed", showticklabels=i == 0, tickfont={"size": 9},
+                    type="category")  # fmt: skip
+        update_axes(fig, "x", row=1, col=i + 1, tickfont={"size": 9}, tickangle=-90, type="category")
+    style(fig, theme, title=title or f"{head} before, at and after", height=460, above=1)
     return fig

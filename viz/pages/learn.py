@@ -30,9 +30,9 @@ st.caption(
 def suggest_model() -> None:
     """A new task brings the model it is usually taught with: masked words the post's encoder (sinusoidal
     positions, feed-forward), the token tasks an attention-only model with RoPE."""
-    mlm = st.session_state["learn_task"] == "mlm"
-    st.session_state["learn_positional"] = "sinusoidal" if mlm else "rope"
-    st.session_state["learn_ff"] = mlm
+    task = st.session_state["learn_task"]
+    st.session_state["learn_positional"] = "sinusoidal" if task in ("mlm", "dates") else "rope"
+    st.session_state["learn_ff"] = task == "mlm"
 
 
 with st.expander("Task and model", expanded=True):
@@ -205,15 +205,17 @@ def checkpoint_bytes() -> bytes:
     return checkpoint(run.model, tokenizer_of(spec), info)
 
 
-out.download_button(
-    "Model checkpoint (.safetensors)",
-    checkpoint_bytes,
-    f"watch-it-learn_{spec.key}.safetensors",
-    "application/octet-stream",
-    key="learn_ckpt",
-    icon=":material/download:",
-    on_click="ignore",
-)
+seq2seq = TASKS[spec.task].seq2seq
+if not seq2seq:  # a checkpoint holds one transformer; an encoder–decoder is two (the run file keeps both)
+    out.download_button(
+        "Model checkpoint (.safetensors)",
+        checkpoint_bytes,
+        f"watch-it-learn_{spec.key}.safetensors",
+        "application/octet-stream",
+        key="learn_ckpt",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 out.download_button(
     "Run with every snapshot",
     lambda: to_bytes(run),
@@ -236,5 +238,11 @@ def open_model() -> None:
     open_page("viz/pages/attention.py")
 
 
-out.button("Open this model on every page", key="learn_open", on_click=open_model, type="primary",
-           icon=":material/open_in_new:")  # fmt: skip
+if seq2seq:
+    st.caption(
+        "The other pages show one transformer's self-attention; an encoder–decoder's cross-attention is shown here "
+        "only (the run file keeps both stacks)."
+    )
+else:
+    out.button("Open this model on every page", key="learn_open", on_click=open_model, type="primary",
+               icon=":material/open_in_new:")  # fmt: skip

@@ -53,16 +53,26 @@ class Progress:
     def formed(self) -> dict[tuple[int, int], int]:
         return formed(self.steps, self.scores()) if self.snaps else {}
 
+    def _labels(self, ids) -> list[str]:
+        tok = tokenizer_of(self.run.spec)
+        return list(tok.labels([tok.id_to_token(int(i)) for i in ids]))
+
     @cached_property
     def tokens(self) -> list[str]:
-        tok = tokenizer_of(self.run.spec)
-        return list(tok.labels([tok.id_to_token(int(i)) for i in self.run.probe.ids[0]]))
+        """The query tokens of the drawn patterns: the probe sequence (the decoder's input for seq2seq)."""
+        return self._labels(self.run.probe.ids[0])
+
+    @cached_property
+    def keys(self) -> list[str] | None:
+        """The key tokens when they differ from the queries: the source a decoder's cross-attention reads."""
+        source = self.run.probe.source
+        return None if source is None else self._labels(source[0])
 
     @cached_property
     def masked(self) -> np.ndarray | None:
         """(N, N) cells the causal mask blocks (drawn grey), or None for an encoder."""
         n = int(self.run.probe.ids.size(1))
-        return np.triu(np.ones((n, n), dtype=bool), 1) if self.task.causal else None
+        return np.triu(np.ones((n, n), dtype=bool), 1) if self.task.causal and not self.task.seq2seq else None
 
     def best_head(self) -> tuple[int, int]:
         """The head with the highest task score at the last snapshot."""
@@ -73,12 +83,22 @@ class Progress:
         """The snapshot at or just before ``step``."""
         return int(max(0, np.searchsorted(self.steps, step, side="right") - 1))
 
-    def moments(self) -> tuple[int, int, int]:
-        """Snapshot indices before, at and after the phase change (or the first, middle and last snapshots)."""
+    def moment(self, head: tuple[int, int]) -> tuple[int | None, str]:
+        """The step to look around for ``head``: when it formed, else the phase change (None: neither), and what
+        that step is, in words."""
+        if head in self.formed:
+            return self.formed[head], f"the step it formed ({self.formed[head]:,})"
+        if self.phase is not None:
+            return self.phase.step, f"the phase change (step {self.phase.step:,})"
+        return None, "the run's middle (no phase change found)"
+
+    def moments(self, head: tuple[int, int] | None = None) -> tuple[int, int, int]:
+        """Snapshot indices before, at and after :meth:`moment` (or the first, middle and last snapshots)."""
         k = len(self.snaps) - 1
-        if self.phase is None:
+        step = self.moment(head)[0] if head is not None else (self.phase.step if self.phase else None)
+        if step is None:
             return 0, k // 2, k
-        at = self.index_of(self.phase.step)
+        at = self.index_of(step)
         width = max(1, k // 8)
         return max(0, at - width), at, min(k, at + width)
 
@@ -117,6 +137,9 @@ def summary(progress: Progress) -> str:
             f"No head has reached {_a(task.score_name)} score of 0.5 after {done}; the best is L{layer}H{head} at "
             f"{best:.2f}."
         )
+        shifted = shifted_induction(progress)
+        if shifted:
+            sentence += " " + shifted
     if phase is not None:
         sentence += (
             f" The loss's steepest fall is at step {phase.step:,} ({phase.before:.2f} → {phase.after:.2f} nats)."
@@ -130,7 +153,36 @@ def score_label(progress: Progress, score: str) -> str:
     """A score's name as the page says it ("induction score", "entropy (nats)")."""
     names = {"task": f"{progress.task.score_name} score", "previous": "previous-token score",
              "first": "weight on the first token", "entropy": "entropy (nats)"}  # fmt: skip
+    if progress.task.seq2seq:  # cross-attention: keys are the source's tokens
+        names.update(previous="weight on the same source position", first="weight on the source's first token")
     return names[score]
+
+
+def shifted_induction(progress: Progress) -> str:
+    """When no induction head formed: the head that attends a few tokens *after* the earlier occurrence (it
+    reads what layer 0 copied from as many tokens back), said from the last snapshot's first probe sequence; ""
+    when there is none (or the task is not induction)."""
+    if progress.run.spec.task != "induction" or not progress.snaps:
+        return ""
+    p = progress.snaps[-1].patterns.float().numpy()  # (L, H, N, N)
+    n = p.shape[-1]
+    period = (n - 1) // 2
+    queries = np.arange(period + 1, n - 1)
+    best = (0.0, 0, 0, 0)
+    for shift in range(2, 7):  # 1 is the induction head itself
+        keys = queries - period + shift
+        ok = keys < queries
+        weight = p[:, :, queries[ok], keys[ok]].mean(axis=-1)  # (L, H)
+        layer, head = np.unravel_index(int(np.argmax(weight)), weight.shape)
+        best = max(best, (float(weight[layer, head]), shift, int(layer), int(head)))
+    weight, shift, layer, head = best
+    if weight < 0.5:
+        return ""
+    return (
+        f"It found another circuit: L{layer}H{head} attends {shift} tokens after the earlier occurrence (mean weight "
+        f"{weight:.2f}), where earlier layers have copied the tokens {shift - 1} and {shift} back: a shifted "
+        "induction head, which the score does not count."
+    )
 
 
 def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=None, score: str = "task") -> View:
@@ -157,11 +209,13 @@ def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
     snap = progress.snaps[index]
     layer, head = chosen
     score = float(snap.scores["task"][layer, head])
-    title = f"L{layer}H{head} at step {snap.step:,}"
+    kind = " cross-attention" if progress.task.seq2seq else ""
+    title = f"L{layer}H{head}{kind} at step {snap.step:,}"
 
     def build(t: Theme):
         p = snap.patterns[layer, head].float().numpy()
-        return attention_heatmap(p, progress.tokens, title=title, theme=t, zmin=0, zmax=1, masked=progress.masked)
+        return attention_heatmap(p, progress.tokens, key_tokens=progress.keys, title=title, theme=t, zmin=0, zmax=1,
+                                 masked=progress.masked)  # fmt: skip
 
     caption = (
         f"Step {snap.step:,}: held-out loss {snap.loss:.2f}, accuracy {snap.accuracy:.0%}; L{layer}H{head}'s "
@@ -174,7 +228,7 @@ def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
 def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
     """Every head's pattern at snapshot ``index`` as small multiples (click one to choose it)."""
     snap = progress.snaps[index]
-    title = f"Every head at step {snap.step:,}"
+    title = f"Every {'cross-attention ' if progress.task.seq2seq else ''}head at step {snap.step:,}"
 
     def build(t: Theme):
         return model_overview(snap.patterns.float().numpy(), title=title, theme=t, selected=chosen)
@@ -190,19 +244,21 @@ def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
 
 
 def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> View:
-    """The chosen head before, at and after the phase change."""
-    idx = progress.moments()
+    """The chosen head before, at and after it formed (else the phase change)."""
+    idx = progress.moments(chosen)
     layer, head = chosen
     shots = [progress.snaps[i] for i in idx]
     label = f"L{layer}H{head}"
+    where = progress.moment(chosen)[1]
+    title = f"{label} before, at and after {where.split(' (')[0]}"
 
     def build(t: Theme):
         patterns = np.stack([s.patterns[layer, head].float().numpy() for s in shots])
         steps = [s.step for s in shots]
-        return before_after(patterns, progress.tokens, steps, head=label, theme=t, masked=progress.masked)
+        return before_after(patterns, progress.tokens, steps, head=label, theme=t, masked=progress.masked,
+                            key_tokens=progress.keys, title=title)  # fmt: skip
 
     scores = [float(s.scores["task"][layer, head]) for s in shots]
-    where = "the phase change" if progress.phase is not None else "the run's middle (no phase change found)"
     caption = (
         f"{label} around {where}: its {progress.task.score_name} score "
         + " → ".join(f"{v:.2f} (step {s.step:,})" for v, s in zip(scores, shots, strict=True))
@@ -211,5 +267,4 @@ def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> Vie
         + "."
     )
     name = _name(progress, "before-after", head=label)
-    title = f"{label} before, at and after the phase change"
     return View("learn.moments", build(theme), title, name, caption=caption, restyle=build, theme=theme)

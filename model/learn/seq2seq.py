@@ -1,0 +1,49 @@
+"""The post's other half: an encoder–decoder (Vaswani et al., 2017). The encoder is the post's encoder; the
+decoder is the same transformer with causal self-attention and a cross-attention sublayer in every block that reads
+the encoder's output (``TransformerConfig.cross_attention``), then a next-token head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from model.config import TransformerConfig
+from model.transformer import Transformer
+
+
+def decoder_config(cfg: TransformerConfig) -> TransformerConfig:
+    """The decoder of an encoder with config ``cfg``: causal, cross-attention in every block, a next-token head."""
+    return cfg.replace(causal=True, cross_attention=True, lm_head=True, mlm_head=False)
+
+
+class EncoderDecoder(nn.Module):
+    """source ids (B, S) and target ids (B, T) -> the decoder's hidden states (B, T, d_model)."""
+
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg  # the encoder's; the decoder's is decoder_config(cfg)
+        self.encoder = Transformer(cfg.replace(causal=False, lm_head=False, mlm_head=False))
+        self.decoder = Transformer(decoder_config(cfg))
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        memory = self.encoder(source)  # (B, S, d_model)
+        return self.decoder(target, memory=memory)  # (B, T, d_model)
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """hidden (B, T, d_model) -> next-token logits (B, T, V) through the decoder's tied embeddings."""
+        return self.decoder.lm_logits(hidden)
+
+    @torch.no_grad()
+    def cross_patterns(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Every decoder layer's cross-attention weights: (B, L, H, T, S). Hooks exist only during this call."""
+        found: dict[int, torch.Tensor] = {}
+        handles = []
+        try:
+            for i, block in enumerate(self.decoder.blocks):
+                point = block.cross.hook_pattern
+                handles.append(point.register_forward_hook(lambda _m, _a, out, i=i: found.__setitem__(i, out)))
+            self(source, target)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return torch.stack([found[i] for i in range(len(self.decoder.blocks))], dim=1)  # (B, L, H, T, S)
