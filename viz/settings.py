@@ -34,6 +34,7 @@ YOUR_TEXT = "Your text"  # what the example picker shows once the text is not on
 DEFAULT_TEXT = EXAMPLES["The cat sat on the mat."]
 LEARN_TASKS = ("induction", "previous", "sort", "reverse", "dates", "mlm")  # model.learn.tasks.TASKS
 LEARN_POSITIONS = ("rope", "learned", "sinusoidal", "none")
+LEARN_SCORES = ("task", "previous", "first", "entropy", "mean_distance", "self", "next", "max_weight")
 ATTENTION_MODES = ("softmax weights", "raw scaled scores (QKᵀ/√d_k)")
 COMPARE_MODES = ("two heads", "two texts", "two models")
 COMPARE_MODELS = ("random", "bundled", "minilm")
@@ -207,7 +208,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("learn_lr", 0.003, float, (0.0003, 0.001, 0.003, 0.01), page="learn", url=True),
     Setting("learn_seed", 0, int, page="learn", url=True),
     Setting("learn_ff", False, bool, page="learn", url=True),
-    Setting("learn_score", "task", str, ("task", "previous", "first", "entropy"), page="learn", url=True),
+    Setting("learn_score", "task", str, LEARN_SCORES, page="learn", url=True),
     Setting("learn_step", -1, int, fits="unset", page="learn", url=True),  # -1: the last snapshot
     Setting("learn_layer", -1, int, fits="unset", page="learn", url=True),  # -1: the head with the best score
     Setting("learn_head", -1, int, fits="unset", page="learn", url=True),

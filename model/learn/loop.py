@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.nn.functional as F
 
+from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.config import TransformerConfig
 from model.learn.seq2seq import EncoderDecoder
@@ -28,6 +29,7 @@ from model.transformer import Transformer
 
 PROBE_SEED = 1_000_003  # the probe batch's own seed: held out from every training batch
 PROBE_SIZE = 32  # sequences; a snapshot then costs about 1.5 % of training time
+APP_METRICS = ("mean_distance", "self", "next", "max_weight")  # Head metrics' own, beside the scores above
 SNAPSHOT_BUDGET = 64 * 2**20  # bytes of snapshots a run keeps; beyond it every other old snapshot is dropped
 
 
@@ -172,6 +174,10 @@ def snapshot(model: Transformer, probe: Batch, step: int, causal: bool) -> Snaps
             "first": head_scores(pattern, first),
             "entropy": -plogp.sum(-1).mean(dim=(0, 3)),  # (L, H) nats, mean over queries
         }
+        shown = pattern[0].numpy()  # (L, H, N, M): the probe sequence the page draws, measured as Head metrics does
+        special = probe.special[0].numpy() if probe.special is not None and probe.source is None else None
+        kept = head_metrics(shown, special=special)
+        scores.update({k: torch.from_numpy(kept[k]) for k in APP_METRICS})
         return Snapshot(step, loss, accuracy, scores, pattern[0].to(torch.float16))
     finally:
         model.train(was)

@@ -96,6 +96,10 @@ def to_bytes(run: Run) -> bytes:
         "probe.labels": run.probe.labels.contiguous(),
         "probe.target": run.probe.target.contiguous(),
     }
+    for name in ("source", "special"):  # an encoder–decoder's source; the special tokens
+        value = getattr(run.probe, name)
+        if value is not None:
+            tensors[f"probe.{name}"] = value.contiguous()
     for name in snaps[0].scores:
         tensors[f"scores.{name}"] = torch.stack([s.scores[name] for s in snaps]).float()  # (K, L, H)
     for name, value in run.model.state_dict().items():
@@ -126,7 +130,8 @@ def from_bytes(data: bytes) -> Run:
     weights = {k.removeprefix("weights."): v for k, v in tensors.items() if k.startswith("weights.")}
     model.load_state_dict(weights)
     model.eval()
-    probe = Batch(tensors["probe.ids"], tensors["probe.labels"], tensors["probe.target"])
+    probe = Batch(tensors["probe.ids"], tensors["probe.labels"], tensors["probe.target"], tensors.get("probe.source"),
+                  tensors.get("probe.special"))  # fmt: skip
     run = Run(spec, model, probe, losses=tensors["losses"].tolist())
     names = [k.removeprefix("scores.") for k in tensors if k.startswith("scores.")]
     for i, step in enumerate(tensors["steps"].tolist()):

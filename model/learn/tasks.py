@@ -9,7 +9,7 @@ masked-word task reads the bundled corpus through the bundled tokenizer with the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import torch
@@ -46,6 +46,7 @@ class Batch:
     labels: torch.Tensor
     target: torch.Tensor
     source: torch.Tensor | None = None  # (B, S): what the encoder reads (seq2seq tasks), else None
+    special: torch.Tensor | None = None  # (B, N) bool: special tokens ([BOS], [CLS], [SEP], the bar), not queries
 
 
 TASKS = {
@@ -206,8 +207,16 @@ def dates(gen: torch.Generator, b: int) -> Batch:
 
 
 def batch(task: str, gen: torch.Generator, b: int, step: int = 0, probe: bool = False) -> Batch:
-    """One batch of ``task``. Induction varies its period with ``step`` (8 … 24, the same for a whole batch);
-    the probe batch uses the period 16."""
+    """One batch of ``task`` with its special tokens marked. Induction varies its period (8 … 24, the same for a
+    whole batch); the probe batch uses the period 16."""
+    data = _batch(task, gen, b, probe)
+    if task == "mlm":
+        specials = torch.tensor(sorted(_corpus_stream()[1].special_ids()))
+        return replace(data, special=torch.isin(data.ids, specials))
+    return replace(data, special=data.ids < FIRST)
+
+
+def _batch(task: str, gen: torch.Generator, b: int, probe: bool) -> Batch:
     if task == "induction":
         period = 16 if probe else 8 + int(torch.randint(0, 17, (1,), generator=gen))
         return induction(gen, b, period)

@@ -267,7 +267,8 @@ def test_an_encoder_decoder_learns_to_align_dates_and_reads_back():
     assert torch.allclose(rows, torch.ones_like(rows), atol=2e-3)
     back = from_bytes(run_bytes(run))
     probe = run.probe
-    assert torch.allclose(back.model(probe.source, probe.ids), run.model(probe.source, probe.ids))
+    assert torch.equal(back.probe.source, probe.source) and torch.equal(back.probe.special, probe.special)
+    assert torch.allclose(back.model(back.probe.source, probe.ids), run.model(probe.source, probe.ids))
     with pytest.raises(ValueError, match="encoder–decoder"):
         from model.learn.store import loaded_model
 

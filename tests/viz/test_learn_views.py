@@ -104,3 +104,16 @@ def test_a_shifted_induction_head_is_named_when_no_head_formed():
     assert "It found another circuit" in summary(Progress(run))
     sort = train(TrainSpec(task="sort", n_layers=1, n_heads=1, d_model=16, steps=10, snapshot_every=10, batch=4))
     assert shifted_induction(Progress(sort)) == ""
+
+
+def test_the_pages_choices_are_the_models():
+    from model.learn.tasks import TASKS
+    from viz.settings import LEARN_SCORES, LEARN_TASKS
+    from viz.views.learn import SCORES
+
+    assert LEARN_SCORES == SCORES and sorted(LEARN_TASKS) == sorted(TASKS)
+    run = train(TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=10, snapshot_every=10, batch=4))
+    assert set(run.snapshots[-1].scores) == set(SCORES)
+    progress = Progress(run)
+    fig = curves(progress, Theme(), score="mean_distance").figure
+    assert np.allclose(fig.data[3].y, [s.scores["mean_distance"][0, 0] for s in run.snapshots])

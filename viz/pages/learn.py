@@ -125,9 +125,7 @@ def scrub(progress: Progress, page_head: tuple[int, int] | None = None) -> None:
     step = st.select_slider("Step", steps, key="learn_step", format_func=lambda s: f"{s:,}")
     index = progress.index_of(step)
     chosen = chosen_head(progress)
-    score = st.radio(
-        "Score drawn", SCORES, key="learn_score", horizontal=True, format_func=lambda s: score_label(progress, s)
-    )
+    score = st.selectbox("Score drawn", SCORES, key="learn_score", format_func=lambda s: score_label(progress, s))
     show_view(view("curves", progress, now=step, chosen=chosen, score=score), "learn_curves_fig")
     left, right = st.columns([1, 1])
     with left:

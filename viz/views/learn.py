@@ -20,7 +20,9 @@ from viz.figures.learn import before_after, learning_curves
 from viz.figures.overview import model_overview
 from viz.views.base import View
 
-SCORES = ("task", "previous", "first", "entropy")  # what model.learn.loop.snapshot measures per head
+#: what model.learn.loop.snapshot measures per head: the task's score, then Head metrics' own (UNBOUNDED: not in 0…1)
+SCORES = ("task", "previous", "first", "entropy", "mean_distance", "self", "next", "max_weight")
+UNBOUNDED = ("entropy", "mean_distance")
 
 
 @dataclass
@@ -39,7 +41,9 @@ class Progress:
         self.accuracy = np.array([s.accuracy for s in snaps])  # (K,)
 
     def scores(self, name: str = "task") -> np.ndarray:
-        return np.stack([s.scores[name].numpy() for s in self.snaps]).astype(np.float64)  # (K, L, H)
+        """(K, L, H): a score of every head at every snapshot (NaN where a run stored before it was measured)."""
+        shape = self.snaps[0].scores["task"].shape
+        return np.stack([s.scores[name].numpy() if name in s.scores else np.full(shape, np.nan) for s in self.snaps])
 
     @cached_property
     def task(self):
@@ -152,7 +156,9 @@ def summary(progress: Progress) -> str:
 def score_label(progress: Progress, score: str) -> str:
     """A score's name as the page says it ("induction score", "entropy (nats)")."""
     names = {"task": f"{progress.task.score_name} score", "previous": "previous-token score",
-             "first": "weight on the first token", "entropy": "entropy (nats)"}  # fmt: skip
+             "first": "weight on the first token", "entropy": "entropy (nats)",
+             "mean_distance": "mean distance (tokens)", "self": "weight on itself", "next": "weight on the next token",
+             "max_weight": "largest weight"}  # fmt: skip
     if progress.task.seq2seq:  # cross-attention: keys are the source's tokens
         names.update(previous="weight on the same source position", first="weight on the source's first token")
     return names[score]
@@ -195,7 +201,7 @@ def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=N
             progress.losses, progress.steps, progress.probe_loss, progress.scores(score),
             smoothed=smooth(progress.losses, window) if progress.losses.size else None,
             score_name=score_label(progress, score), phase=phase, now=now, chosen=chosen,
-            threshold=None if score == "entropy" else 0.5,
+            threshold=None if score in UNBOUNDED else 0.5,
             title="Loss and each head's score as it trains", theme=t,
         )  # fmt: skip
 
