@@ -71,6 +71,8 @@ def test_every_page_renders_in_chromium(server, browser):
             assert page.get_by_text("Put [MASK] where the answer goes").first.is_visible()
         elif path == "corpus":  # nothing to draw until a corpus is run (tests/e2e/test_beyond.py runs one)
             assert page.get_by_role("button", name="Run the corpus").is_visible()
+        elif path == "learn":  # nothing to draw until a run is trained (tests/e2e/test_learn.py trains one)
+            assert page.get_by_role("button", name="Train").is_visible()
         elif path == "head-view":  # drawn by a component on a canvas
             page.wait_for_selector("canvas.al-hv-canvas", timeout=30_000)
             assert int(page.locator(".al-hv").get_attribute("data-strong")) > 0

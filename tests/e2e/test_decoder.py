@@ -39,7 +39,7 @@ def test_smollm2_every_page_and_the_decoder_lessons(server, page):
             assert "cat\n#1 · id 2644 · chars 3–7" in page.locator(".al-chips").inner_text()
         elif path == "head-view":
             page.wait_for_selector("canvas.al-hv-canvas", timeout=30_000)
-        elif path not in ("lessons", "corpus"):  # the corpus page draws once a corpus is run
+        elif path not in ("lessons", "corpus", "learn"):  # corpus: once a corpus is run; learn: once a model trains
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
         if path == "next-token":  # predictions; the generation map once Generate is pressed
             assert page.locator(".js-plotly-plot").count() == 1
