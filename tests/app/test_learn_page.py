@@ -43,6 +43,7 @@ def wait_for(job, timeout: float = 120.0) -> None:
     assert job.finished
 
 
+@pytest.mark.slow  # a background run polled until done
 def test_train_in_the_background_then_see_what_formed(runs):
     at = small_page()
     train_button = at.button(key="learn_train")

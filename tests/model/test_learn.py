@@ -254,6 +254,7 @@ def test_the_date_task_aligns_each_copied_digit_with_its_source_character():
     assert len(text) == 10 and text[4] == text[7] == "-"
 
 
+@pytest.mark.slow  # 300 steps of training
 def test_an_encoder_decoder_learns_to_align_dates_and_reads_back():
     from model.learn.seq2seq import EncoderDecoder
 
