@@ -119,3 +119,17 @@ def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
     assert titles[1].startswith("Every cross-attention head") and " cross-attention at step " in titles[2]
     assert "learn_open" not in {b.key for b in at.button}  # the other pages show one stack's self-attention
     assert "alignment" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_learning_figure_goes_to_the_deck_with_its_run_as_source(runs):
+    run = train(spec_of_small())
+    write(run, runs)
+    at = small_page()
+    at.button(key="learn_curves_fig__deck").click().run()
+    assert not at.exception, at.exception
+    (item,) = at.session_state["deck"]
+    assert item["title"] == "Loss and each head's score as it trains"
+    assert item["provenance"]["model"].startswith("trained on Watch it learn: induction, 1 layer × 2 heads")
+    assert item["provenance"]["selection"]["run"] == run.spec.key and item["provenance"]["text"] == ""
+    at.switch_page("viz/pages/deck.py").run()
+    assert not at.exception, at.exception

@@ -25,6 +25,8 @@ def deck() -> list[dict]:
 def view_provenance(view: View) -> dict:
     """The provenance of a view drawn on this page: the model, the text, the options that change the numbers."""
     ctx = st.session_state.get("_ctx")
+    if view.key.startswith("learn."):  # a training run's figure: the run is its source, not the sidebar's model
+        return provenance(view, model=view.selection.get("model", ""), text="")
     if ctx is None:
         return provenance(view, model="", text="")
     options = {

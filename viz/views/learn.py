@@ -12,7 +12,7 @@ import numpy as np
 
 from model.learn.loop import Run
 from model.learn.phase import PhaseChange, formed, loss_at, phase_change, smooth
-from model.learn.store import tokenizer_of
+from model.learn.store import describe, tokenizer_of
 from model.learn.tasks import TASKS
 from viz.figures.common import Theme, safe_filename
 from viz.figures.heatmaps import attention_heatmap
@@ -111,6 +111,12 @@ def _a(word: str) -> str:
     return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
+def _selection(progress: Progress) -> dict:
+    """What a learn view's provenance says it comes from: the run and its model, not the sidebar's."""
+    spec = progress.run.spec
+    return {"run": spec.key, "model": f"trained on Watch it learn: {describe(spec)}", "step": int(progress.steps[-1])}
+
+
 def _name(progress: Progress, key: str, **parts) -> str:
     bits = [f"{k}-{v}" for k, v in parts.items()]
     return safe_filename("watch-it-learn", progress.run.spec.task, progress.run.spec.key, key, *bits)
@@ -207,7 +213,16 @@ def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=N
 
     title = "Loss and each head's score as it trains"
     name = _name(progress, "curves", score=score, step=progress.losses.size)
-    return View("learn.curves", build(theme), title, name, caption=summary(progress), restyle=build, theme=theme)
+    return View(
+        "learn.curves",
+        build(theme),
+        title,
+        name,
+        caption=summary(progress),
+        restyle=build,
+        theme=theme,
+        selection=_selection(progress),
+    )
 
 
 def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
@@ -228,7 +243,16 @@ def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
         f"{progress.task.score_name} score {score:.2f}."
     )
     name = _name(progress, "head", head=f"L{layer}H{head}", step=snap.step)
-    return View("learn.frame", build(theme), title, name, caption=caption, restyle=build, theme=theme)
+    return View(
+        "learn.frame",
+        build(theme),
+        title,
+        name,
+        caption=caption,
+        restyle=build,
+        theme=theme,
+        selection=_selection(progress),
+    )
 
 
 def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
@@ -246,7 +270,16 @@ def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
         f"({scores[layer, head]:.2f}); each thumbnail on its own colour scale."
     )
     name = _name(progress, "heads", step=snap.step)
-    return View("learn.heads", build(theme), title, name, caption=caption, restyle=build, theme=theme)
+    return View(
+        "learn.heads",
+        build(theme),
+        title,
+        name,
+        caption=caption,
+        restyle=build,
+        theme=theme,
+        selection=_selection(progress),
+    )
 
 
 def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> View:
@@ -273,4 +306,13 @@ def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> Vie
         + "."
     )
     name = _name(progress, "before-after", head=label)
-    return View("learn.moments", build(theme), title, name, caption=caption, restyle=build, theme=theme)
+    return View(
+        "learn.moments",
+        build(theme),
+        title,
+        name,
+        caption=caption,
+        restyle=build,
+        theme=theme,
+        selection=_selection(progress),
+    )
