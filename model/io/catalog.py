@@ -185,10 +185,10 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
         if spec.base is None:
             raise CheckpointError("a re-initialised model needs a base model")
         return reinit_of(load(spec.base, uploads), spec.seed)
-    if spec.kind == "trained":
-        from model.learn.store import loaded_model, read
+    if spec.kind == "trained":  # path: the run's key; none: the newest finished run (the CLI's --model trained)
+        from model.learn.store import loaded_model, read, stored_runs
 
-        run = read(None, spec.path)
+        run = read(None, spec.path or next(iter(stored_runs()), ""))
         if run is None:
             raise CheckpointError(f"no finished run {spec.path!r} on this server: train it on “Watch it learn”")
         return loaded_model(run)
