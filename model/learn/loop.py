@@ -67,9 +67,9 @@ class TrainSpec:
         if task.causal:
             vocab, extra = len(vocabulary()), {"causal": True, "lm_head": True, "scale_embeddings": False}
         else:
-            from model.learn.tasks import _corpus_stream
+            from model.learn.tasks import corpus_stream
 
-            vocab, extra = _corpus_stream()[1].vocab_size, {"mlm_head": True}
+            vocab, extra = corpus_stream()[1].vocab_size, {"mlm_head": True}
         return TransformerConfig(
             vocab_size=vocab, d_model=self.d_model, n_heads=self.n_heads, n_layers=self.n_layers,
             d_ff=4 * self.d_model, max_seq_len=max(task.seq_len, 64), dropout=0.0, norm=self.norm,
@@ -136,10 +136,14 @@ class Run:
 def losses_of(model: Transformer, data: Batch, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the scored positions, and the (N_scored,) correctness of the argmax there."""
     hidden = model(data.ids) if data.source is None else model(data.source, data.ids)  # (B, N, d_model)
+    return scored_loss(model, hidden, data.labels, causal)
+
+
+def scored_loss(model, hidden: torch.Tensor, labels: torch.Tensor, causal: bool):
+    """hidden (B, N, d_model), labels (B, N) -> the mean cross-entropy over scored positions and their correctness."""
     logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
-    scored = data.labels != -100  # (B, N)
-    loss = F.cross_entropy(logits[scored], data.labels[scored])
-    return loss, (logits[scored].argmax(-1) == data.labels[scored])
+    scored = labels != -100  # (B, N)
+    return F.cross_entropy(logits[scored], labels[scored]), logits[scored].argmax(-1) == labels[scored]
 
 
 @torch.no_grad()
@@ -156,10 +160,7 @@ def snapshot(model: Transformer, probe: Batch, step: int, causal: bool) -> Snaps
             hidden, cache = run_with_cache(model, probe.ids, kinds=("pattern",))
             pattern = torch.stack([cache[f"blocks.{i}.attn.hook_pattern"] for i in range(model.cfg.n_layers)], 1)
             # pattern: (B, L, H, N, N)
-            logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
-            scored = probe.labels != -100
-            loss = F.cross_entropy(logits[scored], probe.labels[scored])
-            right = logits[scored].argmax(-1) == probe.labels[scored]
+            loss, right = scored_loss(model, hidden, probe.labels, causal)
         loss, accuracy = float(loss), float(right.float().mean())
         n = pattern.size(-2)
         prev = torch.full_like(probe.target, -1)  # self-attention: the previous token; cross: the same position

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from safetensors.torch import load, save
+from safetensors.torch import save
 
 from model.learn.loop import Run, Snapshot, TrainSpec, build
 from model.learn.tasks import Batch
@@ -27,9 +27,9 @@ def runs_root() -> Path:
 
 def tokenizer_of(spec: TrainSpec):
     """The tokenizer a run's model reads text with: the letters' (word level) or the bundled one (masked words)."""
-    from model.learn.tasks import TASKS, _corpus_stream, letter_tokenizer
+    from model.learn.tasks import TASKS, corpus_stream, letter_tokenizer
 
-    return letter_tokenizer() if TASKS[spec.task].causal else _corpus_stream()[1]
+    return letter_tokenizer() if TASKS[spec.task].causal else corpus_stream()[1]
 
 
 def _n(count: int, word: str) -> str:
@@ -115,16 +115,11 @@ def to_bytes(run: Run) -> bytes:
 
 def from_bytes(data: bytes) -> Run:
     """A run read back from :func:`to_bytes` (the model rebuilt from its spec, the weights loaded)."""
-    from safetensors import safe_open
+    from model.io.state import read_safetensors
 
-    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:  # safe_open reads metadata from a path
-        f.write(data)
-        f.flush()
-        with safe_open(f.name, "pt") as handle:
-            meta = handle.metadata() or {}
+    tensors, meta = read_safetensors(data)  # validated before any tensor is made
     if meta.get("format") != FORMAT:
         raise ValueError("not an Attention Lab training run (its metadata names no run format)")
-    tensors = load(data)
     spec = TrainSpec(**json.loads(meta["spec"]))
     model, _ = build(spec)
     weights = {k.removeprefix("weights."): v for k, v in tensors.items() if k.startswith("weights.")}

@@ -157,7 +157,7 @@ def ordered(gen: torch.Generator, b: int, k: int, how: str) -> Batch:
 
 
 @cache
-def _corpus_stream() -> tuple[torch.Tensor, object]:
+def corpus_stream() -> tuple[torch.Tensor, object]:
     """The bundled held-out documents as one id stream, and the bundled tokenizer (read once per process)."""
     from model.io.tokenizer import BUNDLED_TOKENIZER, Tokenizer
     from model.train.corpus import held_out_records
@@ -172,7 +172,7 @@ def masked(gen: torch.Generator, b: int, n: int, start: int = 0) -> Batch:
     the split point for the probe), 15 % of the words masked as BERT does; target: the previous token."""
     from model.train.masking import mask_tokens, windows
 
-    stream, tok = _corpus_stream()
+    stream, tok = corpus_stream()
     split = int(len(stream) * 0.9)
     lo, hi = (0, split - n) if start == 0 else (split, len(stream) - n)
     starts = torch.randint(lo, hi, (b,), generator=gen)
@@ -211,7 +211,7 @@ def batch(task: str, gen: torch.Generator, b: int, step: int = 0, probe: bool = 
     whole batch); the probe batch uses the period 16."""
     data = _batch(task, gen, b, probe)
     if task == "mlm":
-        specials = torch.tensor(sorted(_corpus_stream()[1].special_ids()))
+        specials = torch.tensor(sorted(corpus_stream()[1].special_ids()))
         return replace(data, special=torch.isin(data.ids, specials))
     return replace(data, special=data.ids < FIRST)
 

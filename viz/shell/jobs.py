@@ -2,9 +2,9 @@
 progress, a cancel switch and a queue per kind of job, so that a long run never holds a page's request and a
 classroom's users share one run instead of starting thirty.
 
-A job of a kind waits for a free place (``ATTENTION_LAB_<KIND>_JOBS``, default 1 for long texts) and says how many
-runs are ahead of it; other users' pages are served meanwhile (captures on a shared model run side by side:
-model/capture.py). Corpus profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles).
+A job of a kind waits for a free place (``ATTENTION_LAB_<KIND>_JOBS``, default 1 for long texts and training
+runs) and says how many runs are ahead of it; other users' pages are served meanwhile (captures on a shared model
+run side by side: model/capture.py). Corpus profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from model.profile.store import profile_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 #: runs of each kind at once, unless ATTENTION_LAB_<KIND>_JOBS says otherwise (0 or missing kind: no limit)
-PLACES = {"corpus": 0, "long": 1}
+PLACES = {"corpus": 0, "long": 1, "train": 1}
 
 
 @dataclass

@@ -14,7 +14,6 @@ from model.learn.store import read, runs_root, write
 from viz.shell import jobs
 from viz.shell.cache import shared
 
-jobs.PLACES.setdefault("train", 1)
 #: after each step a run sleeps this fraction of the step's time, so the pages of everyone on the server stay quick
 #: while it trains (ATTENTION_LAB_TRAIN_REST; 0: train flat out)
 REST = float(os.environ.get("ATTENTION_LAB_TRAIN_REST", "0.5") or 0)

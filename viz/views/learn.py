@@ -117,6 +117,13 @@ def _selection(progress: Progress) -> dict:
     return {"run": spec.key, "model": f"trained on Watch it learn: {describe(spec)}", "step": int(progress.steps[-1])}
 
 
+def _view(key: str, progress: Progress, theme: Theme, build, title: str, name: str, caption: str) -> View:
+    """A learn view as every view is: drawn in ``theme``, rebuilt by ``build`` in another (slides), its run and
+    model as its provenance."""
+    return View(key, build(theme), title, name, caption=caption, restyle=build, theme=theme,
+                selection=_selection(progress))  # fmt: skip
+
+
 def _name(progress: Progress, key: str, **parts) -> str:
     bits = [f"{k}-{v}" for k, v in parts.items()]
     return safe_filename("watch-it-learn", progress.run.spec.task, progress.run.spec.key, key, *bits)
@@ -213,16 +220,7 @@ def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=N
 
     title = "Loss and each head's score as it trains"
     name = _name(progress, "curves", score=score, step=progress.losses.size)
-    return View(
-        "learn.curves",
-        build(theme),
-        title,
-        name,
-        caption=summary(progress),
-        restyle=build,
-        theme=theme,
-        selection=_selection(progress),
-    )
+    return _view("learn.curves", progress, theme, build, title, name, summary(progress))
 
 
 def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
@@ -243,16 +241,7 @@ def frame(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
         f"{progress.task.score_name} score {score:.2f}."
     )
     name = _name(progress, "head", head=f"L{layer}H{head}", step=snap.step)
-    return View(
-        "learn.frame",
-        build(theme),
-        title,
-        name,
-        caption=caption,
-        restyle=build,
-        theme=theme,
-        selection=_selection(progress),
-    )
+    return _view("learn.frame", progress, theme, build, title, name, caption)
 
 
 def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, int]) -> View:
@@ -270,16 +259,7 @@ def heads(progress: Progress, theme: Theme, *, index: int, chosen: tuple[int, in
         f"({scores[layer, head]:.2f}); each thumbnail on its own colour scale."
     )
     name = _name(progress, "heads", step=snap.step)
-    return View(
-        "learn.heads",
-        build(theme),
-        title,
-        name,
-        caption=caption,
-        restyle=build,
-        theme=theme,
-        selection=_selection(progress),
-    )
+    return _view("learn.heads", progress, theme, build, title, name, caption)
 
 
 def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> View:
@@ -306,13 +286,4 @@ def moments(progress: Progress, theme: Theme, *, chosen: tuple[int, int]) -> Vie
         + "."
     )
     name = _name(progress, "before-after", head=label)
-    return View(
-        "learn.moments",
-        build(theme),
-        title,
-        name,
-        caption=caption,
-        restyle=build,
-        theme=theme,
-        selection=_selection(progress),
-    )
+    return _view("learn.moments", progress, theme, build, title, name, caption)
