@@ -77,6 +77,7 @@ class Observation:
     windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _finite: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -91,8 +92,14 @@ class Observation:
         """Head metrics {name: (L, H)}, computed on first use (0.2 s for SmolLM2's 270 heads at 512 tokens: a
         text change on the attention map does not pay for the metrics page)."""
         if self._metrics is None:
-            self._metrics = head_metrics(self.patterns, special=self.special)
+            self._metrics = head_metrics(self.patterns, special=self.special, rows_out=self._rows)
         return self._metrics
+
+    @property
+    def row_stats(self) -> dict[str, np.ndarray]:
+        """Per query row {"entropy", "visible"}: (L, H, N) each, kept from the metrics' pass over every cell."""
+        self.metrics  # noqa: B018 - computes them on first use
+        return self._rows
 
     def kv_head(self, head: int) -> int:
         """The key/value head query head ``head`` reads."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
 from model.analysis.metrics import head_metrics
@@ -79,25 +80,24 @@ class HeadKinds:
         return SENTENCES[kind].format(s=s, target=self.sink_target[layer, head], pair=f"links {self.pair}")
 
 
-def normalised_entropy(patterns: np.ndarray) -> np.ndarray:
+def normalised_entropy(patterns: np.ndarray, rows: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """(L, H): each row's entropy over log(the keys it may see), averaged over rows that see two keys or more
     (a weight of exactly 0 is a masked key: softmax never underflows to 0 on a visible one at these sizes).
-    One layer at a time, in float32: SmolLM2's patterns at 512 tokens are 283 MB."""
+    ``rows``: the per-row "entropy" and "visible" counts of these patterns (head_metrics' ``rows_out``) when
+    already computed: no pass over the cells then. Else one layer at a time, in torch."""
     p = np.asarray(patterns)
-    L, H = p.shape[:2]
-    visible = np.zeros(p.shape[-2], dtype=np.int64)
-    for layer in range(L):
-        visible = np.maximum(visible, (p[layer] > 0).sum(-1).max(0))  # (N,)
-    rows = visible > 1
-    if not rows.any():
+    L, H, n = p.shape[0], p.shape[1], p.shape[-2]
+    if rows is None:
+        rows = {"entropy": np.zeros((L, H, n), dtype=np.float32), "visible": np.zeros((L, H, n), dtype=np.float32)}
+        for layer in range(L):
+            q = torch.from_numpy(np.array(p[layer], dtype=np.float32))  # (H, N, N), a writable copy
+            rows["entropy"][layer] = torch.special.entr(q).sum(-1).numpy()  # −Σ q log q, 0 at q = 0
+            rows["visible"][layer] = (q > 0).sum(-1).numpy()
+    visible = rows["visible"].reshape(-1, n).max(0)  # (N,): the keys a row may see, over every head
+    seen = visible > 1
+    if not seen.any():
         return np.zeros((L, H))
-    out = np.zeros((L, H))
-    scale = np.log(visible[rows]).astype(np.float32)
-    for layer in range(L):
-        q = p[layer][:, rows].astype(np.float32, copy=False)  # (H, R, N)
-        ent = -(q * np.log(np.maximum(q, 1e-30))).sum(-1)  # (H, R)
-        out[layer] = (ent / scale).mean(-1)
-    return out
+    return (rows["entropy"][..., seen] / np.log(visible[seen])).mean(-1).astype(np.float64)
 
 
 def relation_score(patterns: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -109,16 +109,25 @@ def relation_score(patterns: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def head_kinds(
-    patterns: np.ndarray, tokens: list[str], special, words=None, causal: bool = False, pair=None, metrics=None
+    patterns: np.ndarray,
+    tokens: list[str],
+    special,
+    words=None,
+    causal: bool = False,
+    pair=None,
+    metrics=None,
+    rows=None,
 ) -> HeadKinds:
     """Sort every head of patterns (L, H, N, N) into a kind for this text; ``words``: each token's word id
     (model.analysis.find.word_ids), needed for "same word"; ``pair``: (query, key) positions of a link to look
     for (a pronoun and its antecedent), scored as Find heads scores picked tokens — a head that gives the key as
     much from every other token (a column pattern) does not count. ``metrics``: head_metrics of these patterns
-    when already computed (an Observation keeps them)."""
+    when already computed (an Observation keeps them), ``rows`` their per-row statistics."""
     p = np.asarray(patterns, dtype=np.float32)
     special = np.asarray(special, dtype=bool)
-    metrics = head_metrics(p, special=special) if metrics is None else metrics
+    if metrics is None:
+        rows = {}
+        metrics = head_metrics(p, special=special, rows_out=rows)
     scores = {"previous token": metrics["previous"], "next token": metrics["next"], "self": metrics["self"]}
     shares = sink_shares(p, tokens, special, causal)
     targets = ["[CLS]", "[SEP]"] + (["position 0"] if causal else [])
@@ -138,7 +147,7 @@ def head_kinds(
     if pair is not None and all(0 <= i < n for i in pair) and pair[0] != pair[1]:
         scores["your pair"] = linked(find_heads(p, token_pairs(n, [pair[0]], [pair[1]]), special))
         label = pair_label(tokens, pair)
-    scores["broad"] = normalised_entropy(p).astype(np.float32)
+    scores["broad"] = normalised_entropy(p, rows).astype(np.float32)
     return classify(scores, sink_target, label, np.isfinite(metrics["entropy"]))
 
 
@@ -193,4 +202,4 @@ def streamed_kinds(stats: dict[str, np.ndarray], causal: bool, link=None, pair: 
 def observed_kinds(obs, pair=None) -> HeadKinds:
     """:func:`head_kinds` of an observation (:class:`model.observe.Observation`): its patterns, tokens, word ids."""
     words = word_ids(obs.text, obs.offsets, obs.special)
-    return head_kinds(obs.patterns, obs.tokens, obs.special, words, obs.causal, pair, obs.metrics)
+    return head_kinds(obs.patterns, obs.tokens, obs.special, words, obs.causal, pair, obs.metrics, obs.row_stats)

@@ -49,6 +49,7 @@ def renormalised_rows(patterns: np.ndarray) -> np.ndarray:
 
 #: cells of mixtures (pairs × rows × keys) one comparison may form: ≈ 1.2 s on 2 cores (≈ 130 M cells/s)
 CELL_BUDGET = 150_000_000
+CELLS_PER_SECOND = 130_000_000  # measured on the project's 2-core box (bench/RESULTS.md, "Head similarity")
 MIN_ROWS = 16
 
 
@@ -60,6 +61,17 @@ def similarity_rows(n_heads: int, n_rows: int, n_keys: int, causal: bool, max_ro
     keys = n_keys / 2 if causal else n_keys
     fit = int(CELL_BUDGET / max(pairs * keys, 1))
     return min(n_rows, max_rows, max(MIN_ROWS, fit))
+
+
+def similarity_seconds(n_heads: int, n_rows: int, n_keys: int, causal: bool) -> float:
+    """About how long :func:`head_similarity` takes on a 2-core CPU for (L·H, N, M) patterns, clustering
+    included (the page says so before it starts one that takes long). The first call also imports scipy's
+    clustering, ≈ 0.7 s; that is added while it is not imported yet."""
+    import sys
+
+    rows = similarity_rows(n_heads, n_rows, n_keys, causal)
+    cells = n_heads * (n_heads + 1) / 2 * rows * (n_keys / 2 if causal else n_keys)
+    return cells / CELLS_PER_SECOND + (0.0 if "scipy.cluster.hierarchy" in sys.modules else 0.7)
 
 
 def head_similarity(

@@ -67,6 +67,25 @@ def test_normalised_entropy_follows_the_mask():
     np.testing.assert_allclose(normalised_entropy(one_hot), 0.0, atol=1e-6)
 
 
+def test_normalised_entropy_from_the_metrics_rows_equals_its_own_pass():
+    """The kinds read the row entropies the metrics' pass kept (no second pass over every cell): same numbers."""
+    from model.analysis.metrics import head_metrics
+
+    rng = np.random.default_rng(0)
+    p = np.tril(rng.random((3, 4, 9, 9)).astype(np.float32) ** 4)
+    p[1, 2] = np.eye(9, dtype=np.float32)  # one head on itself only: entropy 0
+    p /= p.sum(-1, keepdims=True)
+    rows: dict = {}
+    metrics = head_metrics(p, rows_out=rows)
+    assert rows["entropy"].shape == rows["visible"].shape == (3, 4, 9)
+    np.testing.assert_allclose(normalised_entropy(p, rows), normalised_entropy(p), atol=1e-6)
+    assert normalised_entropy(p, rows)[1, 2] == 0.0
+    a = head_kinds(p, [f"t{i}" for i in range(9)], np.zeros(9, dtype=bool), causal=True)
+    b = head_kinds(p, [f"t{i}" for i in range(9)], np.zeros(9, dtype=bool), causal=True, metrics=metrics, rows=rows)
+    np.testing.assert_array_equal(a.kind, b.kind)
+    np.testing.assert_allclose(a.scores["broad"], b.scores["broad"], atol=1e-6)
+
+
 def test_a_head_linking_the_focus_pair_gets_its_own_kind_unless_it_is_a_column():
     n = len(TOKENS)
     link = np.full((n, n), 0.05, dtype=np.float32)

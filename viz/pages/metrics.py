@@ -7,6 +7,7 @@ import streamlit as st
 
 from model.analysis.kinds import KINDS
 from model.analysis.metrics import METRIC_HELP, metrics_table
+from model.analysis.similarity import similarity_rows, similarity_seconds
 from viz.figures.heatmaps import CLICK_MAX_HEADS
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, long_observation, reads_whole
@@ -24,6 +25,8 @@ from viz.shell.widgets import (
 )
 from viz.views import ViewUnavailableError
 from viz.views.kinds import PER_KIND, focus_pair
+
+ASK_ABOVE_S = 1.5  # a head comparison expected to take longer waits for the button, with its estimate
 
 
 def open_row() -> None:
@@ -124,6 +127,19 @@ st.dataframe(
     },
 )
 st.subheader("Which heads attend alike?")
+obs = ctx.obs
+heads = obs.n_layers * obs.n_heads
+estimate = similarity_seconds(heads, obs.n_tokens, obs.n_tokens, obs.causal)
+if not whole and estimate > ASK_ABOVE_S and not ctx.source.similarity_ready():
+    rows = similarity_rows(heads, obs.n_tokens, obs.n_tokens, obs.causal)
+    st.info(
+        f"Comparing every pair of the {heads} heads ({heads * (heads - 1) // 2:,} pairs, on {rows} of the "
+        f"{obs.n_tokens} query rows) takes about {estimate:.1f} s on this server's CPU, so it waits for the button. "
+        "Once compared, it is kept for every page and user."
+    )
+    label = f"Compare the heads (about {estimate:.1f} s)"
+    if not st.button(label, key="metrics_compare", icon=":material/play_arrow:"):
+        st.stop()
 dist, pairs, _ = ctx.source.similarity()
 clickable = len(pairs) <= CLICK_MAX_HEADS
 st.caption(

@@ -40,10 +40,13 @@ def shared(spinner: str | Callable[..., str] | None = None):
     def wrap(func):
         names = list(inspect.signature(func).parameters)
 
+        def key_of(args, kwargs):
+            bound = {**dict(zip(names, args, strict=False)), **kwargs}
+            return bound, (func.__qualname__, tuple((k, frozen(v)) for k, v in bound.items() if not k.startswith("_")))
+
         @functools.wraps(func)
         def call(*args, **kwargs):
-            bound = {**dict(zip(names, args, strict=False)), **kwargs}
-            key = (func.__qualname__, tuple((k, frozen(v)) for k, v in bound.items() if not k.startswith("_")))
+            bound, key = key_of(args, kwargs)
 
             def make():
                 if spinner is None:
@@ -53,6 +56,11 @@ def shared(spinner: str | Callable[..., str] | None = None):
 
             return CACHE.get(key, make)
 
+        def cached(*args, **kwargs) -> bool:
+            """Whether this call's result is in the cache already (nothing is computed)."""
+            return key_of(args, kwargs)[1] in CACHE
+
+        call.cached = cached
         call.clear = CACHE.clear
         return call
 

@@ -96,6 +96,12 @@ class CachedSource:
             return get_long_similarity(*self._key(), self.long)
         return get_similarity(*self._key(), self.hide_special, self.obs)
 
+    def similarity_ready(self) -> bool:
+        """Whether :meth:`similarity` is cached already (any session computed it): the page then shows it at once."""
+        if self.long is not None:
+            return get_long_similarity.cached(*self._key(), self.long)
+        return get_similarity.cached(*self._key(), self.hide_special, self.obs)
+
     def flow(self):
         return get_flow(*self._key(), None, self.obs.patterns)
 
