@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.pages import link, submit, text_of, timed
-from scripts.browser import chromium, streamlit_server, wait_idle
+from scripts.browser import choose, chromium, streamlit_server, wait_idle
 
 CASES = {  # model label in the sidebar -> pages timed, special tokens it adds
     "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)": (["Head metrics", "Beyond the weights"], 0),
@@ -33,9 +33,7 @@ def measure(n_tokens: int, repeat: int) -> list[tuple[str, str, float, float]]:
         page.goto(url)
         wait_idle(page)
         for label, (titles, specials) in CASES.items():
-            page.get_by_label("Model source").click()
-            page.get_by_role("option", name=label).click()
-            wait_idle(page)
+            choose(page, "Model source", label)
             for take, title in enumerate(titles):
                 timed(page, link(page, "Tokens"), timeout=300)
                 timed(page, submit(page, f"Visit {take}: " + text_of(n_tokens - 4 - specials)), timeout=300)

@@ -123,6 +123,22 @@ def wait_idle(page, timeout: float = 90_000) -> None:
     raise TimeoutError("the app kept running")
 
 
+def choose(page, label: str, option: str, tries: int = 3) -> None:
+    """Choose ``option`` in the selectbox labelled ``label``, then wait for the run. A click that lands while
+    the app re-renders the sidebar can leave the list closed: it is opened again, up to ``tries`` times."""
+    for attempt in range(tries):
+        page.get_by_label(label).click()
+        try:
+            page.get_by_role("option", name=option).click(timeout=5_000)
+            break
+        except Exception:  # playwright's TimeoutError: the list did not open
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+            wait_idle(page)
+    wait_idle(page)
+
+
 def type_text(page, text: str) -> None:
     """Replace the sidebar's text and submit it (Ctrl+Enter), then wait for the run to finish."""
     area = page.get_by_label("Text to analyse")

@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.layout import relayout
+from viz.figures.margins import prefit
 from viz.figures.text import (
     CHAR_EM,
     MAX_TICKS,
@@ -157,7 +158,7 @@ def style(
     relayout(fig, layout, axes=axis)
     if above:
         reserve_top(fig, theme)
-    return fig
+    return prefit(fig)
 
 
 def _meta(fig: go.Figure) -> dict:

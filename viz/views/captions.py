@@ -25,10 +25,17 @@ def rank_correlation(x, y) -> float:
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
-    """Ranks with ties at the mean of their ranks, in O(n log n) (262,144 cells at 512 tokens)."""
-    from scipy.stats import rankdata
-
-    return rankdata(a, method="average") - 1.0
+    """0-based ranks with ties at the mean of their ranks (scipy's ``rankdata(a, "average") - 1``), in
+    O(n log n) (262,144 cells at 512 tokens), without importing scipy.stats (≈ 1 s on a page's first run)."""
+    a = np.asarray(a).ravel()
+    order = np.argsort(a, kind="mergesort")
+    ordered = a[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]  # where each group of equal values begins
+    group = np.cumsum(starts)  # (n,): group number, from 1, in sorted order
+    bounds = np.r_[np.flatnonzero(starts), len(a)]  # first index of each group, then n
+    ranks = np.empty(len(a))
+    ranks[order] = 0.5 * (bounds[group] + bounds[group - 1] - 1)  # the mean of the group's 0-based ranks
+    return ranks
 
 
 def mask_change(tokens: list[str], change, *, switched_on: bool, n_layers: int) -> str:
