@@ -155,11 +155,14 @@ def _z_range(trace) -> tuple[float, float] | None:
 
 
 def prefit(fig: go.Figure) -> go.Figure:
-    """Widen the margins to what the left and bottom edge axes' known tick labels, their titles and default-placed
-    colour bars need (see the module's docstring); margins already wider are kept. Flat labels on the bottom
+    """Widen the margins to what the left and bottom axes' known tick labels, their titles and default-placed
+    colour bars need (see the module's docstring); margins already wider are kept. Figures of several panels
+    are left to automargin: their gaps are sized for the margins it gives. Flat labels on the bottom
     edge that would crowd a narrow plot, with no angle set, are turned upright here, where they are measured,
     instead of by the browser."""
     layout = fig.layout.to_plotly_json()
+    if any(re.fullmatch(r"[xy]axis\d+", k) for k in layout):  # panels: their gaps are sized with automargin's
+        return fig  # margins (viz/figures/grids.py), left to it
     base = _get(layout, "font", "size", default=12)
     margin = dict(layout.get("margin") or {})
     need: dict[str, float] = {}
