@@ -99,22 +99,18 @@ def _title_room(axis: dict, base: float) -> float:
     return _get(axis, "title", "standoff", default=8) + _get(axis, "title", "font", "size", default=base)
 
 
-def _edge_axes(layout: dict, letter: str) -> list[str]:
-    """The ``letter`` axes on the left (y) or bottom (x) edge of the figure: anchored to an axis whose domain
-    starts at 0, on their default side."""
-    other = "x" if letter == "y" else "y"
-    side = "left" if letter == "y" else "bottom"
-    keys = []
-    for key in (k for k in layout if re.fullmatch(rf"{letter}axis\d*", k)):
-        axis = layout[key] or {}
-        if axis.get("side", side) != side or axis.get("overlaying"):
-            continue
-        anchor = axis.get("anchor") or other
-        anchor = anchor if anchor != "free" else None
-        domain = _get(layout, f"{other}axis{anchor[1:]}" if anchor else "", "domain", default=[0, 1])
-        if anchor and domain[0] <= 0.001:
-            keys.append(key)
-    return keys
+def _measured(fig: go.Figure, layout: dict, letter: str, base: float):
+    """(axis key, axis, labels, tick font size, widest label in px) of a single-panel figure's x or y axis on its
+    default side (bottom, left) when its labels are known here, else None."""
+    key = f"{letter}axis"
+    axis = layout.get(key) or {}
+    if axis.get("side", "left" if letter == "y" else "bottom") not in ("left", "bottom"):
+        return None
+    labels = _labels(fig, layout, key)
+    if labels is None:
+        return None
+    size = _get(axis, "tickfont", "size", default=base)
+    return key, axis, labels, size, max((text_width(t, size) for t in labels), default=0)
 
 
 def _colorbar_room(bar: dict, base: float, values: tuple[float, float] | None) -> float:
@@ -167,33 +163,25 @@ def prefit(fig: go.Figure) -> go.Figure:
     margin = dict(layout.get("margin") or {})
     need: dict[str, float] = {}
     axes: dict[str, dict] = {}
-    for key in _edge_axes(layout, "y"):
-        axis = layout[key]
-        labels = _labels(fig, layout, key)
-        if labels is None:
-            continue
-        size = _get(axis, "tickfont", "size", default=base)
-        room = max((text_width(t, size) for t in labels), default=0) + LABEL_PAD + _title_room(axis, base)
-        need["l"] = max(need.get("l", 0), room)
-    for key in _edge_axes(layout, "x"):
-        axis = layout[key]
-        labels = _labels(fig, layout, key)
-        if labels is None:
-            continue
-        size = _get(axis, "tickfont", "size", default=base)
-        widest = max((text_width(t, size) for t in labels), default=0)
+    measured = _measured(fig, layout, "y", base)
+    if measured is not None:
+        _, axis, _, _, widest = measured
+        need["l"] = widest + LABEL_PAD + _title_room(axis, base)
+    measured = _measured(fig, layout, "x", base)
+    if measured is not None:
+        key, axis, labels, size, widest = measured
         angle = axis.get("tickangle")
         if angle in (None, "auto") and labels:
             flat = len(labels) * (widest + 6) <= NARROW_PLOT
-            crossed = "yaxis" + (axis.get("anchor") or "y")[1:]
-            if not flat and _labels(fig, layout, crossed) is None:  # bars: plotly picks the angle, the margin too
-                continue
-            angle = 0 if flat else -90  # a map of tokens × tokens: upright when crowded, on every screen
-            axes[key] = {"tickangle": angle}
+            if not flat and _labels(fig, layout, "yaxis") is None:  # bars: plotly picks the angle, the margin too
+                measured = None
+            else:
+                angle = 0 if flat else -90  # a map of tokens × tokens: upright when crowded, on every screen
+                axes[key] = {"tickangle": angle}
+    if measured is not None:
         turn = math.radians(abs(float(angle or 0)))
         tall = widest * math.sin(turn) + LINE * size * math.cos(turn) + (UPRIGHT_PAD if turn else 0)
-        room = (tall if labels else 0) + LABEL_PAD + _title_room(axis, base)
-        need["b"] = max(need.get("b", 0), room)
+        need["b"] = (tall if labels else 0) + LABEL_PAD + _title_room(axis, base)
     bars = []
     for trace in fig.data:
         bar = getattr(trace, "colorbar", None)
