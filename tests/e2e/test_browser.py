@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.browser import PAGES, ROOT, open_page, type_text, wait_idle
+from scripts.browser import PAGES, ROOT, open_page, run_if_asked, type_text, wait_idle
 from scripts.screenshots import SENTENCE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -81,6 +81,7 @@ def test_every_page_renders_in_chromium(server, browser):
                 assert page.locator(".js-plotly-plot").count() == 0
                 page.get_by_role("button", name="Reveal").click()
                 wait_idle(page)
+            run_if_asked(page)  # work a page expects to take long waits for its button
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
             assert page.locator(".js-plotly-plot").count() >= 1
         page.screenshot(path=str(SHOTS / f"{path or 'attention'}.png"), full_page=False)
