@@ -1,11 +1,15 @@
-"""Every view × {default, presentation, dark} × {10 tokens on the bundled model, 512 tokens on MiniLM, 72 tokens
+"""Every view × {default, presentation} × {10 tokens on the bundled model, 512 tokens on MiniLM, 72 tokens
 on SmolLM2 (30 layers × 9 heads, the decoder views)}:
 export SVG, lay it out in chromium, and check that every text lies inside the image, that tick labels are at
 least the theme's size, and that no two texts of different kinds (title, ticks, axis titles, legend, colour
-bar, subplot titles) overlap."""
+bar, subplot titles) overlap. The dark theme changes colours only: every view in it is checked to be the
+default figure but for its colours, so its layout is the one checked here."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -20,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 SHORT = ("bundled", "The cat sat on the mat.")
 LONG = ("minilm", " ".join(["The animal didn't cross the street because it was too tired, and the rain fell."] * 40))
-THEMES = {"default": Theme(), "presentation": Theme(presentation=True), "dark": Theme(dark=True)}
+THEMES = {"default": Theme(), "presentation": Theme(presentation=True)}
 #: views that cannot be drawn in a case, and why (anything else unavailable is a failure)
 DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa", "lesson.needle"}  # next-token head; K/V heads
 CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored profile: see the test below
@@ -34,17 +38,30 @@ EXPECTED_UNAVAILABLE = {
 }
 SENTENCE = "The cat sat on the mat because it was tired, and then the dog barked."
 DECODER = ("smollm2", " ".join([SENTENCE] * 4))
-#: (model, view) -> the selection it needs to draw: patching a corrupted copy of the text (the first “cat” a dog)
+CASES = pytest.mark.parametrize(
+    "case", [SHORT, LONG, DECODER], ids=["bundled-10-tokens", "minilm-512-tokens", "smollm2-72-tokens"]
+)
+#: (model, view) -> the text it is drawn on, where not the case's: patching every position of every layer of
+#: SmolLM2 at 72 tokens took 230 s of this test; on the indirect-object prompt its grids keep all 30 layers
+IOI = "When Mary and John went to the store, John gave a drink to"
+TEXTS = {("smollm2", "causes.patching"): IOI}
+#: (model, view) -> the selection it needs to draw: patching a corrupted copy of its text (the other name)
 SELECTIONS = {
-    ("smollm2", "causes.patching"): {
-        "corrupted": DECODER[1].replace("The cat", "The dog", 1),
-        "kinds": ("z", "resid_pre"),
-    },
+    ("smollm2", "causes.patching"): {"corrupted": IOI.replace("John gave", "Mary gave"), "kinds": ("z", "resid_pre")},
     ("smollm2", "lesson.needle"): {"lengths": (256, 320), "depths": (0, 100)},  # four short haystacks
 }
 
 
 SOURCES: dict[tuple[str, str], DirectSource] = {}
+
+
+def source(case: tuple[str, str], key: str = "") -> DirectSource:
+    """The source a view of a case is drawn from (its own text where TEXTS names one), one per text for every
+    theme and test: its analyses are computed once."""
+    text = TEXTS.get((case[0], key), case[1])
+    if (case[0], text) not in SOURCES:
+        SOURCES[case[0], text] = DirectSource.for_text(ModelSpec(case[0]), text)
+    return SOURCES[case[0], text]
 
 
 @pytest.fixture(scope="module")
@@ -54,21 +71,17 @@ def page(browser):
     page.close()
 
 
-@pytest.mark.parametrize(
-    "case", [SHORT, LONG, DECODER], ids=["bundled-10-tokens", "minilm-512-tokens", "smollm2-72-tokens"]
-)
+@CASES
 @pytest.mark.parametrize("theme_name", list(THEMES))
 def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme_name):
-    kind, text = case
-    if case not in SOURCES:  # one source per case for every theme: its analyses are computed once
-        SOURCES[case] = DirectSource.for_text(ModelSpec(kind), text)
-    src = SOURCES[case]
+    kind = case[0]
+    src = source(case)
     assert src.obs.n_tokens == {"minilm": 512, "smollm2": 72}.get(kind, src.obs.n_tokens) and src.obs.n_tokens >= 6
     theme = THEMES[theme_name]
     problems, checked = [], 0
     for key in REGISTRY:
         try:
-            views = build(key, src, theme, **SELECTIONS.get((kind, key), {}))
+            views = build(key, source(case, key), theme, **SELECTIONS.get((kind, key), {}))
         except ViewUnavailableError:
             assert key in EXPECTED_UNAVAILABLE.get(kind, set()), f"{key} unavailable"
             continue
@@ -87,6 +100,50 @@ def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme
             ]
     assert checked > 1000
     assert not problems, "\n".join(problems[:40])
+
+
+COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|rgba?\([^)]*\)")
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    """Where two figures (``to_plotly_json`` dicts) differ other than in colour: a key naming a colour may
+    differ, and so may the colours written inside a text (a subtitle's ``<span style='color:…'>``)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in a.keys() | b.keys() for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    if "color" in path.rsplit(".", 1)[-1]:
+        return []
+    if any(isinstance(x, np.ndarray) and x.dtype.kind not in "biufc" for x in (a, b)):  # labels, hover texts
+        return differences(np.asarray(a).tolist(), np.asarray(b).tolist(), path)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        same = np.shape(a) == np.shape(b) and np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+        return [] if same else [path]
+    if isinstance(a, str) and isinstance(b, str):
+        return [] if COLOUR.sub("#", a) == COLOUR.sub("#", b) else [f"{path}: {a[:40]!r} vs {b[:40]!r}"]
+    return [] if a == b else [f"{path}: {str(a)[:40]!r} vs {str(b)[:40]!r}"]
+
+
+@CASES
+def test_the_dark_theme_changes_colours_only(case):
+    """So the dark figures' texts lie where the default ones were checked to lie (above)."""
+    checked, changed = 0, []
+    for key in REGISTRY:
+        selection = SELECTIONS.get((case[0], key), {})
+        try:
+            light = build(key, source(case, key), THEMES["default"], **selection)
+        except ViewUnavailableError:
+            continue
+        dark = build(key, source(case, key), Theme(dark=True), **selection)
+        assert [v.key for v in light] == [v.key for v in dark], key
+        for a, b in zip(light, dark):
+            checked += 1
+            fig_a, fig_b = a.figure.to_plotly_json(), b.figure.to_plotly_json()
+            changed += [f"{a.key}{d}" for d in differences(fig_a, fig_b)]
+            bg = (fig_a["layout"].get("paper_bgcolor"), fig_b["layout"].get("paper_bgcolor"))
+            assert bg[0] != bg[1] or not bg[0], f"{a.key}: the dark theme kept the page colour {bg[0]}"
+    assert checked > 40
+    assert not changed, "\n".join(changed[:20])
 
 
 def test_presentation_ticks_are_readable_on_a_1920px_slide():
