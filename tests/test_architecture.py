@@ -79,10 +79,12 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@pytest.mark.slow
 def test_there_is_no_import_circle():
     assert find_cycle(graph()) is None, " -> ".join(find_cycle(graph()))
 
 
+@pytest.mark.slow
 def test_the_cycle_finder_finds_a_planted_circle():
     edges = graph()
     edges["model.io.state"] = edges["model.io.state"] | {"model.io.catalog"}  # catalog -> ... -> state -> catalog
@@ -127,18 +129,21 @@ def _import_all(prefix: str) -> str:
     return "import importlib, sys\n" + "".join(f"importlib.import_module({n!r})\n" for n in names)
 
 
+@pytest.mark.slow
 def test_figures_alone_pull_in_neither_torch_nor_streamlit():
     code = _import_all("viz.figures") + "bad = [m for m in ('torch', 'streamlit', 'model') if m in sys.modules]\n"
     result = fresh(code + "assert not bad, bad\n")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_the_model_layer_pulls_in_no_ui_library():
     code = _import_all("model") + "bad = [m for m in ('streamlit', 'plotly', 'viz', 'kaleido') if m in sys.modules]\n"
     result = fresh(code + "assert not bad, bad\n")
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_export_settings_and_sessions_run_without_streamlit():
     code = _import_all("viz.export") + _import_all("viz.settings") + _import_all("viz.session")
     result = fresh(code + "assert 'streamlit' not in sys.modules\n")

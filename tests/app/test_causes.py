@@ -21,6 +21,7 @@ def titles(at) -> list[str]:
     return [f["layout"]["title"]["text"] for f in figures(at)]
 
 
+@pytest.mark.slow
 def test_an_encoder_reads_its_answer_at_the_mask_and_patches_a_template():
     at = new_app()
     at.switch_page(PAGE).run()
@@ -50,6 +51,7 @@ def test_an_encoder_reads_its_answer_at_the_mask_and_patches_a_template():
     assert titles(at) == ["Layer 0, head 0: its QK and OV circuits"] and "copying score is" in captions(at)
 
 
+@pytest.mark.slow
 def test_a_decoder_gets_every_section_and_the_attention_map_opens_a_heads_circuits(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))
     at = new_app()

@@ -52,6 +52,7 @@ def test_a_corpus_run_in_the_background_then_instantly_again(profiles):
     assert len(fresh.get("plotly_chart")) == 3 and "corpus_run" not in {b.key for b in fresh.button}
 
 
+@pytest.mark.slow
 def test_choosing_my_file_asks_for_one(profiles):
     at = new_app()
     at.switch_page(PAGE).run()

@@ -12,6 +12,7 @@ from viz.session import dump_session, load_session
 TEXT = "The animal didn't cross the street because it was too tired."
 
 
+@pytest.mark.slow
 def test_add_reorder_retitle_remove_and_restore():
     at = new_app()
     at.sidebar.text_area(key="text").set_value(TEXT).run()

@@ -4,6 +4,7 @@ transformers computed and the sidebar names the family."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from safetensors.torch import load_file
 
 from tests.app.conftest import figures, new_app
@@ -17,6 +18,7 @@ def captions(at) -> list[str]:
     return [c.value for c in at.sidebar.caption]
 
 
+@pytest.mark.slow
 def test_zipped_folder_upload_shows_transformers_weights():
     at = new_app()
     at.sidebar.text_area(key="text").set_value(SHORT).run()
@@ -33,6 +35,7 @@ def test_zipped_folder_upload_shows_transformers_weights():
     assert np.abs(np.where(masked, 0.0, shown) - reference).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_local_folder_with_a_sliding_window(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(FIXTURES))
     at = new_app()
@@ -45,6 +48,7 @@ def test_local_folder_with_a_sliding_window(monkeypatch):
     assert any("attends through a sliding window" in c.value for c in at.main.caption)
 
 
+@pytest.mark.slow
 def test_a_folder_without_its_tokenizer_offers_one(tmp_path, monkeypatch):
     import shutil
 

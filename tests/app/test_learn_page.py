@@ -64,6 +64,7 @@ def test_train_in_the_background_then_see_what_formed(runs):
     assert len(fresh.get("plotly_chart")) == len(at.get("plotly_chart"))
 
 
+@pytest.mark.slow
 def test_cancel_keeps_nothing(runs):
     at = small_page()
     at.number_input(key="learn_steps").set_value(20000).run()
@@ -79,6 +80,7 @@ def test_cancel_keeps_nothing(runs):
     assert any("was cancelled" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_open_the_trained_model_on_the_attention_map(runs):
     run = train(spec_of_small())
     write(run, runs)
@@ -106,6 +108,7 @@ def test_every_page_works_on_a_trained_attention_only_model(runs):
         assert not at.error, (page, [e.value for e in at.error])
 
 
+@pytest.mark.slow
 def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
     at = small_page()
     at.selectbox(key="learn_task").set_value("dates").run()
@@ -121,6 +124,7 @@ def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
     assert "alignment" in " ".join(m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_a_learning_figure_goes_to_the_deck_with_its_run_as_source(runs):
     run = train(spec_of_small())
     write(run, runs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.app.conftest import new_app
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -13,6 +15,7 @@ def table_with(at, column: str):
     return next(df.value for df in at.dataframe if column in df.value.columns)
 
 
+@pytest.mark.slow
 def test_head_metrics_find_heads_and_the_gallery_agree_on_previous_and_next():
     at = new_app()
     at.sidebar.text_area(key="text").set_value(TEXT).run()

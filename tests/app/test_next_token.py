@@ -3,10 +3,13 @@ generation on request, and the generated text appended to the user's."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.app.conftest import figures, new_app
 from tests.security.gguf_files import write_tiny_gguf
 
 
+@pytest.mark.slow
 def test_generate_on_request_then_append(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))  # the folder this server shares for models
     path = write_tiny_gguf(tmp_path / "tiny.gguf")

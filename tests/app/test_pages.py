@@ -56,7 +56,10 @@ DECODER_CHARTS = {"viz/pages/next_token.py": 1, "viz/pages/causes.py": 2}  # gen
 DECODER_SECTIONS = {"viz/pages/lessons.py": (0, 1, 0, 0, 0, 0, 2, 2, 2, 0)}  # the needle waits for its button
 
 
-@pytest.mark.parametrize("source", ["bundled", "random", pytest.param("smollm2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "source",
+    ["bundled", pytest.param("random", marks=pytest.mark.slow), pytest.param("smollm2", marks=pytest.mark.slow)],
+)
 def test_every_page_renders(source):
     at = new_app()
     if source == "random":
@@ -132,6 +135,7 @@ def forward_passes(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_layer_head_page_and_style_changes_run_no_forward_pass(app, forward_passes):
     for page in PAGES[:6]:  # the part-1 pages need nothing but the one observation of this text
         app.switch_page(page).run()
@@ -161,6 +165,7 @@ def test_layer_head_page_and_style_changes_run_no_forward_pass(app, forward_pass
     assert forward_passes["n"] == after_first_visit + 1
 
 
+@pytest.mark.slow
 def test_a_long_text_names_what_is_read_whole_and_a_models_own_limit_truncates(app):
     app.sidebar.text_area(key="text").set_value("word " * 900).run()
     assert not app.exception
@@ -172,6 +177,7 @@ def test_a_long_text_names_what_is_read_whole_and_a_models_own_limit_truncates(a
     assert any("reads at most 512" in w.value for w in app.warning)
 
 
+@pytest.mark.slow
 def test_example_picker_follows_the_text(app):
     app.sidebar.selectbox(key="example").set_value("Coreference").run()
     assert app.sidebar.text_area(key="text").value == EXAMPLES["Coreference"]
@@ -188,6 +194,7 @@ def test_hide_special_tokens(app):
     assert "[CLS]" not in y and "[SEP]" not in y
 
 
+@pytest.mark.slow
 def test_bad_upload_keeps_previous_model_and_text(app, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(tmp_path))
     app.sidebar.text_area(key="text").set_value("Keep this text.").run()
@@ -199,6 +206,7 @@ def test_bad_upload_keeps_previous_model_and_text(app, tmp_path, monkeypatch):
     assert len(app.get("plotly_chart")) == 3  # the previous (bundled) model still drives the page
 
 
+@pytest.mark.slow
 def test_overview_pick_opens_attention_page(app):
     app.switch_page("viz/pages/overview.py").run()
     app.selectbox(key="ov_layer").set_value(1)
@@ -208,6 +216,7 @@ def test_overview_pick_opens_attention_page(app):
     assert "Layer 1, head 2" in figures(app)[0]["layout"]["title"]["text"]
 
 
+@pytest.mark.slow
 def test_find_heads_ranks_every_head_for_picked_tokens(app):
     app.sidebar.text_area(key="text").set_value("The cat sat because it was tired.").run()
     app.switch_page("viz/pages/find.py").run()
@@ -230,6 +239,7 @@ def test_find_heads_ranks_every_head_for_picked_tokens(app):
     assert any(f"strongest of the {n_heads} heads is {table['head'][0]}" in c.value for c in app.caption)
 
 
+@pytest.mark.slow
 def test_predict_first_hides_the_answer_until_revealed(app):
     app.switch_page("viz/pages/lessons.py").run()
     assert app.segmented_control(key="lesson_section").value == "Predict first"
@@ -249,6 +259,7 @@ def test_predict_first_hides_the_answer_until_revealed(app):
     assert any(c.value.startswith("Right") for c in app.caption)
 
 
+@pytest.mark.slow
 def test_compare_modes(app):
     app.switch_page("viz/pages/compare.py").run()
     app.radio(key="cmp_mode").set_value("two texts").run()
@@ -260,6 +271,7 @@ def test_compare_modes(app):
     assert "Random init" in panel_titles[1] and "A − B" in diff["layout"]["title"]["text"]
 
 
+@pytest.mark.slow
 def test_minilm_loads_when_installed(app):
     app.sidebar.selectbox(key="model_kind").set_value("minilm").run()
     assert not app.exception
@@ -402,6 +414,7 @@ def test_each_of_the_posts_claims_is_one_click_from_start_here(claim):
     assert any(len(c.value) > 40 for c in at.caption)  # a computed caption under the figure
 
 
+@pytest.mark.slow
 def test_the_sink_lesson_opens_on_the_texts_strongest_sink_head(app):
     """Not on L0H0 (1 % on position 0 for SmolLM2): on the head the grid's caption names as the strongest; a
     head the user picks then stays picked, and the second panel follows it."""
@@ -419,6 +432,7 @@ def test_the_sink_lesson_opens_on_the_texts_strongest_sink_head(app):
     assert any(f"Layer {chosen[0]}, head {other} with and without" in json.dumps(f) for f in figures(app))
 
 
+@pytest.mark.slow
 def test_a_head_comparison_expected_to_take_long_waits_for_a_button_that_states_the_time(app, monkeypatch):
     """SmolLM2 at 512 tokens compares its 36,315 pairs of heads in ≈ 1.2 s more than the rest of Head metrics
     takes: past ASK_ABOVE_S the section states its estimate and waits; once compared, it is shown at once."""

@@ -58,6 +58,7 @@ def saved(post, name: str) -> bytes:
 
 
 @pytest.mark.parametrize("name", ["encoder.pt", "encoder.safetensors"])
+@pytest.mark.slow
 def test_upload_asks_for_heads_and_shows_the_posts_weights(post, name):
     at = new_app()
     at.sidebar.text_area(key="text").set_value(TEXT).run()
@@ -79,6 +80,7 @@ def test_upload_asks_for_heads_and_shows_the_posts_weights(post, name):
     ]
 
 
+@pytest.mark.slow
 def test_local_folder_with_tokenizer_and_paths_outside_refused_alike(post, tmp_path, monkeypatch):
     shared = tmp_path / "models"
     (shared / "run").mkdir(parents=True)
@@ -104,6 +106,7 @@ def test_local_folder_with_tokenizer_and_paths_outside_refused_alike(post, tmp_p
     assert np.abs(shown - reference_pattern(post, 0, 0)).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_tokenizer_choices_upload_and_token_ids(post):
     buf = io.BytesIO()
     torch.save({"model_state_dict": post.state_dict(), "config": {"n_heads": 4}}, buf)

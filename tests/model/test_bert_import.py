@@ -21,6 +21,7 @@ def minilm():
     return load_bert_folder(folder)
 
 
+@pytest.mark.slow
 def test_config_translation(minilm):
     cfg = minilm.model.cfg
     assert (cfg.n_layers, cfg.n_heads, cfg.d_model, cfg.d_ff) == (6, 12, 384, 1536)

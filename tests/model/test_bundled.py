@@ -50,6 +50,7 @@ def test_everyday_words_are_single_tokens(bundled):
     assert whole_words(tok)["share"] >= 0.97
 
 
+@pytest.mark.slow
 def test_everyday_sentences_get_plausible_guesses(bundled):
     """Each word-piece of simple everyday sentences masked in turn (261 pieces): top-5 at least 50 % (the model
     gets 51.3 %, top-1 31 %)."""
@@ -57,6 +58,7 @@ def test_everyday_sentences_get_plausible_guesses(bundled):
     assert result["top5"] >= 0.50 and result["top1"] >= 0.25, result
 
 
+@pytest.mark.slow
 def test_beats_a_unigram_guess_on_held_out_text(bundled, held_docs):
     """Unigram frequencies taken from the held-out text itself: a baseline that has seen the answers."""
     tok = bundled.tokenizer
@@ -68,6 +70,7 @@ def test_beats_a_unigram_guess_on_held_out_text(bundled, held_docs):
     assert result["loss"] < base["loss"], (result, base)
 
 
+@pytest.mark.slow
 def test_a_previous_and_a_next_token_head_unlike_random_init(bundled, held_docs):
     from model.transformer import Transformer
 

@@ -6,6 +6,7 @@ from model.io.checkpoint import to_bytes
 
 
 @pytest.mark.parametrize("kind", ["bundled", "random", "minilm"])
+@pytest.mark.slow
 def test_every_available_entry_loads(kind):
     ok, why = available(kind)
     assert ok, why  # all three ship with the project's set-up command
@@ -29,6 +30,7 @@ def test_random_entry_uses_users_size_and_seed():
         load(ModelSpec("random", d_model=30, n_heads=4))
 
 
+@pytest.mark.slow
 def test_upload_and_folder_entries(tmp_path):
     bundled = load(ModelSpec("bundled"))
     data = to_bytes(bundled.model, bundled.tokenizer)
@@ -43,6 +45,7 @@ def test_upload_and_folder_entries(tmp_path):
         load(ModelSpec("folder", path=" "))
 
 
+@pytest.mark.slow
 def test_reinit_keeps_config_and_tokenizer():
     base = load(ModelSpec("bundled"))
     fresh = load(ModelSpec("reinit", base=ModelSpec("bundled"), seed=0))
@@ -55,6 +58,7 @@ def test_sources_are_listed():
     assert SOURCES == ("bundled", "random", "trained", "minilm", "smollm2", "gemma3", "upload", "folder")
 
 
+@pytest.mark.slow
 def test_random_like_matches_the_size_and_swaps_a_learned_table_for_sinusoids():
     minilm = load(ModelSpec("minilm")).model.cfg
     spec = random_like(minilm, seed=3)

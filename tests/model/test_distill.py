@@ -59,6 +59,7 @@ def test_loss_is_zero_for_equal_patterns_and_positive_otherwise():
     assert distill_loss({0: a}, {0: b}, pair).item() > 0.05
 
 
+@pytest.mark.slow
 def test_a_student_head_learns_to_look_at_the_previous_token():
     """Only the distillation loss, a teacher that looks at the previous token: the student head follows."""
     model = tiny(1, 2).train()

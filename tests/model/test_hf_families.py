@@ -166,6 +166,7 @@ def test_local_path_and_zip_upload_open_the_same_model(family):
         assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
+@pytest.mark.slow
 def test_the_command_line_writes_transformers_numbers(family, tmp_path, capsys):
     import numpy as np
 

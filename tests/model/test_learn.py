@@ -72,6 +72,7 @@ def test_an_attention_only_model_has_no_feed_forward_and_zero_mlp_outputs():
     assert torch.allclose(again(ids), model(ids))
 
 
+@pytest.mark.slow
 def test_a_run_is_deterministic_for_its_seed():
     a, b = train(TrainSpec(**TINY)), train(TrainSpec(**TINY))
     assert a.losses == b.losses
@@ -84,6 +85,7 @@ def test_a_run_is_deterministic_for_its_seed():
     assert TrainSpec(**TINY).key == TrainSpec(**TINY).key != TrainSpec(**{**TINY, "seed": 1}).key
 
 
+@pytest.mark.slow
 def test_the_last_snapshot_holds_the_finished_models_patterns_and_scores():
     run = train(TrainSpec(**TINY))
     last = run.snapshots[-1]
@@ -138,6 +140,7 @@ def test_a_run_file_reads_back_whole_and_writing_is_atomic(tmp_path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # nothing half-written
 
 
+@pytest.mark.slow
 def test_the_snapshot_budget_thins_old_snapshots(monkeypatch):
     monkeypatch.setattr("model.learn.loop.SNAPSHOT_BUDGET", 50_000)
     run = train(TrainSpec(**{**TINY, "steps": 60, "snapshot_every": 2}))
@@ -177,6 +180,7 @@ def test_a_run_opens_as_a_model_with_its_tokenizer():
     assert tokenizer_of(run.spec).vocab_size == loaded.model.cfg.vocab_size
 
 
+@pytest.mark.slow
 def test_a_masked_word_run_uses_the_posts_encoder_on_the_corpus():
     spec = TrainSpec(task="mlm", positional="sinusoidal", feed_forward=True, **{**TINY, "steps": 4})
     cfg = spec.config()

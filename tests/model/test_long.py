@@ -112,6 +112,7 @@ def decoder_2048():
     return long_and_patterns(tiny(**VARIANTS["decoder GQA RoPE"]), 2048)
 
 
+@pytest.mark.slow
 def test_at_2048_tokens_every_weight_score_row_and_column_equals_the_full_computation(decoder_2048):
     long, patterns, scores = decoder_2048
     n = long.n_tokens
@@ -129,6 +130,7 @@ def test_at_2048_tokens_every_weight_score_row_and_column_equals_the_full_comput
         assert np.abs(long.column(layer, 2, 7) - patterns[layer, 2, :, 7]).max() <= TOL
 
 
+@pytest.mark.slow
 def test_at_2048_tokens_the_grids_are_the_screens_block_means(decoder_2048):
     long, patterns, _ = decoder_2048
     edges = long.edges()
@@ -149,6 +151,7 @@ def test_at_2048_tokens_the_grids_are_the_screens_block_means(decoder_2048):
     assert abs(pooled[1, 2, 5, 5] - patterns[1, 2, a:b, a:b].mean()) <= TOL
 
 
+@pytest.mark.slow
 def test_at_2048_tokens_streamed_metrics_equal_the_in_memory_ones(decoder_2048):
     long, patterns, _ = decoder_2048
     stats, special = long.stats(), long.special
@@ -167,6 +170,7 @@ def test_at_2048_tokens_streamed_metrics_equal_the_in_memory_ones(decoder_2048):
 
 
 @pytest.mark.parametrize("name", ["encoder", "causal sliding window", "bidirectional sliding window"])
+@pytest.mark.slow
 def test_encoders_and_windows_with_special_tokens(name):
     n = 600
     long, patterns, _ = long_and_patterns(tiny(**VARIANTS[name]), n, special={0, n - 1})

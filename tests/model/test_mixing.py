@@ -144,6 +144,7 @@ def test_sink_share_of_a_pattern_that_sends_everything_to_cls_is_one():
     assert is_punctuation("##.") and is_punctuation(" ?") and not is_punctuation("'s") and not is_punctuation("a")
 
 
+@pytest.mark.slow
 def test_value_zeroing_and_alti_of_minilm_equal_a_float64_run():
     """[CLS]'s raw value-zeroing distances in MiniLM's first layers are 1e-5…6e-4: in float32 1 − cos was rounding
     noise there (4.6e-2 from the float64 result on this text). Formed in float64 it is 6e-7; a float64 model gets

@@ -36,6 +36,7 @@ def tok():
 
 
 @pytest.mark.parametrize("depth", [0.0, 0.5, 1.0])
+@pytest.mark.slow
 def test_the_needle_sits_at_a_sentence_break_at_its_depth_and_the_answer_is_inside_it(tok, depth):
     hay = haystack(tok, filler_text(), 400, depth)
     assert abs(len(hay.ids) - 400) <= 3 and hay.text.endswith("San Francisco is")
@@ -73,6 +74,7 @@ def test_a_grids_score_is_the_mean_over_the_runs_that_found_the_answer():
     assert grid.table(lambda r: r.found).tolist() == [[1.0], [1.0], [0.0]]
 
 
+@pytest.mark.slow
 def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok):
     torch.manual_seed(0)
     sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
@@ -92,6 +94,7 @@ def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok):
     assert np.all(result.retrieval >= first - 1e-6)  # the first step's copies are part of the score
 
 
+@pytest.mark.slow
 def test_an_encoder_is_refused(tok):
     model = load(ModelSpec("bundled")).model
     with pytest.raises(ValueError, match="decoder"):

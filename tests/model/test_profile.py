@@ -28,6 +28,7 @@ def bundled():
     return load(ModelSpec("bundled"))
 
 
+@pytest.mark.slow
 def test_corpus_averages_equal_the_mean_of_single_text_metrics(bundled):
     frame = profile_corpus(bundled.model, bundled.tokenizer, DOCS, max_len=128, batch_size=4)  # padded batches
     assert len(frame) == len(DOCS) * 4 * 6 and frame["doc"].nunique() == len(DOCS)

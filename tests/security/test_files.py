@@ -67,6 +67,7 @@ def test_local_path(files):
     assert not (tmp / MARKER_NAME).exists()
 
 
+@pytest.mark.slow
 def test_cli_path(files, capsys):
     tmp, cases = files
     for name, (fname, data, message) in cases.items():

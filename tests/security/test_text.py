@@ -155,6 +155,7 @@ def test_tokens_render_as_text_in_chips():
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=300))
+@pytest.mark.slow
 def test_random_unicode(bundled, text):
     a = observe(bundled.model, bundled.tokenizer, text)
     assert np.isfinite(a.patterns).all() and np.allclose(a.patterns.sum(-1), 1.0, atol=1e-5)

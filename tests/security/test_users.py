@@ -27,6 +27,7 @@ TEXTS = [
 ]
 
 
+@pytest.mark.slow
 def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
     from viz.shell.cache import CACHE
     from viz.shell.services import get_model, get_observation
@@ -70,6 +71,7 @@ def test_eight_threads_share_one_model_and_get_their_own_attention(monkeypatch):
         np.testing.assert_allclose(results[text], reference[text], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_uploads_belong_to_their_session():
     m = catalog.load(ModelSpec("random", n_layers=1, n_heads=2, d_model=32))
     data = to_bytes(m.model, m.tokenizer)

@@ -68,6 +68,7 @@ def test_the_stream_chart_draws_the_numbers_its_caption_states(src):
     assert "token 9 “because”" in one.caption
 
 
+@pytest.mark.slow
 def test_the_lesson_puts_pre_norm_beside_post_norm(src):
     (view,) = build("lesson.norms", src, Theme())
     assert len([t for t in view.figure.data if t.type == "scatter"]) == 2
@@ -126,6 +127,7 @@ def test_the_animation_files_hold_every_frame():
     assert names == ["head_01.png", "head_02.png", "head_03.png"]
 
 
+@pytest.mark.slow
 def test_the_gallery_finds_minilms_it_to_animal_head_from_the_focus():
     """The content kind: with “it” → “animal” in focus, MiniLM's L3H1 (Find heads' best for that pair, not a
     column pattern) gets the row "“it” → “animal”"."""

@@ -130,6 +130,7 @@ def test_value_norms_spread_ablation_padding_and_one_query():
     )
 
 
+@pytest.mark.slow
 def test_ranks_equal_scipys_average_ranks():
     """The captions rank without scipy.stats (its import cost a page's first visit ≈ 1 s): same ranks, ties too."""
     from scipy.stats import rankdata
@@ -215,6 +216,7 @@ def test_curves_caption_names_the_plotted_dimensions(src):
     assert np.median(np.diff(crossings)) == pytest.approx(lengths[0] / 2, abs=1)
 
 
+@pytest.mark.slow
 def test_learned_table_is_whole_and_its_clip_is_the_colour_bars():
     learned = DirectSource.for_text(ModelSpec("minilm"), TEXT)
     try:
@@ -230,6 +232,7 @@ def test_learned_table_is_whole_and_its_clip_is_the_colour_bars():
     assert f"±{clip:.3g}" in view.caption and f"{(np.abs(table) > clip).mean():.1%}" in view.caption
 
 
+@pytest.mark.slow
 def test_scaling_caption_agrees_with_its_curves(src):
     (view,) = build("lesson.scaling", src, Theme())
     by = {(t.name, t.xaxis): np.array(t.y) for t in view.figure.data}

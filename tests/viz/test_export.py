@@ -49,6 +49,7 @@ def src(obs):
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_pack_contents(src, obs):
     views = build("attention", src, Theme(), layer=0, head=0)
     seen = []
@@ -92,6 +93,7 @@ def test_pack_contents(src, obs):
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_pack_at_slide_size_with_matrices(src, obs):
     views = build("mean", src, Theme(presentation=True), layer=1)
     data, _ = pack.build_pack(views, obs, {}, size="slide", matrices=True)
@@ -102,6 +104,7 @@ def test_pack_at_slide_size_with_matrices(src, obs):
     assert rows == cols == obs.tokens
 
 
+@pytest.mark.slow
 def test_pack_without_chromium_still_has_data_and_html(src, obs, monkeypatch):
     monkeypatch.setattr(render, "find_browser", lambda: None)
     views = [*build("mean", src, Theme(), layer=1), *build("masks.change", src, Theme())]
@@ -118,6 +121,7 @@ def test_pack_without_chromium_still_has_data_and_html(src, obs, monkeypatch):
         render.render_image(views[0].figure, "png")
 
 
+@pytest.mark.slow
 def test_long_texts_export_the_selected_head_only(monkeypatch):
     m = load(ModelSpec("bundled"))
     long = observe(m.model, m.tokenizer, "word " * 100)
@@ -237,6 +241,7 @@ def test_cli_runs_as_a_module(tmp_path):
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_renderer_warms_up_once_in_the_background(obs):
     thread = render.warm_up_renderer()
     if thread is not None:  # another test may have started the server already

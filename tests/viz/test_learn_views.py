@@ -19,6 +19,7 @@ def progress():
     return Progress(train(TrainSpec(n_layers=2, n_heads=2, d_model=16, steps=40, snapshot_every=10, batch=8)))
 
 
+@pytest.mark.slow
 def test_the_curves_draw_the_loss_and_every_heads_score(progress):
     view = curves(progress, Theme(), now=20, chosen=(1, 0))
     fig = view.figure

@@ -34,11 +34,13 @@ def z(view) -> np.ndarray:
     return np.array(view.figure.data[0].z, dtype=np.float64)
 
 
+@pytest.mark.slow
 def test_the_source_keeps_512_tokens_of_patterns_and_reads_the_rest_whole(src, full):
     assert src.obs.n_tokens == LONG_FROM and src.obs.truncated
     assert src.long.n_tokens == full.n_tokens > 700 and src.long.tokens == full.tokens
 
 
+@pytest.mark.slow
 def test_the_whole_text_as_block_means_or_maxima(src, full):
     long = src.long
     (mean,) = build("attention", src, Theme(), layer=1, head=2)

@@ -26,6 +26,7 @@ def saved(tmp_path_factory):
     return model, folder / "encoder.pt"
 
 
+@pytest.mark.slow
 def test_pack_data_equal_the_posts_forward_pass(saved, tmp_path, capsys):
     model, path = saved
     out = tmp_path / "pack.zip"
@@ -74,4 +75,3 @@ def test_the_newest_trained_run_by_name(tmp_path, monkeypatch, capsys):
     write(train(TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=20, batch=4)), tmp_path / "runs")
     assert cli.main(["--model", "trained", "--text", "abc abc", "--data", str(out)]) == 0, capsys.readouterr().err
     assert np.load(out)["patterns"].shape == (1, 2, 7, 7)  # [BOS] a b c a b c
-

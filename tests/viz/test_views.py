@@ -128,6 +128,7 @@ def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_s
 
 
 @pytest.mark.parametrize("key", list(REGISTRY))
+@pytest.mark.slow
 def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, key):
     defaults = REGISTRY[key].selection
     src = src if built(key, src) else decoder_src  # decoder-only views on the tiny decoder
