@@ -45,3 +45,14 @@ def test_colour_bar_labels_cover_plotlys_steps():
     assert "0.002" in _tick_texts((0.0, 0.0123))
     assert any(t.startswith("−") for t in _tick_texts((-0.4, 0.4)))
     assert _tick_texts(None)  # unknown range: a generous label
+
+
+def test_a_difference_map_keeps_its_colour_bar_where_its_margin_was_fitted():
+    """Its bar is retitled after the margins are fitted: the place they were fitted for must stay."""
+    from viz.figures import difference_heatmap
+
+    rng = np.random.default_rng(0)
+    a, b = rng.random((6, 6)), rng.random((6, 6))
+    fig = difference_heatmap(a, b, [f"t{i}" for i in range(6)], title="A − B")
+    (bar,) = [t.colorbar for t in fig.data if t.name == "scores"]
+    assert (bar.title.text, bar.x, bar.xanchor, bar.xpad) == ("A − B", 1.0, "left", 24)
