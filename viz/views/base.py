@@ -176,6 +176,14 @@ def _part(key: str, value: Any) -> str:
     return f"{key}-{value}"
 
 
+def model_tag(name: str, limit: int = 40) -> str:
+    """A model's name in a file name: whole up to ``limit`` characters, else its start and a checksum of the whole
+    (a run trained here is named by its whole spec, which left no room for the view's own key)."""
+    if len(name) <= limit:
+        return name
+    return f"{name[: limit - 9].rstrip()}-{zlib.crc32(name.encode('utf-8', 'replace')):08x}"
+
+
 def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any], room: int = 0) -> str:
     """The file stem for a view: model, view, selection, text and every option that changes the figure; at most
     MAX_NAME − ``room`` characters (room for a part's suffix, "_resid_pre")."""
@@ -190,7 +198,7 @@ def export_name(src: Source, theme: Theme, key: str, selection: dict[str, Any], 
         "" if theme.positions == "duplicates" else f"positions-{theme.positions}",
     ]
     chosen = {k: v for k, v in selection.items() if not (k in ("query", "key") and v == -1)}  # -1: no focus
-    parts = [src.loaded.name, key.replace(".", "-"), *(_part(k, v) for k, v in chosen.items())]
+    parts = [model_tag(src.loaded.name), key.replace(".", "-"), *(_part(k, v) for k, v in chosen.items())]
     name = safe_filename(*parts, text_tag(src.obs.text), *flags, limit=10_000)
     limit = MAX_NAME - room
     if len(name) > limit:  # keep names unique when they must be cut: end with a checksum of the whole
