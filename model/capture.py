@@ -36,6 +36,7 @@ KIND_PATHS: dict[str, str] = {
     "pattern": "attn.hook_pattern",  # (B, H, N, M)
     "z": "attn.hook_z",  # (B, H, N, d_k), per-head output before W_o
     "attn_out": "attn.hook_out",  # (B, N, d_model)
+    "cross_pattern": "cross.hook_pattern",  # (B, H, N, S): a decoder's cross-attention on the encoder's S tokens
     "resid_pre": "hook_resid_pre",  # (B, N, d_model)
     "resid_mid": "hook_resid_mid",  # (B, N, d_model)
     "resid_post": "hook_resid_post",  # (B, N, d_model)

@@ -15,6 +15,7 @@ import torch
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.config import TransformerConfig
+from model.devices import model_on_cpu
 from model.io.tokenizer import Encoded, Tokenizer
 from model.positional import rope_angles
 from model.text import encode_text
@@ -76,6 +77,7 @@ class Observation:
     kv_group: int = 1  # query heads per key/value head (grouped-query attention when > 1)
     windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
+    cross: np.ndarray | None = None  # (L, H, N, S): a decoder's cross-attention on its source's S tokens
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _finite: np.ndarray | None = field(default=None, repr=False)
@@ -207,7 +209,7 @@ def observe_encoded(
     bad = [i for i in enc.ids if i >= cfg.vocab_size]
     if bad:
         raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
-    kinds = tuple(dict.fromkeys((*options.kinds, "pattern")))
+    kinds = tuple(dict.fromkeys((*options.kinds, "pattern", *(("cross_pattern",) if cfg.cross_attention else ()))))
     t0 = time.perf_counter()
     try:
         hidden, trace = _forward(model, ids, kinds, options, device)
@@ -252,6 +254,7 @@ def observe_encoded(
         if cfg.layer_types
         else (),
         score_factor=cfg.attn_scale,
+        cross=stacked("cross_pattern"),
     )
 
 
@@ -265,24 +268,6 @@ def _forward(model: Transformer, ids: torch.Tensor, kinds, options: Options, dev
         positions=options.positions,
         ablate=options.ablate,
     )
-
-
-_cpu_copies: dict[int, Transformer] = {}
-
-
-def model_on_cpu(model: Transformer) -> Transformer:
-    """A CPU copy of a model that lives on an accelerator (the original is never moved)."""
-    if next(model.parameters()).device.type == "cpu":
-        return model
-    key = id(model)
-    if key not in _cpu_copies:
-        copy = Transformer(model.cfg)
-        copy.load_state_dict({k: v.to("cpu") for k, v in model.state_dict().items()})
-        with torch.no_grad():  # buffers outside the state dict too (a sinusoidal table read from a checkpoint)
-            for (_, mine), (_, theirs) in zip(copy.named_buffers(), model.named_buffers(), strict=True):
-                mine.copy_(theirs.to("cpu"))
-        _cpu_copies[key] = copy.eval()
-    return _cpu_copies[key]
 
 
 def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndarray | None]:

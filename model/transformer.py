@@ -73,6 +73,9 @@ class TransformerBlock(nn.Module):
         both = cfg.cross_attention
         self.cross = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias) if both else None
         self.ln_cross = make_norm(cfg) if both else nn.Identity()
+        # (1 or B, S, d_model): an encoder's output bound to this block (model/learn/seq2seq.bound_decoder), read
+        # when a call passes no memory, so every page can run a finished decoder on the source it was opened with
+        self.register_buffer("memory", None, persistent=False)
         self.parallel = cfg.parallel_residual
         self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()
         self.ff = None if cfg.attn_only else FeedForward(cfg)
@@ -120,8 +123,12 @@ class TransformerBlock(nn.Module):
             x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
             ff = self.mlp(self.ln2(x))
             return self.hook_resid_post(x + self.drop(self.ln2_post(ff)))
-        if self.cross is not None and memory is None:
-            raise ValueError("a block with cross-attention needs the encoder's output (memory)")
+        if self.cross is not None:
+            memory = self.memory if memory is None else memory
+            if memory is None:
+                raise ValueError("a block with cross-attention needs the encoder's output (memory)")
+            if memory.size(0) == 1 < x.size(0):  # one bound source for a batch of targets
+                memory = memory.expand(x.size(0), -1, -1)  # (B, S, d_model)
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.drop(attend(h)))

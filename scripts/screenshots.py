@@ -4,7 +4,9 @@ Starts the app, types the README's sentence and saves one screenshot per page in
 (The browser tests write theirs under build/screenshots/ and never touch the committed ones.)
 ``--lessons`` instead renders each lesson's figure, as exported, to assets/screenshots/lessons/ and prints
 its computed caption beside the file name (the figures of the lessons the README links); ``--claims`` renders the
-figures of the README's "six claims" table (with their caption band) to assets/screenshots/claims/.
+figures of the README's "six claims" table (with their caption band) to assets/screenshots/claims/; ``--seq2seq``
+trains the dates encoder–decoder (12 s) and renders its decoder's sharpest cross-attention head, as the attention map
+exports it, to assets/screenshots/learn/ (docs/watch-it-learn.md).
 """
 
 from __future__ import annotations
@@ -96,7 +98,38 @@ def claims() -> None:
         print(f"{path.relative_to(ROOT)}: {view.caption}")
 
 
+def seq2seq() -> None:
+    import io
+
+    from PIL import Image
+
+    from model.io.catalog import ModelSpec
+    from model.learn.loop import TrainSpec, train
+    from model.learn.store import loaded_model
+    from model.observe import observe
+    from viz.export.render import render_view
+    from viz.figures.theme import Theme
+    from viz.views import build
+    from viz.views.source import DirectSource
+
+    spec = TrainSpec(task="dates", n_layers=2, n_heads=4, d_model=64, positional="sinusoidal", steps=400)
+    loaded = loaded_model(train(spec), "decoder", "07mar1994")
+    obs = observe(loaded.model, loaded.tokenizer, "1994-03-07")
+    src = DirectSource(ModelSpec("trained", path=spec.key, source_text="07mar1994"), loaded, obs)
+    sharp = obs.cross.max(-1).mean(-1)  # (L, H): each head's mean row maximum
+    layer, head = (int(i) for i in divmod(int(sharp.argmax()), sharp.shape[1]))
+    view = build("cross", src, Theme(), layer=layer, head=head)[0]
+    image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
+    image = image.resize((900, round(image.height * 900 / image.width)), Image.LANCZOS)
+    path = OUT / "learn" / "dates-cross-attention.png"
+    image.save(path, optimize=True)
+    print(f"{path.relative_to(ROOT)}: {view.caption}")
+
+
 def main() -> None:
+    if "--seq2seq" in sys.argv[1:]:
+        seq2seq()
+        return
     if "--lessons" in sys.argv[1:]:
         lessons()
         return

@@ -34,6 +34,7 @@ YOUR_TEXT = "Your text"  # what the example picker shows once the text is not on
 DEFAULT_TEXT = EXAMPLES["The cat sat on the mat."]
 LEARN_TASKS = ("induction", "previous", "sort", "reverse", "dates", "mlm")  # model.learn.tasks.TASKS
 LEARN_POSITIONS = ("rope", "learned", "sinusoidal", "none")
+SEQ2SEQ_STACKS = ("decoder", "encoder")  # model.learn.store.loaded_model
 LEARN_SCORES = ("task", "previous", "first", "entropy", "mean_distance", "self", "next", "max_weight")
 ATTENTION_MODES = ("softmax weights", "raw scaled scores (QKᵀ/√d_k)")
 COMPARE_MODES = ("two heads", "two texts", "two models")
@@ -77,6 +78,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rand_positional", "sinusoidal", str, get_args(PositionalKind), url=True),
     Setting("folder_path", "", str),
     Setting("trained_run", "", str, url=True),  # a run of "Watch it learn" (its 12-hex-digit key)
+    Setting("trained_stack", "decoder", str, SEQ2SEQ_STACKS, url=True),  # an encoder–decoder run's stack
+    Setting("trained_source", "", str, url=True),  # what its decoder's cross-attention reads ("": the probe's)
     Setting("ckpt_heads", 8, int),  # heads of a checkpoint that does not store them (the post's encoder)
     Setting("ckpt_norm", "pre", str, ("pre", "post")),
     Setting("ckpt_tokenizer", "bundled", str, ("bundled", "upload", "ids")),

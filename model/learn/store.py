@@ -4,9 +4,11 @@ atomically (a temporary file renamed into place), so a cancelled or crashed run 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from model.learn.loop import Run, Snapshot, TrainSpec, build
 from model.learn.tasks import Batch
 
 FORMAT = "attention-lab-training-run/1"
+LIVE = ".live"  # <key>.live.safetensors: a run still training, rewritten as it goes (viz/shell/training.py)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,39 +48,54 @@ def describe(spec: TrainSpec) -> str:
     )
 
 
-def loaded_model(run: Run):
+def loaded_model(run: Run, stack: str = "decoder", source: str = ""):
     """The run's model as the other pages open it (a copy: the page's run keeps its own), named by its spec. An
-    encoder–decoder does not open there yet (ValueError)."""
-    import copy
-
+    encoder–decoder opens one stack: ``"encoder"`` (self-attention over the source) or ``"decoder"`` (causal
+    self-attention over the target, with its cross-attention reading ``source``: default the probe's); the
+    decoder's ``info["source_tokens"]`` are the source's tokens, the keys of its cross-attention."""
+    from model.io.state import LoadedModel
+    from model.learn.seq2seq import bound_decoder, encoder_of
     from model.learn.tasks import TASKS
 
-    if TASKS[run.spec.task].seq2seq:
-        raise ValueError("the other pages do not show an encoder–decoder model yet: its cross-attention is on "
-                         "“Watch it learn”")  # fmt: skip
-
-    from model.io.state import LoadedModel
-
+    tok = tokenizer_of(run.spec)
     info = {"name": f"Trained here: {describe(run.spec)}", "source": f"Watch it learn, run {run.spec.key}",
             "steps": run.step}  # fmt: skip
-    return LoadedModel(copy.deepcopy(run.model).eval(), tokenizer_of(run.spec), info)
+    if not TASKS[run.spec.task].seq2seq:
+        return LoadedModel(copy.deepcopy(run.model).eval(), tok, info)
+    if stack == "encoder":
+        info["name"] += " — its encoder"
+        return LoadedModel(encoder_of(run.model), tok, info)
+    if stack != "decoder":
+        raise ValueError(f"an encoder–decoder opens its 'encoder' or its 'decoder', not {stack!r}")
+    text = source.strip() or probe_texts(run)[0]
+    limit = run.model.encoder.cfg.max_seq_len
+    enc = tok.encode(text)
+    ids = torch.tensor([enc.ids[:limit]], dtype=torch.long)  # (1, S)
+    info["name"] += " — its decoder"
+    info["source_text"], info["source_tokens"] = text, list(enc.tokens[:limit])
+    return LoadedModel(bound_decoder(run.model, ids), tok, info)
+
+
+def probe_texts(run: Run) -> tuple[str, str]:
+    """An encoder–decoder's first probe pair as text: (the source it reads, the whole target it writes)."""
+    tok = tokenizer_of(run.spec)
+    ids = [*run.probe.ids[0].tolist(), int(run.probe.labels[0, -1])]  # the decoder's input and its last label
+
+    def text(seq: list[int]) -> str:
+        return "".join(tok.id_to_token(i) for i in seq if i not in tok.special_ids())
+
+    source = run.probe.source
+    return (text(source[0].tolist()) if source is not None else "", text(ids))
 
 
 def stored_runs(folder: str | Path | None = None) -> list[str]:
-    """Keys of the finished runs kept in ``folder`` (default :func:`runs_root`) that open on every page (not an
-    encoder–decoder's), newest first."""
+    """Keys of the finished runs kept in ``folder`` (default :func:`runs_root`), newest first."""
     folder = Path(folder) if folder is not None else runs_root()
     if not folder.is_dir():
         return []
     files = sorted(folder.glob("*.safetensors"), key=lambda f: f.stat().st_mtime, reverse=True)
     keys = [f.stem for f in files if not f.name.startswith(".") and len(f.stem) == 12]
-    return [k for k in keys if (spec := spec_of(k, folder)) is not None and not _seq2seq(spec)]
-
-
-def _seq2seq(spec: TrainSpec) -> bool:
-    from model.learn.tasks import TASKS
-
-    return TASKS[spec.task].seq2seq
+    return [k for k in keys if spec_of(k, folder) is not None]
 
 
 def to_bytes(run: Run) -> bytes:
@@ -152,11 +170,12 @@ def spec_of(key: str, folder: str | Path | None = None) -> TrainSpec | None:
         return None
 
 
-def write(run: Run, folder: str | Path) -> Path:
-    """Store the run as ``folder/<spec key>.safetensors``, atomically."""
+def write(run: Run, folder: str | Path, live: bool = False) -> Path:
+    """Store the run as ``folder/<spec key>.safetensors``, atomically; ``live``: as ``<key>.live.safetensors``, the
+    run so far while it trains, which replicas sharing the folder read (:func:`read_live`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{run.spec.key}.safetensors"
+    path = folder / f"{run.spec.key}{LIVE if live else ''}.safetensors"
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=".safetensors")
     try:
         with os.fdopen(handle, "wb") as f:
@@ -170,7 +189,21 @@ def write(run: Run, folder: str | Path) -> Path:
 
 def read(folder: str | Path | None, key: str) -> Run | None:
     """The stored run named ``key`` (12 hex digits), or None."""
+    path = _path(folder, key)
+    return from_bytes(path.read_bytes()) if path is not None and path.is_file() else None
+
+
+def live_path(folder: str | Path | None, key: str, max_age: float) -> Path | None:
+    """The live file of run ``key`` when one was written or touched in the last ``max_age`` seconds (an older one
+    belongs to a server that stopped), else None."""
+    path = _path(folder, key, LIVE)
+    try:
+        return path if path is not None and time.time() - path.stat().st_mtime <= max_age else None
+    except OSError:
+        return None
+
+
+def _path(folder: str | Path | None, key: str, suffix: str = "") -> Path | None:
     if len(key) != 12 or any(c not in "0123456789abcdef" for c in key):
         return None  # a key from a link is never a path
-    path = (Path(folder) if folder is not None else runs_root()) / f"{key}.safetensors"
-    return from_bytes(path.read_bytes()) if path.is_file() else None
+    return (Path(folder) if folder is not None else runs_root()) / f"{key}{suffix}.safetensors"

@@ -120,8 +120,42 @@ def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
     assert not at.exception, at.exception
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert titles[1].startswith("Every cross-attention head") and " cross-attention at step " in titles[2]
-    assert "learn_open" not in {b.key for b in at.button}  # the other pages show one stack's self-attention
     assert "alignment" in " ".join(m.value for m in at.markdown)
+    at.button(key="learn_open").click().run()  # its decoder, on the probe's date, on the attention map
+    assert not at.exception, at.exception
+    assert at.session_state["trained_stack"] == "decoder"
+    source = at.session_state["trained_source"]
+    assert len(source) == 9 and source[2:5].isalpha()  # 07mar1994
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any("cross-attention, target on source" in t for t in titles), titles
+    assert "Every head's cross-attention" in titles
+    assert any("Strongest per row" in c.value for c in at.caption)
+    at.switch_page("viz/pages/overview.py").run()
+    assert "Every head's cross-attention" in [f["layout"]["title"]["text"] for f in figures(at)]
+
+
+@pytest.mark.slow  # every page on both stacks of an encoder–decoder
+def test_every_page_works_on_either_stack_of_an_encoder_decoder(runs):
+    from tests.app.conftest import PAGES
+
+    spec = TrainSpec(task="dates", n_layers=1, n_heads=2, d_model=16, steps=30, positional="sinusoidal")
+    write(train(spec), runs)
+    at = new_app()
+    at.session_state["model_kind"], at.session_state["trained_run"] = "trained", spec.key
+    at.session_state["text"] = "1994-03-07"
+    at.session_state["trained_source"] = "07mar1994"
+    at.run()
+    assert at.session_state["_ctx"].loaded.info["source_tokens"] == ["[BOS]", *"07mar1994"]
+    stacks = (("decoder", "1994-03-07"), ("encoder", "07mar1994"), ("decoder", "1994-03-07"))
+    for i, (stack, text) in enumerate(stacks):
+        at.radio(key="trained_stack").set_value(stack).run()  # the text follows: the encoder reads the source
+        assert at.session_state["text"] == text and at.session_state["trained_source"] == "07mar1994"
+        ctx = at.session_state["_ctx"]
+        assert ctx.obs.causal == (stack == "decoder") and (ctx.obs.cross is not None) == (stack == "decoder")
+        for page in PAGES if i < 2 else ():
+            at.switch_page(page).run()
+            assert not at.exception, (stack, page, at.exception)
+            assert not at.error, (stack, page, [e.value for e in at.error])
 
 
 @pytest.mark.slow
@@ -137,3 +171,49 @@ def test_a_learning_figure_goes_to_the_deck_with_its_run_as_source(runs):
     assert item["provenance"]["selection"]["run"] == run.spec.key and item["provenance"]["text"] == ""
     at.switch_page("viz/pages/deck.py").run()
     assert not at.exception, at.exception
+
+
+@pytest.mark.slow
+def test_a_training_run_is_rewritten_for_other_replicas_as_it_goes(runs, monkeypatch):
+    from model.learn.store import from_bytes
+
+    monkeypatch.setattr(training, "LIVE_EVERY", 0.0)
+    monkeypatch.setattr(training, "LIVE_SHARE", 1.0)  # a rewrite as soon as the last one's time has passed
+    spec = spec_of_small()
+    seen: list[int] = []
+    original = training.Shown.update
+
+    def update(self) -> None:  # what another replica reads after each rewrite
+        original(self)
+        path = runs / f"{spec.key}.live.safetensors"
+        if path.is_file():
+            seen.append(len(from_bytes(path.read_bytes()).losses))
+
+    monkeypatch.setattr(training.Shown, "update", update)
+    wait_for(training.start_training(spec))
+    assert seen and seen[0] < 100 and sorted(seen) == seen and len(set(seen)) > 2  # rewritten as it went
+    assert sorted(p.name for p in runs.iterdir()) == [f"{spec.key}.safetensors"]  # the live file is gone
+
+
+@pytest.mark.slow
+def test_a_run_training_on_another_replica_is_watched_not_trained_again(runs):
+    import os
+
+    from model.learn.loop import start
+    from model.learn.store import to_bytes
+    from model.long import Cancelled
+
+    spec = spec_of_small()
+    run = start(spec)  # another replica's run, stopped here at step 40 of 100
+    with pytest.raises(Cancelled):
+        train(spec, run=run, cancel=lambda: len(run.losses) >= 40)
+    live = runs / f"{spec.key}.live.safetensors"
+    live.write_bytes(to_bytes(run))
+    at = small_page()
+    assert not at.exception, at.exception
+    assert "learn_train" not in {b.key for b in at.button}
+    assert "Training on another replica of this server: step 40 of 100" in str(at.get("progress")[0].proto)
+    assert figures(at)[0]["layout"]["title"]["text"].startswith("Loss and each head")
+    os.utime(live, (1, 1))  # its server stopped long ago: the run can be trained here
+    at.run()
+    assert "learn_train" in {b.key for b in at.button}

@@ -14,8 +14,14 @@ def profiles(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def server(profiles):
-    with streamlit_server(env={"ATTENTION_LAB_PROFILES": str(profiles)}) as url:
+def runs(tmp_path_factory):
+    """Where this session's server keeps finished training runs (empty at the start)."""
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def server(profiles, runs):
+    with streamlit_server(env={"ATTENTION_LAB_PROFILES": str(profiles), "ATTENTION_LAB_RUNS": str(runs)}) as url:
         yield url
 
 

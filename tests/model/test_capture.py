@@ -12,8 +12,8 @@ from model.transformer import Transformer
 def test_expected_names_and_shapes(tiny_model, ids):
     _, trace = run_with_cache(tiny_model, ids)
     for layer in (0, 1):
-        for kind in KINDS:
-            assert hook_name(kind, layer) in trace
+        for kind in KINDS:  # every kind this model has: cross-attention only in a decoder of an encoder–decoder
+            assert (hook_name(kind, layer) in trace) == (kind != "cross_pattern")
     assert "blocks.0.attn.hook_pattern" in trace.names and "hook_embed" in trace.names
     assert trace.get("q", 0).shape == (2, 4, 10, 8)
     assert trace.get("scores", 1).shape == (2, 4, 10, 10)

@@ -274,11 +274,28 @@ def test_an_encoder_decoder_learns_to_align_dates_and_reads_back():
     probe = run.probe
     assert torch.equal(back.probe.source, probe.source) and torch.equal(back.probe.special, probe.special)
     assert torch.allclose(back.model(back.probe.source, probe.ids), run.model(probe.source, probe.ids))
-    with pytest.raises(ValueError, match="encoder–decoder"):
+    with pytest.raises(ValueError, match="encoder–decoder opens"):
         from model.learn.store import loaded_model
 
-        loaded_model(run)
+        loaded_model(run, "both")
     other = run.model.encoder(probe.source[:1].flip(1))
     assert not torch.allclose(
         run.model.decoder(probe.ids[:1], memory=other), run.model(probe.source[:1], probe.ids[:1])
     )
+
+
+def test_a_live_file_is_read_by_others_only_while_it_is_fresh(tmp_path):
+    import os
+    import time
+
+    from model.learn.store import live_path
+
+    run = train(TrainSpec(**{**TINY, "steps": 10, "snapshot_every": 5}))
+    path = write(run, tmp_path, live=True)
+    assert path.name == f"{run.spec.key}.live.safetensors"
+    assert stored_runs(tmp_path) == [] and read(tmp_path, run.spec.key) is None  # not a finished run
+    assert live_path(tmp_path, run.spec.key, 30) == path
+    old = time.time() - 60
+    os.utime(path, (old, old))  # its server stopped a minute ago
+    assert live_path(tmp_path, run.spec.key, 30) is None
+    assert live_path(tmp_path, "../" + run.spec.key[3:], 30) is None  # a key from a link is never a path

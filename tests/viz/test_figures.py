@@ -134,6 +134,16 @@ def test_downsample_and_tiles_keep_structure():
     assert t == 32 and np.nanmax(mosaic) == 1.0
 
 
+def test_a_cross_attention_thumbnail_keeps_its_shape_in_a_square_slot():
+    p = np.zeros((2, 3, 11, 10), dtype=np.float32)  # 11 target tokens on 10 source tokens
+    p[..., np.arange(10), np.arange(10)] = 1.0
+    mosaic, t = tile_thumbnails(p)
+    assert t == 11 and mosaic.shape == (2 * 12, 3 * 12)
+    slot = mosaic[12:23, 24:35].astype(np.float32)  # layer 1, head 2
+    assert np.isnan(slot[:, 10]).all() and not np.isnan(slot[:, :10]).any()  # the missing key column is empty
+    np.testing.assert_array_equal(slot[:10, :10], np.eye(10))
+
+
 def test_similarity_matrix_shows_heads_in_the_given_order():
     d = np.array([[0, 0.9, 0.1, 0.9], [0.9, 0, 0.9, 0.1], [0.1, 0.9, 0, 0.9], [0.9, 0.1, 0.9, 0]])
     fig = similarity_matrix(d, ["a", "b", "c", "d"], order=[0, 2, 1, 3])

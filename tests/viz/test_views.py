@@ -100,6 +100,19 @@ def decoder_src(tmp_path_factory):
     return DirectSource.for_text(ModelSpec("folder", path=str(path)), "the then the then there")
 
 
+@pytest.fixture(scope="module")
+def seq2seq_src():
+    """The decoder of a tiny encoder–decoder trained on dates, reading a source: the cross-attention views."""
+    from model.learn.loop import TrainSpec, train
+    from model.learn.store import loaded_model
+    from model.observe import observe
+
+    spec = TrainSpec(task="dates", n_layers=1, n_heads=2, d_model=16, steps=5, snapshot_every=5, batch=4)
+    loaded = loaded_model(train(spec), "decoder", "07mar1994")
+    obs = observe(loaded.model, loaded.tokenizer, "1994-03-07")
+    return DirectSource(ModelSpec("trained", path=spec.key, source_text="07mar1994"), loaded, obs)
+
+
 def built(view_key, src, **selection):
     selection = {**REQUIRED.get(view_key, {}), **selection}
     if view_key.startswith("corpus.") and "profile" not in selection and src.spec.kind in PROFILES:
@@ -114,11 +127,12 @@ def spec_of(view) -> str:
     return json.dumps(view.figure.to_plotly_json(), sort_keys=True, default=str)
 
 
-def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src):
-    """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder."""
+def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src, seq2seq_src):
+    """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder (cross-attention:
+    an encoder–decoder's)."""
     names = []
     for key in REGISTRY:
-        views = built(key, src) or built(key, decoder_src)
+        views = built(key, src) or built(key, decoder_src) or built(key, seq2seq_src)
         assert views, key
         for v in views:
             assert v.title and v.name and len(v.name) <= MAX_NAME, key
@@ -129,9 +143,9 @@ def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_s
 
 @pytest.mark.parametrize("key", list(REGISTRY))
 @pytest.mark.slow
-def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, key):
+def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, seq2seq_src, key):
     defaults = REGISTRY[key].selection
-    src = src if built(key, src) else decoder_src  # decoder-only views on the tiny decoder
+    src = next((s for s in (src, decoder_src) if built(key, s)), seq2seq_src)  # decoder-only views on the decoder
     base = {v.key: v for v in built(key, src)}
     for param in defaults:
         assert param in ALTERNATIVES, f"no alternative value for {param!r}: add one"

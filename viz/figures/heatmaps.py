@@ -20,9 +20,8 @@ from viz.figures.common import (
 )
 from viz.figures.layout import add_shapes, figure, relayout, update_axes
 
-# Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable: one transparent marker per
-# cell. Beyond, the markers cost more than a second to draw in a browser without a GPU (measured: 5,184 cost
-# ~1 s); the token strip and the tables offer the same choices there.
+# Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable (a transparent marker each);
+# beyond, 5,184 markers cost ~1 s to draw without a GPU: the token strip and the tables offer the same choices.
 CLICK_MAX = 48
 CLICK_MAX_HEADS = 36
 FOCUS_QUERY, FOCUS_KEY = "#3b5bdb", "#e8590c"  # the colours of the focus row and column everywhere
@@ -84,6 +83,7 @@ def attention_heatmap(
     focus: tuple[int, int] = (-1, -1),
     cell_ids=None,
     masked=None,
+    axis_titles: tuple[str, str] = ("key token", "query token"),
 ) -> go.Figure:
     """One head's attention as a heatmap: queries down the side, keys along the bottom.
 
@@ -93,7 +93,7 @@ def attention_heatmap(
     ``focus``: (row, column) to outline, -1 for none. ``cell_ids``: (N, M) ids to report when a cell is
     clicked (each row and column's token position); up to CLICK_MAX tokens the cells become clickable.
     ``masked``: (N, M) bool, cells the mask blocks: drawn grey, not as the colour of a zero weight.
-    """
+    ``axis_titles``: (x, y), e.g. ("source token (key)", "target token (query)") for cross-attention."""
     w = as_array("weights", weights, 2).astype(np.float32)
     if masked is not None and mode == "weights":  # a blocked cell is not a small weight: grey, as for scores
         w = np.where(np.asarray(masked, dtype=bool), -np.inf, w)
@@ -148,7 +148,7 @@ def attention_heatmap(
     if cell_ids is not None and theme.interactive and max(n, m) <= CLICK_MAX:
         size = max(6, min(60, (height - 220) / max(n, m)))  # about one cell
         add_cell_targets(fig, x, y, finite, cell_ids, "weight" if mode == "weights" else "score", size)
-    _label_axes(fig, x, y, height, theme, "key token", "query token", focus)
+    _label_axes(fig, x, y, height, theme, *axis_titles, focus)
     outline_focus(fig, focus, n, m, theme)
     return style(fig, theme, title=title, height=height)
 

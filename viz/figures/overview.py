@@ -12,14 +12,17 @@ THUMB = 32  # thumbnails are at most THUMB × THUMB cells, whatever the sequence
 
 
 def tile_thumbnails(patterns: np.ndarray, size: int = THUMB) -> tuple[np.ndarray, int]:
-    """(L, H, N, N) -> one (L*(t+1), H*(t+1)) float16 mosaic with NaN gutters, and t."""
+    """(L, H, N, M) -> one (L*(t+1), H*(t+1)) float16 mosaic with NaN gutters, and t. A thumbnail of r × c cells
+    (M ≠ N: cross-attention, the target's N queries on the source's M keys) sits in the top left of its t × t slot,
+    t = max(r, c)."""
     p = as_array("patterns", patterns, 4)
-    L, H, n, _ = p.shape
-    t = min(n, size)
-    thumbs = downsample(p.astype(np.float32, copy=False), size)  # (L, H, t, t), all heads at once
+    L, H = p.shape[:2]
+    thumbs = downsample(p.astype(np.float32, copy=False), size)  # (L, H, r, c), all heads at once
     thumbs = thumbs / np.maximum(thumbs.max(axis=(-2, -1), keepdims=True), 1e-12)  # each head on its own scale
+    r, c = thumbs.shape[-2:]
+    t = max(r, c)
     mosaic = np.full((L, t + 1, H, t + 1), np.nan, dtype=np.float32)
-    mosaic[:, :t, :, :t] = thumbs.transpose(0, 2, 1, 3)  # (L, t, H, t)
+    mosaic[:, :r, :, :c] = thumbs.transpose(0, 2, 1, 3)  # (L, r, H, c)
     return mosaic.reshape(L * (t + 1), H * (t + 1)).astype(np.float16), t
 
 

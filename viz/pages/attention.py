@@ -8,7 +8,15 @@ from viz.shell.components import token_strip
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, focus_picker, long_observation, reads_whole, window_picker
 from viz.shell.services import views
-from viz.shell.widgets import follow_open_page, layer_head_picker, open_page, show_focusable, show_view, unavailable
+from viz.shell.widgets import (
+    follow_open_page,
+    layer_head_picker,
+    open_clicked,
+    open_page,
+    show_focusable,
+    show_view,
+    unavailable,
+)
 from viz.views import ViewUnavailableError
 
 follow_open_page()
@@ -82,3 +90,14 @@ show_view(grid, "attn_grid")
 st.subheader(f"Mean over the heads of layer {layer}")
 (mean,) = views(ctx, "mean", layer=layer, **focus)
 show_focusable(mean, "attn_mean")
+if obs.cross is not None and long is None:  # an encoder–decoder's decoder: its second attention reads the source
+    st.subheader(f"Cross-attention of layer {layer}, head {head}: the target reading the source")
+    st.caption(
+        "The decoder's second attention in every block: its queries are the target's tokens, its keys and values "
+        "the encoder's output over the source (chosen in the sidebar). Above is its own, causal self-attention."
+    )
+    (cross,) = views(ctx, "cross", layer=layer, head=head)
+    show_view(cross, "attn_cross")
+    (every,) = views(ctx, "cross_overview", layer=layer, head=head)
+    show_view(every, "attn_cross_overview", on_select=lambda: open_clicked("attn_cross_overview"),
+              selection_mode="points")  # fmt: skip

@@ -5,7 +5,7 @@ one run per spec shared by everyone who opens it; the finished model opens on ev
 import streamlit as st
 
 from model.learn.loop import TrainSpec
-from model.learn.store import describe, to_bytes, tokenizer_of
+from model.learn.store import describe, probe_texts, to_bytes, tokenizer_of
 from model.learn.tasks import TASKS
 from viz.export.animation import gif, mp4, render_frames
 from viz.export.render import image_export_available
@@ -148,10 +148,26 @@ def live() -> None:
         scrub(progress)
 
 
+@st.fragment(run_every=2.0)
+def watched() -> None:
+    """A run training on another replica of this server (its live file in the shared runs folder), redrawn every
+    two seconds from the file; once it is finished (or its server stopped) the whole page runs again."""
+    remote = training.elsewhere(spec)
+    if remote is None:
+        st.rerun()
+    done = len(remote.losses)
+    st.progress(done / spec.steps, text=f"Training on another replica of this server: step {done:,} of {spec.steps:,}")
+    st.caption("Pause and Cancel are on the page of whoever started it; this page follows the run as it goes.")
+    scrub(Progress(remote))
+
+
 job = training.job_of(spec)
 run = training.run_of(spec)
 if job is not None and job.running:
     live()
+    st.stop()
+if run is None and training.elsewhere(spec) is not None:
+    watched()
     st.stop()
 if job is not None and job.cancelled and run is None:
     st.info(f"Run {spec.key} was cancelled at step {job.done:,}; nothing of it was kept.")
@@ -226,11 +242,16 @@ out.download_button(
 
 
 def open_model() -> None:
-    """Make the trained model the app's model, with a text of its task, and open its chosen head."""
+    """Make the trained model the app's model, with a text of its task, and open its chosen head (an
+    encoder–decoder: its decoder, reading the probe's source, on the probe's target)."""
     st.session_state["model_kind"], st.session_state["trained_run"] = "trained", spec.key
     tok = tokenizer_of(spec)
-    ids = [int(i) for i in run.probe.ids[0] if int(i) not in tok.special_ids()]
-    text = " ".join(tok.id_to_token(i) for i in ids) if TASKS[spec.task].causal else tok.inner.decode(ids)
+    if seq2seq:
+        source, text = probe_texts(run)
+        st.session_state["trained_stack"], st.session_state["trained_source"] = "decoder", source
+    else:
+        ids = [int(i) for i in run.probe.ids[0] if int(i) not in tok.special_ids()]
+        text = " ".join(tok.id_to_token(i) for i in ids) if TASKS[spec.task].causal else tok.inner.decode(ids)
     st.session_state["example"], st.session_state["text"] = YOUR_TEXT, text
     st.session_state["layer"], st.session_state["head"] = layer, head
     open_page("viz/pages/attention.py")
@@ -238,9 +259,9 @@ def open_model() -> None:
 
 if seq2seq:
     st.caption(
-        "The other pages show one transformer's self-attention; an encoder–decoder's cross-attention is shown here "
-        "only (the run file keeps both stacks)."
+        "Every page opens the decoder (its causal self-attention, and on Attention map its cross-attention on the "
+        "source); the sidebar's Stack switches to the encoder. A checkpoint file holds one transformer: the run "
+        "file keeps both stacks."
     )
-else:
-    out.button("Open this model on every page", key="learn_open", on_click=open_model, type="primary",
-               icon=":material/open_in_new:")  # fmt: skip
+out.button("Open this model on every page", key="learn_open", on_click=open_model, type="primary",
+           icon=":material/open_in_new:")  # fmt: skip

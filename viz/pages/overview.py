@@ -5,7 +5,15 @@ import streamlit as st
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
-from viz.shell.widgets import ATTENTION_PAGE, clicked, follow_open_page, layer_head_picker, open_head, show_view
+from viz.shell.widgets import (
+    ATTENTION_PAGE,
+    clicked,
+    follow_open_page,
+    layer_head_picker,
+    open_clicked,
+    open_head,
+    show_view,
+)
 
 
 def open_clicked_head() -> None:
@@ -33,3 +41,8 @@ with st.form("overview_pick"):
     if st.form_submit_button("Open this head on the attention map"):
         st.session_state["layer"], st.session_state["head"] = layer, head
         st.switch_page(ATTENTION_PAGE)
+if obs.cross is not None and long is None:  # an encoder–decoder's decoder: its heads also read the source
+    st.subheader("Cross-attention: the target reading the source")
+    st.caption("The same heads' second attention, on the encoder's output; click one to open it on the attention map.")
+    (cross,) = views(ctx, "cross_overview", layer=st.session_state["layer"], head=st.session_state["head"])
+    show_view(cross, "overview_cross", on_select=lambda: open_clicked("overview_cross"), selection_mode="points")

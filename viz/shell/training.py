@@ -1,22 +1,28 @@
 """Training runs as background jobs ("Watch it learn"): one run per spec, shared by everyone who asks for the same
 spec (a lecturer trains once, the class watches the same snapshots through a link), one at a time by default
 (``ATTENTION_LAB_TRAIN_JOBS``), paused, resumed or cancelled from the page. A finished run is written to the runs
-folder (``ATTENTION_LAB_RUNS``) atomically; a cancelled one leaves nothing behind."""
+folder (``ATTENTION_LAB_RUNS``) atomically; a cancelled one leaves nothing behind. While it trains, the run so far is
+rewritten there every LIVE_EVERY seconds (``<key>.live.safetensors``), so the replicas of a server that share the
+folder show it too: a student whose browser reached another replica watches the lecturer's run, not a Train button."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
+import time
 
 from model.learn.loop import Run, TrainSpec, start, train
-from model.learn.store import read, runs_root, write
+from model.learn.store import LIVE, from_bytes, live_path, read, runs_root, write
 from viz.shell import jobs
 from viz.shell.cache import shared
 
 #: after each step a run sleeps this fraction of the step's time, so the pages of everyone on the server stay quick
 #: while it trains (ATTENTION_LAB_TRAIN_REST; 0: train flat out)
 REST = float(os.environ.get("ATTENTION_LAB_TRAIN_REST", "0.5") or 0)
+LIVE_EVERY = 2.0  # seconds between rewrites of a training run's live file (the pages redraw every 2 s)
+LIVE_SHARE = 0.02  # at most this share of the training time goes to rewriting it
+LIVE_STALE = 30.0  # a live file neither rewritten nor touched for this long belongs to a server that stopped
 _live: dict[str, Run] = {}  # runs in training, by spec key: what viewers read while the job goes
 _paused: dict[str, threading.Event] = {}
 _guard = threading.Lock()
@@ -43,17 +49,56 @@ def start_training(spec: TrainSpec) -> jobs.Job:
         run = start(spec)
         with _guard:
             _live[key] = run
-            _paused.setdefault(key, threading.Event())
+            pause = _paused.setdefault(key, threading.Event())
+        shown = Shown(run)
         try:
-            train(spec, run=run, progress=job.report, cancel=job.stop.is_set, paused=_paused[key].is_set, rest=REST)
+
+            def progress(done: int, total: int) -> None:
+                job.report(done, total)
+                shown.update()
+
+            def paused() -> bool:
+                shown.touch()  # still alive while paused: other replicas keep showing the run
+                return pause.is_set()
+
+            train(spec, run=run, progress=progress, cancel=job.stop.is_set, paused=paused, rest=REST)
             write(run, runs_root())
             return key
         finally:
+            with contextlib.suppress(OSError):
+                (runs_root() / f"{key}{LIVE}.safetensors").unlink(missing_ok=True)
             with _guard:
                 _live.pop(key, None)
                 _paused.pop(key, None)
 
     return jobs.run(("train", key), "train", spec.steps, work, name=key)
+
+
+class Shown:
+    """A training run's live file: rewritten when it has a new snapshot, at most every LIVE_EVERY seconds and never
+    for more than LIVE_SHARE of the training time (the file grows with every snapshot), and touched while the run
+    waits, so that other replicas know it is alive."""
+
+    def __init__(self, run: Run) -> None:
+        self.run, self.at, self.wait, self.snapshots = run, 0.0, LIVE_EVERY, 0
+
+    def update(self) -> None:
+        now = time.monotonic()
+        if now - self.at < self.wait:
+            return
+        if len(self.run.snapshots) == self.snapshots:
+            self.touch()
+            return
+        write(self.run, runs_root(), live=True)
+        spent = time.monotonic() - now
+        self.at, self.wait, self.snapshots = now, max(LIVE_EVERY, spent / LIVE_SHARE), len(self.run.snapshots)
+
+    def touch(self) -> None:
+        now = time.monotonic()
+        if self.snapshots and now - self.at >= LIVE_EVERY:
+            with contextlib.suppress(OSError):
+                os.utime(runs_root() / f"{self.run.spec.key}{LIVE}.safetensors")
+            self.at = now
 
 
 def live_run(spec: TrainSpec) -> Run | None:
@@ -75,6 +120,27 @@ def run_of(spec: TrainSpec) -> Run | None:
         return live
     path = runs_root() / f"{spec.key}.safetensors"
     return stored_run(spec.key) if path.is_file() else None
+
+
+def elsewhere(spec: TrainSpec) -> Run | None:
+    """``spec``'s run as far as it went, when it trains on another replica sharing the runs folder (its live file
+    is fresh) and neither here nor finished; else None. Read once per rewrite of the file, and shared."""
+    if live_run(spec) is not None or (runs_root() / f"{spec.key}.safetensors").is_file():
+        return None
+    path = live_path(runs_root(), spec.key, LIVE_STALE)
+    if path is None:
+        return None
+    try:
+        return live_file(spec.key, path.stat().st_mtime_ns)
+    except (OSError, ValueError):  # replaced or removed while it was read: the next redraw reads the new one
+        return None
+
+
+@shared()
+def live_file(key: str, mtime: int) -> Run | None:
+    """The live file of run ``key`` as written at ``mtime`` (nanoseconds; part of the cache key)."""
+    path = live_path(runs_root(), key, LIVE_STALE)
+    return from_bytes(path.read_bytes()) if path is not None else None
 
 
 def pause(spec: TrainSpec, on: bool) -> None:

@@ -10,6 +10,7 @@ inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout a
 masks       the causal mask switched on or lifted, a padded batch
 lessons     positional encodings, the permutation lab, the lessons page
 decoder     next-token predictions, generation, attention sinks, induction heads, grouped K/V heads
+cross       an encoder–decoder's cross-attention: one head, every head
 corpus      a corpus profile: every head on two metrics, a metric's spread per head, a head's top documents
 animate     one head step by step, frame by frame (the page plays them, the export renders them)
 block       the block drawn from the config, the residual stream, pre- or post-norm
@@ -29,6 +30,7 @@ from viz.views import (  # noqa: F401
     block,
     causes,
     corpus,
+    cross,
     decoder,
     find,
     headview,

@@ -1,0 +1,95 @@
+"""An encoder–decoder's cross-attention on every page that opens its decoder: each target token (a query of the
+decoder) over the source's tokens (the keys, the encoder's output), as BertViz shows cross-attention. The decoder's
+self-attention is the ordinary views'; the encoder's is the same views with the encoder opened."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from viz.figures import attention_heatmap, model_overview
+from viz.figures.common import Theme, with_subtitle
+from viz.views.base import Captioned, Source, ViewUnavailableError, view
+from viz.views.captions import quoted
+
+#: at most this many target tokens are named in a caption
+NAMED = 8
+
+
+def source_tokens(src: Source) -> list[str]:
+    """The source's tokens, the keys of the decoder's cross-attention (numbered when the model did not say)."""
+    cross = _cross(src)
+    named = list(src.loaded.info.get("source_tokens") or ())
+    return named if len(named) == cross.shape[-1] else [str(i) for i in range(cross.shape[-1])]
+
+
+def _cross(src: Source) -> np.ndarray:
+    if src.obs.cross is None:
+        raise ViewUnavailableError(
+            "this model has no cross-attention: only an encoder–decoder's decoder reads a source (open one from "
+            "“Watch it learn”'s date task)"
+        )
+    return src.obs.cross  # (L, H, N, S)
+
+
+def _subtitle(src: Source) -> str:
+    source = str(src.loaded.info.get("source_text", "")) or " ".join(source_tokens(src))
+    target = " ".join(src.obs.text.split())
+    return f"{src.loaded.name} · source “{source[:40]}” → target “{target[:40]}”"
+
+
+def alignment_caption(weights: np.ndarray, queries: list[str], keys: list[str]) -> str:
+    """Where each target token looks most in the source, from ``weights`` (N, S) as drawn."""
+    best = weights.argmax(-1)  # (N,)
+    parts = [f"{quoted(queries[i])}→{quoted(keys[j])} {weights[i, j]:.2f}" for i, j in enumerate(best[:NAMED])]
+    more = f", … ({len(queries) - NAMED} more)" if len(queries) > NAMED else ""
+    # a query's output predicts the next target token: does it look most at that token in the source?
+    ahead = sum(keys[best[i]] == queries[i + 1] for i in range(len(queries) - 1))
+    return (
+        f"Rows: the target's tokens (the decoder's queries), each summing to 1 over the source's {len(keys)} tokens. "
+        f"Strongest per row: {', '.join(parts)}{more}; mean row maximum {float(weights.max(-1).mean()):.2f}. "
+        f"{ahead} of {len(queries) - 1} rows look most at the source token the target writes next."
+    )
+
+
+@view("cross", page="attention")
+def cross(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+    """One head's cross-attention: the target's tokens down the side, the source's along the bottom."""
+    patterns = _cross(src)
+    if not (0 <= layer < patterns.shape[0] and 0 <= head < patterns.shape[1]):
+        raise ViewUnavailableError(f"the decoder has {patterns.shape[0]} layers × {patterns.shape[1]} heads")
+    obs, keys = src.obs, source_tokens(src)
+    rows = obs.keep(src.hide_special)
+    weights = patterns[layer, head][rows]  # (n, S): the shown target tokens' rows
+    queries = [obs.tokens[i] for i in rows]
+    fig = attention_heatmap(
+        weights,
+        queries,
+        key_tokens=keys,
+        title=f"Layer {layer}, head {head} — cross-attention, target on source",
+        theme=theme.exact(),
+        zmin=0,
+        zmax=1,
+        axis_titles=("source token (key)", "target token (query)"),
+    )
+    return Captioned(with_subtitle(fig, _subtitle(src), theme), alignment_caption(weights, queries, keys))
+
+
+@view("cross_overview", page="attention")
+def cross_overview(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
+    """Every decoder head's cross-attention at a glance (the chosen one outlined)."""
+    patterns = _cross(src)
+    fig = model_overview(patterns, title="Every head's cross-attention", theme=theme, selected=(layer, head))
+    on_diagonal = _best_aligned(patterns)
+    caption = (
+        f"{patterns.shape[0]} layers × {patterns.shape[1]} heads, each on its own colour scale; the sharpest "
+        f"cross-attention head is L{on_diagonal[0]}H{on_diagonal[1]} (its rows' largest weight is "
+        f"{on_diagonal[2]:.2f} on average)."
+    )
+    return Captioned(with_subtitle(fig, _subtitle(src), theme), caption)
+
+
+def _best_aligned(patterns: np.ndarray) -> tuple[int, int, float]:
+    """(layer, head, mean of its rows' largest weight) of the head whose rows are most concentrated."""
+    sharp = patterns.max(-1).mean(-1)  # (L, H)
+    layer, head = np.unravel_index(int(np.argmax(sharp)), sharp.shape)
+    return int(layer), int(head), float(sharp[layer, head])
