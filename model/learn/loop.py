@@ -141,9 +141,12 @@ def losses_of(model: Transformer, data: Batch, causal: bool) -> tuple[torch.Tens
 
 def scored_loss(model, hidden: torch.Tensor, labels: torch.Tensor, causal: bool):
     """hidden (B, N, d_model), labels (B, N) -> the mean cross-entropy over scored positions and their correctness."""
-    logits = model.lm_logits(hidden) if causal else model.mlm_logits(hidden)  # (B, N, V)
     scored = labels != -100  # (B, N)
-    return F.cross_entropy(logits[scored], labels[scored]), logits[scored].argmax(-1) == labels[scored]
+    # the vocabulary head only where a label is scored (K positions): masked words are 15 % of a window, and the
+    # head over the bundled vocabulary costs more than the whole model at every position
+    h = hidden[scored]  # (K, d_model)
+    logits = model.lm_logits(h) if causal else model.mlm_logits(h)  # (K, V)
+    return F.cross_entropy(logits, labels[scored]), logits.argmax(-1) == labels[scored]
 
 
 @torch.no_grad()

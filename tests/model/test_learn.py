@@ -299,3 +299,20 @@ def test_a_live_file_is_read_by_others_only_while_it_is_fresh(tmp_path):
     os.utime(path, (old, old))  # its server stopped a minute ago
     assert live_path(tmp_path, run.spec.key, 30) is None
     assert live_path(tmp_path, "../" + run.spec.key[3:], 30) is None  # a key from a link is never a path
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_loss_reads_the_vocabulary_head_only_where_a_label_is_scored(causal):
+    from model.learn.loop import scored_loss
+
+    cfg = TransformerConfig(vocab_size=40, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_seq_len=12,
+                            causal=causal, lm_head=causal, mlm_head=not causal)  # fmt: skip
+    model = Transformer(cfg)
+    ids = torch.randint(0, 40, (3, 12), generator=torch.Generator().manual_seed(0))
+    labels = torch.where(torch.rand(3, 12, generator=torch.Generator().manual_seed(1)) < 0.3, ids, IGNORE)
+    hidden = model(ids)
+    loss, right = scored_loss(model, hidden, labels, causal)
+    logits = (model.lm_logits if causal else model.mlm_logits)(hidden)  # (B, N, V): every position
+    scored = labels != IGNORE
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(logits[scored], labels[scored]))
+    assert torch.equal(right, logits[scored].argmax(-1) == labels[scored])

@@ -66,10 +66,13 @@ st.caption(f"Run {spec.key}: {describe(spec)}.")
 
 
 def estimate(spec: TrainSpec) -> float:
-    """Seconds the run should take on this machine's 2 cores: 80 steps a second for the default (measured),
-    slower in proportion to layers × d_model² and a feed-forward (× 1.5); the corpus task about 4 × slower."""
+    """Seconds the run should take on this machine's 2 cores: 60 training steps a second for the default, slower in
+    proportion to layers × d_model² and a feed-forward (× 1.5), the corpus task about 8 × slower, plus the rest a
+    run takes after each step (ATTENTION_LAB_TRAIN_REST). Measured on 2026-12-02: 1,500 default steps through the
+    page's job took 43.8 s (29 s training, the rest resting); 300 steps of the corpus run with feed-forward 49 s
+    of training."""
     work = spec.n_layers / 2 * max(1.0, (spec.d_model / 64) ** 2) * (1.5 if spec.feed_forward else 1.0)
-    return spec.steps / 80 * work * (4 if spec.task == "mlm" else 1)
+    return spec.steps / 60 * work * (8 if spec.task == "mlm" else 1) * (1 + training.REST)
 
 
 def controls(job) -> None:
