@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from model.io.catalog import SOURCES, ModelSpec, load
 from model.io.state import LoadedModel
 from model.profile.corpus import corpus_hash
 from model.profile.job import BATCH_SIZE, MAX_LEN, profile_corpus
 from model.profile.store import Profile, profile_dir, read_profile, write_profile
+
+if TYPE_CHECKING:  # pandas costs 0.33 s to import: not before a cold server's first chart
+    import pandas as pd
 
 ENGINES = ("local", "ray")
 
@@ -34,6 +36,8 @@ def documents_table(loaded: LoadedModel, docs: list[str], max_len: int, ids: lis
     limit = min(max_len, loaded.model.cfg.max_seq_len)
     n = [len(loaded.tokenizer.encode(d, max_len=limit)) for d in docs]
     names = list(ids) if ids is not None else [""] * len(docs)
+    import pandas as pd
+
     frame = pd.DataFrame({"doc": range(len(docs)), "id": names, "text": docs, "n_tokens": n})
     return frame.astype({"doc": "int32"})
 
