@@ -62,3 +62,18 @@ def test_an_observation_finds_its_finite_heads_once(monkeypatch):
     real = np.isfinite
     monkeypatch.setattr(np, "isfinite", lambda *a, **k: calls.__setitem__("n", calls["n"] + 1) or real(*a, **k))
     assert obs.finite is first and calls["n"] == 0  # the page-top notice asks on every run: no second pass
+
+
+def test_all_finite_is_exact_even_where_the_fast_sum_overflows():
+    import torch
+
+    from model.io.state import all_finite
+
+    weights = torch.randn(300, 64)
+    assert all_finite(weights) and all_finite(weights.half()) and all_finite(weights.double())
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        broken = weights.clone()
+        broken[17, 3] = bad
+        assert not all_finite(broken)
+    assert all_finite(torch.full((4,), 3e38))  # the sum overflows, every value is finite
+    assert all_finite(torch.full((8,), 6e4, dtype=torch.float16))
