@@ -130,6 +130,8 @@ def test_an_encoder_decoder_run_shows_its_cross_attention(runs):
     assert any("cross-attention, target on source" in t for t in titles), titles
     assert "Every head's cross-attention" in titles
     assert any("Strongest per row" in c.value for c in at.caption)
+    at.button(key="attn_cross__deck").click().run()  # a slide says which source its cross-attention read
+    assert at.session_state["deck"][-1]["provenance"]["options"]["source the encoder read"] == source
     at.switch_page("viz/pages/overview.py").run()
     assert "Every head's cross-attention" in [f["layout"]["title"]["text"] for f in figures(at)]
 

@@ -35,6 +35,9 @@ def view_provenance(view: View) -> dict:
         "special tokens hidden": ctx.hide_special,
         "device": ctx.device,
     }
+    source = ctx.loaded.info.get("source_text")
+    if source:  # an encoder–decoder's decoder: the source its cross-attention read is part of what was drawn
+        options["source the encoder read"] = source
     return provenance(view, model=ctx.model_name, text=ctx.obs.text, options=options)
 
 
