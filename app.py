@@ -7,7 +7,8 @@ import streamlit as st
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
 _charts = None
-if "torch" not in sys.modules:  # a cold server: the browser fetches its chart code while torch and the model load
+if "torch" not in sys.modules or "_preloaded" not in st.session_state:  # a session's first run: the browser fetches
+    st.session_state["_preloaded"] = True  # its chart code while torch and the model load (or the page is built)
     _charts = st.empty()
     _charts.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}}, key="_preload")
 

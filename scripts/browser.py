@@ -61,13 +61,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(timeout: float = 60, env: dict | None = None) -> Iterator[str]:
-    """Run ``streamlit run app.py`` on a free loopback port; yields its URL once it answers.
+def streamlit_server(timeout: float = 60, env: dict | None = None, script: str = "app.py") -> Iterator[str]:
+    """Run ``streamlit run app.py`` (``script``: serve.py, the classroom server) on a free loopback port; yields its
+    URL once it answers.
 
     The server's output goes to build/streamlit-<port>.log (read it when a browser test fails)."""
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "ATTENTION_LAB_WARM_RENDERER": "1", **(env or {})}  # as users run it
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
     log_path = ROOT / "build" / f"streamlit-{port}.log"
     log_path.parent.mkdir(exist_ok=True)

@@ -19,8 +19,8 @@ MAX_LINES = 320
 
 
 def project_modules() -> dict[str, Path]:
-    """Every module of the app: model.*, viz.*, and app."""
-    mods = {"app": ROOT / "app.py"}
+    """Every module of the app: model.*, viz.*, app and serve (the classroom server)."""
+    mods = {"app": ROOT / "app.py", "serve": ROOT / "serve.py"}
     for package in ("model", "viz"):
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts

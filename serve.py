@@ -1,0 +1,42 @@
+"""Attention Lab for a class: `streamlit run serve.py --server.address 0.0.0.0`. The same app as `streamlit run
+app.py`, served by a server that first imports the app's code (torch among it) and loads the default model, before
+it accepts a browser: students who arrive after the lecturer started it do not wait for either (a cold server's first
+chart 3.6 s instead of 4.5 s, bench/cold_start.py). It starts 2 s later; ``ATTENTION_LAB_WARM=0`` skips the warming."""
+
+import importlib
+import logging
+import os
+from contextlib import asynccontextmanager
+
+import streamlit as st
+
+
+def warm() -> None:
+    """Import what the first page imports and load the default model into the shared cache. A failure here only
+    leaves the work to the first visit, where it says what went wrong."""
+    quiet = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the cache's spinner has no page to show on here: nothing to warn about
+    try:
+        for name in ("viz.shell.prepare", "viz.shell.sidebar", "viz.views"):  # torch, the model code, the views
+            importlib.import_module(name)
+        from model.io.catalog import ModelSpec
+        from viz.shell.services import get_model
+
+        get_model(ModelSpec("bundled"), "cpu")
+    except Exception:  # the first page reports what went wrong to the user
+        pass
+    finally:
+        quiet.setLevel(level)
+
+
+@asynccontextmanager
+async def lifespan(_app):
+    if os.environ.get("ATTENTION_LAB_WARM", "1") != "0":
+        import asyncio
+
+        await asyncio.to_thread(warm)
+    yield
+
+
+app = st.App("app.py", lifespan=lifespan)
