@@ -73,6 +73,8 @@ def loaded_model(run: Run, stack: str = "decoder", source: str = ""):
     ids = torch.tensor([enc.ids[:limit]], dtype=torch.long)  # (1, S)
     info["name"] += " — its decoder"
     info["source_text"], info["source_tokens"] = text, list(enc.tokens[:limit])
+    if len(enc.ids) > limit:
+        info["source_note"] = f"The source was cut to the encoder's {limit} tokens (it had {len(enc.ids)})."
     return LoadedModel(bound_decoder(run.model, ids), tok, info)
 
 

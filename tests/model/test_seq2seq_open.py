@@ -113,7 +113,11 @@ def test_a_finished_date_run_opens_either_stack_from_the_catalog(tmp_path, monke
     assert decoder.info["source_text"] == source and decoder.info["source_tokens"] == ["[BOS]", *source]
     assert decoder.name.endswith("its decoder") and decoder.model.cfg.cross_attention
     other = load(ModelSpec("trained", path=spec.key, stack="decoder", source_text="01jan2000"), {})
-    assert other.info["source_tokens"] == ["[BOS]", *"01jan2000"]
+    assert other.info["source_tokens"] == ["[BOS]", *"01jan2000"] and "source_note" not in other.info
+    long = load(ModelSpec("trained", path=spec.key, stack="decoder", source_text="01jan2000" * 8), {})
+    limit = long.model.cfg.max_seq_len
+    assert len(long.info["source_tokens"]) == limit
+    assert f"cut to the encoder's {limit} tokens" in long.info["source_note"]
     encoder = load(ModelSpec("trained", path=spec.key, stack="encoder"), {})
     assert not encoder.model.cfg.causal and not encoder.model.cfg.cross_attention
     assert encoder.name.endswith("its encoder")

@@ -71,7 +71,9 @@ def cross(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         zmax=1,
         axis_titles=("source token (key)", "target token (query)"),
     )
-    return Captioned(with_subtitle(fig, _subtitle(src), theme), alignment_caption(weights, queries, keys))
+    caption = alignment_caption(weights, queries, keys)
+    note = src.loaded.info.get("source_note")
+    return Captioned(with_subtitle(fig, _subtitle(src), theme), f"{caption} {note}" if note else caption)
 
 
 @view("cross_overview", page="attention")
