@@ -15,6 +15,7 @@ import pytest
 
 from model.io.catalog import ModelSpec
 from scripts.browser import is_tick, outside, overlaps, text_boxes, text_group
+from tests.viz.seq2seq import CROSS_VIEWS, decoder_source
 from viz.export.render import render_image
 from viz.figures import Theme
 from viz.views import REGISTRY, ViewUnavailableError, build
@@ -31,10 +32,10 @@ CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored
 # the lens and attribution read an answer: an encoder's at a [MASK] (the short text has none), MiniLM has no head;
 # attribution needs a linear unembedding (a decoder's)
 CAUSES = {"causes.lens", "causes.attribution", "causes.patching"}
-EXPECTED_UNAVAILABLE = {
-    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES},
-    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS, *CAUSES},
-    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS},  # > 32 tokens; no MLM head
+EXPECTED_UNAVAILABLE = {  # cross-attention: only an encoder–decoder's decoder (see the test of its own below)
+    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS},
+    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS},
+    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS, *CROSS_VIEWS},  # > 32 tokens; no MLM
 }
 SENTENCE = "The cat sat on the mat because it was tired, and then the dog barked."
 DECODER = ("smollm2", " ".join([SENTENCE] * 4))
@@ -85,21 +86,42 @@ def test_every_text_of_every_view_is_inside_readable_and_apart(page, case, theme
         except ViewUnavailableError:
             assert key in EXPECTED_UNAVAILABLE.get(kind, set()), f"{key} unavailable"
             continue
-        for view in views:
-            boxes = text_boxes(page, render_image(view.figure, "svg"))
-            checked += len(boxes)
-            problems += [f"{view.key}: {b['text'][:30]!r} outside the image" for b in outside(boxes)]
-            problems += [
-                f"{view.key}: tick {b['text'][:20]!r} at {b['size']} px"
-                for b in boxes
-                if is_tick(b) and b["size"] < theme.sizes.tick - 0.5
-            ]
-            problems += [
-                f"{view.key}: {text_group(a)} {a['text'][:20]!r} overlaps {text_group(b)} {b['text'][:20]!r}"
-                for a, b in overlaps(boxes)
-            ]
+        found, count = laid_out(page, views, theme)
+        problems += found
+        checked += count
     assert checked > 1000
     assert not problems, "\n".join(problems[:40])
+
+
+def laid_out(page, views, theme: Theme) -> tuple[list[str], int]:
+    """The problems of ``views`` exported as SVG and laid out in chromium, and how many texts were checked."""
+    problems, checked = [], 0
+    for view in views:
+        boxes = text_boxes(page, render_image(view.figure, "svg"))
+        checked += len(boxes)
+        problems += [f"{view.key}: {b['text'][:30]!r} outside the image" for b in outside(boxes)]
+        problems += [
+            f"{view.key}: tick {b['text'][:20]!r} at {b['size']} px"
+            for b in boxes
+            if is_tick(b) and b["size"] < theme.sizes.tick - 0.5
+        ]
+        problems += [
+            f"{view.key}: {text_group(a)} {a['text'][:20]!r} overlaps {text_group(b)} {b['text'][:20]!r}"
+            for a, b in overlaps(boxes)
+        ]
+    return problems, checked
+
+
+@pytest.mark.parametrize("theme_name", list(THEMES))
+def test_the_cross_attention_views_are_inside_readable_and_apart(page, theme_name):
+    """An encoder–decoder's decoder: the target's tokens on the source's, and every head's thumbnails."""
+    src, problems, checked = decoder_source(), [], 0
+    for key in sorted(CROSS_VIEWS):
+        found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1, head=2), THEMES[theme_name])
+        problems += found
+        checked += count
+    assert checked > 30  # titles, subtitles, ticks of both axes, colour bar, head labels
+    assert not problems, "\n".join(problems)
 
 
 COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}\b|rgba?\([^)]*\)")

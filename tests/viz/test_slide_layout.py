@@ -8,6 +8,7 @@ import pytest
 
 from model.io.catalog import ModelSpec
 from scripts.browser import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
+from tests.viz.seq2seq import CROSS_VIEWS, decoder_source
 from viz.export.render import render_view
 from viz.figures import Theme
 from viz.figures.theme import SLIDE_SCALE
@@ -45,6 +46,7 @@ def test_every_slide_is_readable_from_the_back_row(page):
     problems, checked, titles = [], 0, 0
     for key in REGISTRY:
         src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" else plain
+        src = decoder_source() if key in CROSS_VIEWS else src  # an encoder–decoder's decoder
         selection = DECODER_VIEWS.get(key, {"layer": 1} if "layer" in REGISTRY[key].selection else {})
         try:
             views = build(key, src, Theme(), **selection)

@@ -103,14 +103,9 @@ def decoder_src(tmp_path_factory):
 @pytest.fixture(scope="module")
 def seq2seq_src():
     """The decoder of a tiny encoder–decoder trained on dates, reading a source: the cross-attention views."""
-    from model.learn.loop import TrainSpec, train
-    from model.learn.store import loaded_model
-    from model.observe import observe
+    from tests.viz.seq2seq import decoder_source
 
-    spec = TrainSpec(task="dates", n_layers=1, n_heads=2, d_model=16, steps=5, snapshot_every=5, batch=4)
-    loaded = loaded_model(train(spec), "decoder", "07mar1994")
-    obs = observe(loaded.model, loaded.tokenizer, "1994-03-07")
-    return DirectSource(ModelSpec("trained", path=spec.key, source_text="07mar1994"), loaded, obs)
+    return decoder_source()
 
 
 def built(view_key, src, **selection):
