@@ -195,10 +195,15 @@ def read(folder: str | Path | None, key: str) -> Run | None:
     return from_bytes(path.read_bytes()) if path is not None and path.is_file() else None
 
 
+def live_file_of(folder: str | Path | None, key: str) -> Path | None:
+    """Where run ``key``'s live file is (written or not); None for a key that is not a run's."""
+    return _path(folder, key, LIVE)
+
+
 def live_path(folder: str | Path | None, key: str, max_age: float) -> Path | None:
     """The live file of run ``key`` when one was written or touched in the last ``max_age`` seconds (an older one
     belongs to a server that stopped), else None."""
-    path = _path(folder, key, LIVE)
+    path = live_file_of(folder, key)
     try:
         return path if path is not None and time.time() - path.stat().st_mtime <= max_age else None
     except OSError:

@@ -13,7 +13,7 @@ import threading
 import time
 
 from model.learn.loop import Run, TrainSpec, start, train
-from model.learn.store import LIVE, from_bytes, live_path, read, runs_root, write
+from model.learn.store import from_bytes, live_file_of, live_path, read, runs_root, write
 from viz.shell import jobs
 from viz.shell.cache import shared
 
@@ -66,7 +66,7 @@ def start_training(spec: TrainSpec) -> jobs.Job:
             return key
         finally:
             with contextlib.suppress(OSError):
-                (runs_root() / f"{key}{LIVE}.safetensors").unlink(missing_ok=True)
+                live_file_of(runs_root(), key).unlink(missing_ok=True)
             with _guard:
                 _live.pop(key, None)
                 _paused.pop(key, None)
@@ -97,7 +97,7 @@ class Shown:
         now = time.monotonic()
         if self.snapshots and now - self.at >= LIVE_EVERY:
             with contextlib.suppress(OSError):
-                os.utime(runs_root() / f"{self.run.spec.key}{LIVE}.safetensors")
+                os.utime(live_file_of(runs_root(), self.run.spec.key))
             self.at = now
 
 
