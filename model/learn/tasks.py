@@ -232,10 +232,15 @@ def _batch(task: str, gen: torch.Generator, b: int, probe: bool) -> Batch:
 
 
 def head_scores(pattern: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """pattern (B, L, H, N, N) and target (B, N) -> (L, H): each head's mean weight from a scored query on the key
-    the task needs (its score: 1 when every scored query looks only there)."""
-    scored = target >= 0  # (B, N)
-    key = target.clamp(min=0)[:, None, None, :, None].expand(*pattern.shape[:4], 1)  # (B, L, H, N, 1)
-    on = pattern.gather(-1, key).squeeze(-1)  # (B, L, H, N)
-    mask = scored[:, None, None, :].to(on.dtype)  # (B, 1, 1, N)
-    return (on * mask).sum(dim=(0, 3)) / mask.sum(dim=(0, 3)).clamp(min=1)  # (L, H)
+    """pattern (B, L, H, N, M) and target (B, N) -> (L, H): each head's mean weight from a scored query on the key
+    the task needs (its score: 1 when every scored query looks only there). target (K, B, N), K scores at once
+    (one gather over the pattern) -> (K, L, H)."""
+    many = target.dim() == 3
+    targets = target if many else target[None]  # (K, B, N)
+    b, n_layers, n_heads, n = pattern.shape[:4]
+    scored = (targets >= 0).permute(1, 2, 0).to(pattern.dtype)  # (B, N, K)
+    key = targets.clamp(min=0).permute(1, 2, 0)[:, None, None]  # (B, 1, 1, N, K)
+    on = pattern.gather(-1, key.expand(b, n_layers, n_heads, n, targets.size(0)))  # (B, L, H, N, K)
+    total = (on * scored[:, None, None]).sum(dim=(0, 3))  # (L, H, K)
+    scores = (total / scored.sum(dim=(0, 1)).clamp(min=1)).permute(2, 0, 1)  # (K, L, H)
+    return scores if many else scores[0]

@@ -35,13 +35,13 @@ def test_train_scrub_pick_a_head_export_and_share(server, page, browser, tmp_pat
     slider.focus()
     slider.press("ArrowLeft")
     wait_idle(page)
-    assert frame_title(page).endswith("at step 270"), titles(page)
+    assert frame_title(page).endswith("at step 280"), titles(page)
 
     grid = page.locator(".js-plotly-plot").nth(1)  # every head at this step
     grid.scroll_into_view_if_needed()
     point = marker_point(page, grid, "const tr = gd._fullData[1]; const i = 1;")  # layer 0, head 1
     click_at(page, point)
-    assert frame_title(page) == "L0H1 at step 270", titles(page)
+    assert frame_title(page) == "L0H1 at step 280", titles(page)
     assert any(t.startswith("L0H1 before, at and after") for t in titles(page))  # the whole page follows the choice
 
     with page.expect_download(timeout=180_000) as pending:
@@ -50,7 +50,7 @@ def test_train_scrub_pick_a_head_export_and_share(server, page, browser, tmp_pat
     pending.value.save_as(path)
     from PIL import Image
 
-    assert path.read_bytes()[:4] == b"GIF8" and Image.open(path).n_frames == 11  # steps 0, 30, …, 300
+    assert path.read_bytes()[:4] == b"GIF8" and Image.open(path).n_frames == 9  # steps 0, 40, …, 280, 300
 
     other = browser.new_page(viewport={"width": 1400, "height": 1100})  # a student opens the lecturer's link
     try:

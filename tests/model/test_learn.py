@@ -52,6 +52,20 @@ def test_head_scores_are_one_for_a_head_that_looks_only_at_the_target():
     assert scores[0, 1] == pytest.approx(1.0 / n)
 
 
+def test_several_scores_at_once_equal_each_alone():
+    data = batch("induction", torch.Generator().manual_seed(2), 3)
+    b, n = data.ids.shape
+    pattern = torch.softmax(torch.randn(b, 2, 3, n, n, generator=torch.Generator().manual_seed(3)), -1)
+    prev = torch.full_like(data.target, -1)
+    prev[:, 1:] = torch.arange(n - 1)  # (B, N): the previous token, none for the first
+    targets = torch.stack((data.target, prev, torch.zeros_like(data.target)))  # (3, B, N)
+    together = head_scores(pattern, targets)  # (3, L, H)
+    assert together.shape == (3, 2, 3)
+    for i in range(3):
+        torch.testing.assert_close(together[i], head_scores(pattern, targets[i]))
+    assert not torch.allclose(together[0], together[1])  # three different scores, not one repeated
+
+
 def test_the_letter_tokenizer_reads_typed_text_as_the_training_sequences():
     tok = letter_tokenizer()
     enc = tok.encode("Ab c | 9")
