@@ -7,6 +7,7 @@ import importlib
 import logging
 import os
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import streamlit as st
 
@@ -39,4 +40,4 @@ async def lifespan(_app):
     yield
 
 
-app = st.App("app.py", lifespan=lifespan)
+app = st.App(Path(__file__).with_name("app.py"), lifespan=lifespan)  # beside this file, installed or not

@@ -34,7 +34,7 @@ def test_the_package_declares_the_same_pins_and_every_package():
 
 def test_the_command_starts_the_app_with_the_projects_server_settings():
     argv = command(["--server.address=0.0.0.0"])
-    assert argv[:3] == ["streamlit", "run", str(ROOT / "app.py")]
+    assert argv[:3] == ["streamlit", "run", str(ROOT / "serve.py")]  # the warmed-up server of app.py
     assert "--server.address=localhost" in argv and argv[-1] == "--server.address=0.0.0.0"  # the user's flag wins
     assert "--client.showErrorDetails=none" in argv and "--server.enableXsrfProtection=true" in argv
 
@@ -54,7 +54,8 @@ def test_the_built_wheel_installs_and_its_app_runs_outside_the_checkout(tmp_path
     names = set(zipfile.ZipFile(wheel).namelist())
     sources = {p.relative_to(ROOT).as_posix() for d in ("model", "viz") for p in (ROOT / d).rglob("*.py")}
     assert sources <= names, sorted(sources - names)
-    needed = {"app.py", "assets/bundled.safetensors", "assets/tokenizer.json", "viz/shell/components/head_view.js"}
+    needed = {"app.py", "serve.py", "assets/bundled.safetensors", "assets/tokenizer.json"}
+    needed.add("viz/shell/components/head_view.js")
     assert needed <= names
     assert "attention_lab_streamlit/config.toml" in names
     entry = zipfile.ZipFile(wheel).read("attention_lab-0.1.0.dist-info/entry_points.txt").decode()
@@ -66,6 +67,8 @@ def test_the_built_wheel_installs_and_its_app_runs_outside_the_checkout(tmp_path
         "from streamlit.testing.v1 import AppTest; import model, viz.launch;"
         "assert model.__file__.startswith(sys.argv[1]), model.__file__;"
         "assert 'theme.base=light' in ' '.join(viz.launch.command([]));"  # the installed settings copy
+        "import pathlib, serve; here = pathlib.Path(sys.argv[1]).resolve();"  # the command's server serves the
+        "assert serve.app._resolve_script_path() == here / 'app.py', serve.app._resolve_script_path();"  # copy
         "at = AppTest.from_file(sys.argv[1] + '/app.py', default_timeout=90); at.run();"
         "assert not at.exception, at.exception; print('figures', len(at.get('plotly_chart')))"
     )

@@ -1,4 +1,5 @@
-"""``attention-lab``: start the dashboard of an installed package (``pip install .``), with the server settings of
+"""``attention-lab``: start the dashboard of an installed package (``pip install .``) as the classroom server
+(``serve.py``: the app's code and default model loaded before the first browser), with the server settings of
 the project's ``.streamlit/config.toml`` (listen on this machine only, XSRF protection, no error details, the
 upload limit). Extra arguments go to ``streamlit run``: ``attention-lab --server.address 0.0.0.0`` serves a class.
 """
@@ -11,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
+APP = ROOT / "serve.py"  # serves app.py, warmed up first (docs/serving.md)
 
 
 def config_text() -> str:
