@@ -6,7 +6,9 @@ Starts the app, types the README's sentence and saves one screenshot per page in
 its computed caption beside the file name (the figures of the lessons the README links); ``--claims`` renders the
 figures of the README's "six claims" table (with their caption band) to assets/screenshots/claims/; ``--seq2seq``
 trains the dates encoder–decoder (12 s) and renders its decoder's sharpest cross-attention head, as the attention map
-exports it, to assets/screenshots/learn/ (docs/watch-it-learn.md).
+exports it, to assets/screenshots/learn/ (docs/watch-it-learn.md); ``--learn`` trains the default induction run
+(17 s) and a one-layer dates run (3 s) and renders, as Watch it learn exports them, the induction run's curves and
+its chosen head before / at / after it formed, and the dates head's alignment forming, to assets/screenshots/learn/.
 """
 
 from __future__ import annotations
@@ -126,7 +128,35 @@ def seq2seq() -> None:
     print(f"{path.relative_to(ROOT)}: {view.caption}")
 
 
+def learn() -> None:
+    import io
+
+    from PIL import Image
+
+    from model.learn.loop import TrainSpec, train
+    from viz.export.render import render_view
+    from viz.figures.theme import Theme
+    from viz.views.learn import Progress, curves, moments
+
+    def save(view, name: str) -> None:
+        image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
+        image = image.resize((1200, round(image.height * 1200 / image.width)), Image.LANCZOS)
+        path = OUT / "learn" / f"{name}.png"
+        image.save(path, optimize=True)
+        print(f"{path.relative_to(ROOT)}: {view.caption}")
+
+    induction = Progress(train(TrainSpec(seed=0)))  # the page's default run
+    chosen = induction.best_head()
+    save(curves(induction, Theme(), chosen=chosen), "induction-curves")
+    save(moments(induction, Theme(), chosen=chosen), "induction-before-after")
+    dates = Progress(train(TrainSpec(task="dates", n_layers=1, n_heads=4, positional="sinusoidal", steps=300)))
+    save(moments(dates, Theme(), chosen=dates.best_head()), "dates-alignment")
+
+
 def main() -> None:
+    if "--learn" in sys.argv[1:]:
+        learn()
+        return
     if "--seq2seq" in sys.argv[1:]:
         seq2seq()
         return
