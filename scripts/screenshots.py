@@ -77,13 +77,22 @@ CLAIMS = [
 ]
 
 
-def claims() -> None:
+def save_view(view, path: Path, width: int) -> None:
+    """The view as the app downloads it (PNG with its caption band), scaled to ``width`` px, saved to ``path``."""
     import io
 
     from PIL import Image
 
-    from model.io.catalog import ModelSpec
     from viz.export.render import render_view
+
+    image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
+    image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
+    image.save(path, optimize=True)
+    print(f"{path.relative_to(ROOT)}: {view.caption}")
+
+
+def claims() -> None:
+    from model.io.catalog import ModelSpec
     from viz.figures.theme import Theme
     from viz.views import build
     from viz.views.source import DirectSource
@@ -92,24 +101,14 @@ def claims() -> None:
     out.mkdir(parents=True, exist_ok=True)
     sources = {kind: DirectSource.for_text(ModelSpec(kind), LESSON_TEXT) for kind in ("bundled", "minilm")}
     for name, kind, key, selection, width in CLAIMS:
-        view = build(key, sources[kind], Theme(), **selection)[0]
-        image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
-        image = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
-        path = out / f"{name}.png"
-        image.save(path, optimize=True)
-        print(f"{path.relative_to(ROOT)}: {view.caption}")
+        save_view(build(key, sources[kind], Theme(), **selection)[0], out / f"{name}.png", width)
 
 
 def seq2seq() -> None:
-    import io
-
-    from PIL import Image
-
     from model.io.catalog import ModelSpec
     from model.learn.loop import TrainSpec, train
     from model.learn.store import loaded_model
     from model.observe import observe
-    from viz.export.render import render_view
     from viz.figures.theme import Theme
     from viz.views import build
     from viz.views.source import DirectSource
@@ -120,30 +119,16 @@ def seq2seq() -> None:
     src = DirectSource(ModelSpec("trained", path=spec.key, source_text="07mar1994"), loaded, obs)
     sharp = obs.cross.max(-1).mean(-1)  # (L, H): each head's mean row maximum
     layer, head = (int(i) for i in divmod(int(sharp.argmax()), sharp.shape[1]))
-    view = build("cross", src, Theme(), layer=layer, head=head)[0]
-    image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
-    image = image.resize((900, round(image.height * 900 / image.width)), Image.LANCZOS)
-    path = OUT / "learn" / "dates-cross-attention.png"
-    image.save(path, optimize=True)
-    print(f"{path.relative_to(ROOT)}: {view.caption}")
+    save_view(build("cross", src, Theme(), layer=layer, head=head)[0], OUT / "learn" / "dates-cross-attention.png", 900)
 
 
 def learn() -> None:
-    import io
-
-    from PIL import Image
-
     from model.learn.loop import TrainSpec, train
-    from viz.export.render import render_view
     from viz.figures.theme import Theme
     from viz.views.learn import Progress, curves, moments
 
     def save(view, name: str) -> None:
-        image = Image.open(io.BytesIO(render_view(view, "png", caption=True))).convert("RGB")
-        image = image.resize((1200, round(image.height * 1200 / image.width)), Image.LANCZOS)
-        path = OUT / "learn" / f"{name}.png"
-        image.save(path, optimize=True)
-        print(f"{path.relative_to(ROOT)}: {view.caption}")
+        save_view(view, OUT / "learn" / f"{name}.png", 1200)
 
     induction = Progress(train(TrainSpec(seed=0)))  # the page's default run
     chosen = induction.best_head()

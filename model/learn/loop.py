@@ -170,9 +170,9 @@ def snapshot(model: Transformer, probe: Batch, step: int, causal: bool) -> Snaps
         prev[:, 1:] = (
             torch.arange(n - 1) if probe.source is None else torch.arange(1, n).clamp(max=pattern.size(-1) - 1)
         )
-        first = torch.zeros_like(probe.target)
+        first_key = torch.zeros_like(probe.target)
         plogp = pattern.clamp(min=1e-12).log_().mul_(pattern)  # in place: a fresh (B, L, H, N, M) costs 5× more
-        task, previous, first = head_scores(pattern, torch.stack((probe.target, prev, first)))  # (L, H) each
+        task, previous, first = head_scores(pattern, torch.stack((probe.target, prev, first_key)))  # (L, H) each
         scores = {
             "task": task,
             "previous": previous,
