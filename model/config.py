@@ -48,7 +48,9 @@ class TransformerConfig:
     embedding_layer_norm: bool = False  # LayerNorm right after the embedding sum (BERT)
     final_layer_norm: bool | None = None  # None: on for pre-norm, off for post-norm
     causal: bool = False  # each token attends only to itself and earlier tokens
-    mlm_head: bool = False  # add a masked-language-model head (tied to the embeddings)
+    mlm_head: bool = False  # add a masked-language-model head: dense -> activation -> LayerNorm -> vocabulary
+    mlm_activation: Activation = "gelu"  # the MLM head's activation (BERT: its hidden_act; RoBERTa: exact GELU)
+    tie_mlm_head: bool = True  # the MLM head's vocabulary matrix is the token embeddings; False: its own (V, d_model)
     lm_head: bool = False  # next-token logits = final hidden state @ token embeddings (tied, no bias)
     pad_token_id: int = 0
     rope_base: float = 10000.0  # θ of RoPE
@@ -130,6 +132,8 @@ class TransformerConfig:
             raise ValueError(f"norm_kind must be 'layernorm' or 'rmsnorm', got {self.norm_kind!r}")
         if self.rope_style not in ("interleaved", "half"):
             raise ValueError(f"rope_style must be 'interleaved' or 'half', got {self.rope_style!r}")
+        if self.mlm_activation not in ("gelu", "gelu_tanh", "relu"):
+            raise ValueError(f"mlm_activation must be gelu, gelu_tanh or relu; got {self.mlm_activation!r}")
         if self.mlm_head and self.lm_head:
             raise ValueError("a model has either a masked-language-model head or a next-token head, not both")
         if self.norm not in ("pre", "post"):
@@ -236,6 +240,8 @@ class TransformerConfig:
             emb += norm
         final = norm if self.use_final_layer_norm else 0
         head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0
+        if self.mlm_head and not self.tie_mlm_head:
+            head += self.vocab_size * d
         if self.lm_head and not self.tie_lm_head:
             head += self.vocab_size * d  # a tied LM head has no parameters of its own
         return emb + self.n_layers * block + final + head

@@ -149,17 +149,24 @@ class TransformerBlock(nn.Module):
 
 
 class MLMHead(nn.Module):
-    """BERT's prediction head: dense -> GELU -> LayerNorm -> decoder tied to the token embeddings."""
+    """A masked-language-model head: dense -> activation -> LayerNorm -> vocabulary logits, the vocabulary matrix tied
+    to the token embeddings (BERT, RoBERTa, DistilBERT, ModernBERT, ELECTRA's generator) or its own
+    (``tie_mlm_head=False``), with a bias per token. A head stored without a dense or norm bias reads zeros there."""
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+        self.act = cfg.mlm_activation
         self.ln = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.decoder = None if cfg.tie_mlm_head else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # (V, d)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
 
     def forward(self, h: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
         """h: (B, N, d_model), embedding: (V, d_model) -> logits (B, N, V)."""
-        return self.ln(F.gelu(self.dense(h))) @ embedding.t() + self.bias
+        x = self.dense(h)
+        x = F.relu(x) if self.act == "relu" else F.gelu(x, approximate="tanh" if self.act == "gelu_tanh" else "none")
+        w = embedding if self.decoder is None else self.decoder.weight  # (V, d_model)
+        return self.ln(x) @ w.t() + self.bias
 
 
 class Transformer(nn.Module):

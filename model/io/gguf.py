@@ -231,6 +231,11 @@ def gguf_tokenizer(reader) -> Tokenizer:
     return byte_level_bpe(list(tokens), list(merges), special, split_digits=pre == "smollm")
 
 
+def gguf_file_tokenizer(path: Path) -> Tokenizer:
+    """The tokenizer stored in a GGUF file (one found beside a model's other weights)."""
+    return gguf_tokenizer(_read(Path(path)))
+
+
 def load_gguf(path: str | Path) -> LoadedModel:
     """Load a LLaMA GGUF file as a float32 :class:`LoadedModel`. Raises CheckpointError with the reason."""
     path = Path(path)

@@ -18,6 +18,7 @@ from safetensors.torch import load as st_load
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
+from model.io.report import LoadReport
 from model.io.tokenizer import Tokenizer
 from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
@@ -31,13 +32,15 @@ class LoadedModel:
     """A model restored in eval mode, its tokenizer (None when the file stored none) and what is known about it.
 
     ``info`` holds free-form metadata (``name``, ``source``, training facts); ``warnings`` the problems
-    that did not stop loading (NaN/Inf weights).
+    that did not stop loading (NaN/Inf weights); ``report`` what was read from which files, and what became of every
+    tensor (used, redundant, left out) and where the tokenizer came from.
     """
 
     model: Transformer
     tokenizer: Tokenizer | None
     info: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    report: LoadReport = field(default_factory=LoadReport)
 
     def attach_tokenizer(self, tokenizer: Tokenizer) -> None:
         """Give a model whose file brought no tokenizer one: refused when it can produce ids outside the embedding

@@ -45,13 +45,18 @@ class Tokenizer:
         # byte-level BPE (GPT-2, LLaMA-3, SmolLM) stores bytes as printable stand-ins ("Ġ" for a space);
         # labels show the text instead
         self.byte_level = isinstance(inner.decoder, decoders.ByteLevel)
+        # SentencePiece (LLaMA's tokenizer.model, Gemma, T5) writes a space as "▁" and a byte it has no piece for as
+        # "<0x0A>"; labels show the text, as for byte-level BPE
+        state = inner.decoder.__getstate__() if inner.decoder is not None else b""
+        self.metaspace = not self.byte_level and "▁".encode() in state
         self._special = {t.content for t in inner.get_added_tokens_decoder().values() if t.special}
 
     def label(self, token: str) -> str:
-        """What a token looks like to a reader: byte-level stand-ins decoded (" cat", "↵"), others unchanged."""
-        if not self.byte_level or token in self._special:
+        """What a token looks like to a reader: byte-level stand-ins and SentencePiece's "▁" decoded (" cat", "↵"),
+        others unchanged."""
+        raw = self._raw(token)
+        if raw is None:
             return token
-        raw = bytes(_BYTE_OF.get(ch, 63) for ch in token)  # 63 = "?" for a character outside the byte map
         # a piece of a multi-byte character (an emoji split in three) shows its bytes: "\xf0\x9f"
         text = raw.decode("utf-8", errors="backslashreplace").replace("\n", "↵").replace("\t", "⇥")
         return text if text.strip() else text.replace(" ", "␣")
@@ -78,10 +83,17 @@ class Tokenizer:
         return tuple(out)
 
     def _raw(self, token: str) -> bytes | None:
-        """A byte-level token's bytes (None for special tokens and other tokenizers)."""
-        if not self.byte_level or token in self._special:
+        """A byte-level or SentencePiece token's bytes (None for special tokens and other tokenizers)."""
+        if token in self._special or not (self.byte_level or self.metaspace):
             return None
-        return bytes(_BYTE_OF.get(ch, 63) for ch in token)
+        if self.byte_level:
+            return bytes(_BYTE_OF.get(ch, 63) for ch in token)  # 63 = "?" for a character outside the byte map
+        if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):  # SentencePiece's byte fallback
+            try:
+                return bytes([int(token[3:5], 16)])
+            except ValueError:
+                return token.encode("utf-8")
+        return token.replace("▁", " ").encode("utf-8")
 
     @staticmethod
     def _shown(text: str) -> str:

@@ -8,7 +8,9 @@ from safetensors.torch import load_file
 
 from model.capture import run_with_cache
 from model.errors import CheckpointError
-from model.io.bert import bert_config, load_bert_folder, map_bert_weights, mean_pool, minilm_folder
+from model.io.bert import bert_config, load_bert_folder, mean_pool, minilm_folder
+from model.io.families.bert import ANCHOR
+from model.io.families.common import normalised
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "minilm_reference.safetensors"
 
@@ -71,15 +73,19 @@ def test_bad_bert_configs():
         )
 
 
-def test_weight_mapping_names():
-    w = torch.zeros(1)
-    mapped = map_bert_weights(
-        {
-            "bert.encoder.layer.0.attention.self.query.weight": w,
-            "pooler.dense.weight": w,
-            "encoder.layer.0.output.LayerNorm.bias": w,
-            "mystery": w,
-        },
-        1,
+def test_names_read_alike_whatever_wraps_them():
+    """A BertForMaskedLM, a BertModel, a Lightning checkpoint and a TensorFlow-era file give the same plain names."""
+    plain = ["encoder.layer.0.attention.self.query.weight", "embeddings.word_embeddings.weight", "cls.predictions.bias"]
+    plain.append("embeddings.LayerNorm.weight")
+    masked_lm = ["bert." + n if not n.startswith("cls.") else n for n in plain]
+    lightning = ["model." + n for n in masked_lm]
+    legacy = [n.replace("LayerNorm.weight", "LayerNorm.gamma") for n in masked_lm]
+    for names in (plain, masked_lm, lightning, legacy):
+        assert sorted(normalised(names, ANCHOR, "bert.").values()) == sorted(plain), names
+    # a name outside the wrapper keeps its prefix, so it is named as unexpected rather than read as something else
+    assert (
+        normalised(["model.bert." + ANCHOR, "other.cls.predictions.bias"], ANCHOR, "bert.")[
+            "other.cls.predictions.bias"
+        ]
+        == "other.cls.predictions.bias"
     )
-    assert set(mapped) == {"blocks.0.attn.w_q.weight", "blocks.0.ln2.bias", "mystery"}

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from model.errors import CheckpointError
-from model.io.bert import load_bert_folder
 from model.io.families import (
+    bert,
     distilbert,
     electra,
     gemma3,
@@ -27,7 +27,7 @@ from model.io.families import (
 from model.io.state import LoadedModel
 
 FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
-    "bert": lambda folder, raw: load_bert_folder(folder),
+    "bert": bert.load,
     "roberta": roberta.load,
     "xlm-roberta": roberta.load,
     "distilbert": distilbert.load,

@@ -1,11 +1,13 @@
-"""What every Hugging Face family importer shares: reading a folder's config and weights (one safetensors file,
-shards with their index, or a pytorch_model.bin read with ``torch.load(weights_only=True)``), checking config
+"""What every Hugging Face family importer shares: reading a folder's weights (one safetensors file, shards with
+their index, or a pytorch_model.bin read with ``torch.load(weights_only=True)``) under normalised names, accounting
+for every tensor (:class:`model.io.report.Ledger`), deciding from the tensors whether a head is tied, checking config
 values, and the translations several families use (activations, RoPE base, per-layer attention types)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +15,18 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.bert import ACTIVATIONS
+from model.io.report import Ledger, LoadReport
 from model.io.state import LoadedModel, build_from_state, read_safetensors
-from model.io.tokenizer import Tokenizer
+from model.io.tokenizer_files import folder_tokenizer
 from model.io.torchfile import read_torch
 
 MAX_SHARDS = 256
+#: Hugging Face hidden_act -> ours
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+#: where a training script keeps the state dict inside a pytorch_model.bin ({"state_dict": …}, Lightning, …)
+NESTED = ("state_dict", "model_state_dict", "model", "module")
+#: TensorFlow-era names transformers renames on load (its "legacy" conversion), and so do we
+LEGACY = (("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias"))
 
 
 def need(raw: Mapping[str, Any], key: str, kind: type = int) -> Any:
@@ -68,54 +76,201 @@ def layer_types(raw: Mapping[str, Any], n_layers: int, window: int | None) -> tu
     return (("sliding",) * n_layers, int(window)) if window else ((), 0)
 
 
-def read_weights(folder: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a save_pretrained folder, by its Hugging Face name (any float dtype: the model casts)."""
-    single, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
+def _read_index(folder: Path) -> list[str]:
+    try:
+        weight_map = json.loads((folder / "model.safetensors.index.json").read_text(encoding="utf-8"))["weight_map"]
+        shards = sorted(set(weight_map.values()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"model.safetensors.index.json cannot be read: {exc}") from None
+    if len(shards) > MAX_SHARDS or any(
+        not isinstance(s, str) or "/" in s or "\\" in s or s.startswith(".") for s in shards
+    ):
+        raise CheckpointError("model.safetensors.index.json names shards outside its folder")
+    return shards
+
+
+def _unnest(state: Any, source: str) -> dict[str, torch.Tensor]:
+    """The tensors of a torch.load'ed object: a state dict, or one nested under a training script's key
+    ({"state_dict": {…}, "epoch": 3})."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{source} does not hold a state dict")
+    if not any(isinstance(v, torch.Tensor) for v in state.values()):
+        inner = next((state[k] for k in NESTED if isinstance(state.get(k), dict) and state[k]), None)
+        if inner is not None:
+            return _unnest(inner, source)
+    odd = [str(k) for k, v in state.items() if not isinstance(v, torch.Tensor)]
+    if odd:
+        raise CheckpointError(f"{source} holds entries that are not tensors: {', '.join(odd[:5])}")
+    return state
+
+
+def read_files(folder: Path) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Every tensor of a save_pretrained folder by the file's names (any float dtype: the model casts), and the
+    weight files read."""
+    single = folder / "model.safetensors"
     if single.is_file():
-        return read_safetensors(single.read_bytes())[0]
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            shards = sorted(set(weight_map.values()))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise CheckpointError(f"model.safetensors.index.json cannot be read: {exc}") from None
-        if len(shards) > MAX_SHARDS or any("/" in s or "\\" in s or s.startswith(".") for s in shards):
-            raise CheckpointError("model.safetensors.index.json names shards outside its folder")
+        return read_safetensors(single.read_bytes())[0], [single.name]
+    if (folder / "model.safetensors.index.json").is_file():
         tensors: dict[str, torch.Tensor] = {}
+        shards = _read_index(folder)
         for shard in shards:
             path = folder / shard
             if not path.is_file():
                 raise CheckpointError(f"the index names {shard}, which is not in the folder")
             tensors.update(read_safetensors(path.read_bytes())[0])
-        return tensors
+        return tensors, ["model.safetensors.index.json", *shards]
     legacy = folder / "pytorch_model.bin"
     if legacy.is_file():
-        state = read_torch(legacy.read_bytes())
-        if not isinstance(state, dict):
-            raise CheckpointError("pytorch_model.bin does not hold a state dict")
-        return state
-    raise CheckpointError(f"{folder} has config.json but no model.safetensors (nor shards with their index)")
+        return _unnest(read_torch(legacy.read_bytes()), "pytorch_model.bin"), [legacy.name]
+    if (folder / "pytorch_model.bin.index.json").is_file():
+        raise CheckpointError(
+            "this folder's weights are sharded pytorch_model-*.bin files; re-save them as safetensors (in "
+            "transformers: model.save_pretrained(folder), which writes model.safetensors shards) to open it here"
+        )
+    raise CheckpointError("the folder has config.json but no model.safetensors (nor shards with their index)")
 
 
-def build(
-    folder: Path,
-    raw: Mapping[str, Any],
-    cfg: TransformerConfig,
-    rename: Callable[[dict[str, torch.Tensor], TransformerConfig], dict[str, torch.Tensor]],
-    family: str,
-) -> LoadedModel:
-    """Read the weights, rename them onto ours, build and say which family it was read as."""
-    state = rename(read_weights(folder), cfg)
-    tok_path = folder / "tokenizer.json"
-    tokenizer = Tokenizer.from_file(tok_path) if tok_path.is_file() else None
-    name = raw.get("_name_or_path") or folder.name
+def read_weights(folder: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a save_pretrained folder, by the file's names."""
+    return read_files(folder)[0]
+
+
+def normalised(names: list[str], anchor: str, base: str) -> dict[str, str]:
+    """Each file name -> the family's plain name: the wrapper a training script put around the model (``model.``,
+    ``module.``) and the base model's prefix (``bert.``, ``transformer.``) taken off, so a BertModel and a
+    BertForMaskedLM, a Lightning checkpoint and a plain one read alike; TensorFlow-era gamma/beta renamed. ``anchor``
+    is a name every file of the family holds below its base (``embeddings.word_embeddings.weight``)."""
+    fixed = {}
+    for name in names:
+        new = name
+        for old, repl in LEGACY:
+            new = new.replace(old, repl)
+        fixed[name] = new
+    found = sorted((n for n in fixed.values() if n == anchor or n.endswith("." + anchor)), key=len)
+    prefix = found[0][: -len(anchor)] if found else base
+    wrapper = (
+        prefix[: -len(base)]
+        if base and prefix.endswith(base) and (len(prefix) == len(base) or prefix[-len(base) - 1] == ".")
+        else prefix
+    )
+    out = {}
+    for name, new in fixed.items():
+        if new.startswith(prefix):
+            new = new[len(prefix) :]
+        elif wrapper and new.startswith(wrapper):
+            new = new[len(wrapper) :]
+        out[name] = new
+    return out
+
+
+@dataclass
+class Folder:
+    """A save_pretrained folder being read: its config, its tensors in a ledger and the report of the load."""
+
+    path: Path
+    raw: Mapping[str, Any]
+    ledger: Ledger
+    report: LoadReport = field(default_factory=LoadReport)
+
+
+def open_folder(folder: Path, raw: Mapping[str, Any], anchor: str, base: str) -> Folder:
+    """Read a folder's weights into a ledger under the family's plain names (see :func:`normalised`)."""
+    tensors, files = read_files(folder)
+    names = normalised(list(tensors), anchor, base)
+    clash = len(set(names.values())) < len(names)
+    if clash:
+        raise CheckpointError("the file holds two tensors under one name once its wrapper prefixes are taken off")
+    ledger = Ledger({names[k]: v for k, v in tensors.items()}, {v: k for k, v in names.items()})
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in tensors.values() if t.is_floating_point()})
+    report = LoadReport(files=["config.json", *files], dtypes=dtypes)
+    return Folder(folder, raw, ledger, report)
+
+
+def head_is_own(src: Folder, head: str, embedding: str, tied: bool, *, what: str = "the next-token head") -> bool:
+    """Whether ``head`` (V, d) is a matrix of its own rather than the token embeddings, decided from the tensors as
+    transformers 5 decides: a head in the file that differs from the embeddings is the model's own even when
+    config.json ties them (said in the report's notes); one equal to them is a redundant copy; a head config.json
+    unties but the file lacks refuses the load."""
+    found, emb = src.ledger.peek(head), src.ledger.peek(embedding)
+    if found is None:
+        if not tied:
+            raise CheckpointError(
+                f"config.json says {what} is its own matrix (tie_word_embeddings: false), but the file has no "
+                f"{src.ledger.original.get(head, head)}"
+            )
+        return False
+    same = emb is not None and found.shape == emb.shape and torch.equal(found.float(), emb.float())
+    if same:
+        src.ledger.mark_redundant(head, f"{what}, tied: equal to the token embeddings")
+        return False
+    if tied:
+        src.report.notes.append(
+            f"config.json ties {what} to the token embeddings, but the file's {src.ledger.original.get(head, head)} "
+            "differs from them: it is used as the model's own head, as transformers does"
+        )
+    return True
+
+
+def rename(
+    ledger: Ledger, n_layers: int, top: Mapping[str, str], layer: Mapping[str, str], prefix: str
+) -> dict[str, torch.Tensor]:
+    """Tensors taken onto our names by two maps — ``top``: whole names; ``layer``: names below ``prefix`` (formatted
+    with the layer ``i``) to names below ``blocks.{i}.``, weight and bias."""
+    out: dict[str, torch.Tensor] = {}
+    for src, dst in top.items():
+        if src in ledger:
+            out[dst] = ledger.take(src)
+    for i in range(n_layers):
+        for src, dst in layer.items():
+            for part in ("weight", "bias"):
+                key = f"{prefix.format(i=i)}{src}.{part}"
+                if key in ledger:
+                    out[f"blocks.{i}.{dst}.{part}"] = ledger.take(key)
+    return out
+
+
+def check_rotary(src: Folder, cfg: TransformerConfig) -> None:
+    """Rotary frequencies an older export saved (``rotary_emb.inv_freq``) are redundant when they equal those the
+    config gives; different ones (a scaled RoPE) would change every pattern, so the load is refused."""
+    d = cfg.rope_dims
+    bases = {cfg.rope_base, cfg.rope_local_base or cfg.rope_base}
+    expected = [1.0 / (b ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d)) for b in bases]
+    for name in src.ledger.pending():
+        if not name.endswith("inv_freq"):
+            continue
+        freq = src.ledger.peek(name).float()
+        if any(freq.shape == e.shape and torch.allclose(freq, e, rtol=1e-5, atol=0) for e in expected):
+            src.ledger.mark_redundant(name, "RoPE's frequencies, equal to those config.json gives (recomputed)")
+        else:
+            raise CheckpointError(
+                f"the file's rotary frequencies ({src.ledger.original.get(name, name)}) differ from those config.json "
+                f"gives (θ = {cfg.rope_base:g} over {d} dimensions): a scaled RoPE, which this loader does not read yet"
+            )
+
+
+def build(src: Folder, cfg: TransformerConfig, state: dict[str, torch.Tensor], family: str) -> LoadedModel:
+    """Account for every tensor (what no rule takes refuses the load, named), find the tokenizer, build, and say
+    which family it was read as and what was read."""
+    if cfg.positional == "rope":
+        check_rotary(src, cfg)
+    unexpected = src.ledger.settle()
+    tokenizer, tok_source, tok_files = folder_tokenizer(src.path, src.raw)
+    report = src.ledger.fill(src.report)
+    report.family, report.tokenizer = family, tok_source
+    report.files += [f for f in tok_files if f not in report.files]
+    report.unread = sorted(
+        p.name for p in src.path.iterdir() if p.is_file() and p.name not in report.files and not p.name.startswith(".")
+    )
+    name = src.raw.get("_name_or_path") or src.path.name
     info = {
-        "name": name if isinstance(name, str) else folder.name,
-        "source": str(folder),
-        "model_type": raw.get("model_type"),
+        "name": name if isinstance(name, str) else src.path.name,
+        "source": str(src.path),
+        "model_type": src.raw.get("model_type"),
         "family": family,
     }
-    return build_from_state(cfg, state, tokenizer, info)
+    loaded = build_from_state(cfg, {**state, **unexpected}, tokenizer, info)
+    loaded.report = report
+    return loaded
 
 
 def config(**fields: Any) -> TransformerConfig:
@@ -125,27 +280,62 @@ def config(**fields: Any) -> TransformerConfig:
         raise CheckpointError(f"this model cannot be built: {exc}") from None
 
 
-def rename(
-    hf: Mapping[str, torch.Tensor], n_layers: int, top: Mapping[str, str], layer: Mapping[str, str], prefix: str
-) -> tuple[dict[str, torch.Tensor], set[str]]:
-    """Tensors renamed onto ours by two maps — ``top``: whole names; ``layer``: names below ``prefix`` (formatted
-    with the layer ``i``) to names below ``blocks.{i}.``, weight and bias — and the names it took."""
-    out: dict[str, torch.Tensor] = {}
-    used: set[str] = set()
-    for src, dst in top.items():
-        if src in hf:
-            out[dst] = hf[src]
-            used.add(src)
-    for i in range(n_layers):
-        for src, dst in layer.items():
-            for part in ("weight", "bias"):
-                key = f"{prefix.format(i=i)}{src}.{part}"
-                if key in hf:
-                    out[f"blocks.{i}.{dst}.{part}"] = hf[key]
-                    used.add(key)
-    return out, used
+def family_loader(
+    anchor: str,
+    base: str,
+    make: Callable[[Folder], tuple[TransformerConfig, dict[str, torch.Tensor], str]],
+    check: Callable[[Mapping[str, Any]], Any],
+) -> Callable[[Path, Mapping[str, Any]], LoadedModel]:
+    """A family's ``load(folder, raw)``: ``check`` the config (a refusal comes before any weight is read), open the
+    folder under its plain names, let ``make`` decide the config and take the tensors, then build."""
+
+    def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
+        check(raw)
+        src = open_folder(folder, raw, anchor, base)
+        cfg, state, family = make(src)
+        return build(src, cfg, state, family)
+
+    return load
 
 
-def leftovers(hf: Mapping[str, torch.Tensor], used: set[str], ignorable: tuple[str, ...]) -> dict[str, torch.Tensor]:
-    """The tensors no rule took (and that are not known extras): they surface as "unexpected keys"."""
-    return {k: v for k, v in hf.items() if k not in used and not k.startswith(ignorable) and not k.endswith(ignorable)}
+@dataclass(frozen=True)
+class MLMNames:
+    """Where a family keeps its masked-language-model head (plain names): the transform's dense layer and norm, the
+    vocabulary matrix (``decoder``, with its bias) and a vocabulary bias kept apart from it (BERT's
+    ``cls.predictions.bias``; None when the decoder's own bias is it)."""
+
+    dense: str
+    norm: str
+    decoder: str
+    bias: str | None = None
+
+
+def take_mlm(src: Folder, names: MLMNames, embedding: str, d_model: int) -> tuple[dict[str, torch.Tensor], bool]:
+    """The MLM head's tensors under our names (``mlm.*``) and whether its vocabulary matrix is its own (untied). A
+    head stored without a dense or norm bias (ModernBERT) gets zeros there: the same function."""
+    led = src.ledger
+    tied = src.raw.get("tie_word_embeddings", True) is not False
+    own = head_is_own(src, f"{names.decoder}.weight", embedding, tied, what="the MLM head's vocabulary matrix")
+    zeros = torch.zeros(d_model)
+    out = {
+        "mlm.dense.weight": led.take(f"{names.dense}.weight"),
+        "mlm.dense.bias": led.take(f"{names.dense}.bias") if f"{names.dense}.bias" in led else zeros,
+        "mlm.ln.weight": led.take(f"{names.norm}.weight"),
+        "mlm.ln.bias": led.take(f"{names.norm}.bias") if f"{names.norm}.bias" in led else zeros,
+    }
+    bias, dec_bias = names.bias, f"{names.decoder}.bias"
+    if bias is not None and bias in led:
+        out["mlm.bias"] = led.take(bias)
+        copy = led.peek(dec_bias)
+        if copy is not None and torch.equal(copy.float(), out["mlm.bias"].float()):
+            led.mark_redundant(dec_bias, f"the vocabulary bias again, equal to {led.original.get(bias, bias)}")
+        elif copy is not None:
+            led.mark_left_out(dec_bias, f"a second vocabulary bias; transformers ties it to {bias} and reads that")
+    else:
+        vocab = led.peek(embedding)
+        out["mlm.bias"] = (
+            led.take(dec_bias) if dec_bias in led else torch.zeros(vocab.size(0) if vocab is not None else 0)
+        )
+    if own:
+        out["mlm.decoder.weight"] = led.take(f"{names.decoder}.weight")
+    return {k: v for k, v in out.items() if v is not None}, own

@@ -6,16 +6,12 @@ different bases, a tied head and optional final-logit soft-capping."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.families.common import build, layer_types, leftovers, need, rename
-from model.io.families.llama import llama_config
-from model.io.state import LoadedModel
+from model.io.families.common import layer_types, need
+from model.io.families.llama import _head, llama_config, loader, map_llama_weights
 
 LAYER_MAP = {
     "self_attn.q_proj": "attn.w_q",
@@ -43,7 +39,7 @@ def _theta(params: Any, kind: str, default: float) -> float:
     return float(entry.get("rope_theta", default))
 
 
-def gemma3_config(raw: Mapping[str, Any]) -> TransformerConfig:
+def gemma3_config(raw: Mapping[str, Any], own_head: bool = False) -> TransformerConfig:
     if raw.get("use_bidirectional_attention"):
         raise CheckpointError("bidirectional Gemma 3 (use_bidirectional_attention) is not supported yet")
     if raw.get("attn_logit_softcapping"):
@@ -69,19 +65,18 @@ def gemma3_config(raw: Mapping[str, Any]) -> TransformerConfig:
         layer_types=types,
         sliding_window=window,
         logit_softcap=float(softcap) if softcap else 0.0,
-        tie_lm_head=bool(raw.get("tie_word_embeddings", True)),
+        tie_lm_head=not own_head,
     )
 
 
-def map_gemma3_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    hf = {k.removeprefix("language_model."): v for k, v in hf.items()}
-    top = {"model.embed_tokens.weight": "tok_emb.weight", "model.norm.weight": "ln_f.weight"}
-    top |= {} if cfg.tie_lm_head else {"lm_head.weight": "lm_head.weight"}
-    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "model.layers.{i}.")
-    return {**out, **leftovers(hf, used, ("lm_head.weight",))}
-
-
-def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
-    cfg = gemma3_config(raw)
+def _family(cfg: TransformerConfig) -> str:
     pattern = f"{cfg.layer_types.count('sliding')} of {cfg.n_layers} layers sliding (window {cfg.sliding_window})"
-    return build(folder, raw, cfg, map_gemma3_weights, f"Gemma 3 (sandwich norms, QK-norm, GeGLU; {pattern})")
+    return f"Gemma 3 (sandwich norms, QK-norm, GeGLU; {pattern}; {_head(cfg)})"
+
+
+load = loader(
+    lambda src, own: gemma3_config(src.raw, own),
+    _family,
+    tied_by_default=True,
+    weights=lambda led, cfg: map_llama_weights(led, cfg, LAYER_MAP),
+)

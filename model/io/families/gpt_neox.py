@@ -1,19 +1,21 @@
 """GPT-NeoX / Pythia folders (``model_type: gpt_neox``): pre-norm LayerNorm blocks whose attention and MLP both
 read the block's input (a parallel residual, unless ``use_parallel_residual`` is off), partial rotary (the first
-``partial_rotary_factor`` of each head, rotate-half), exact GELU, biases, an untied head, and Q, K and V fused per
-head in ``query_key_value``: its rows are head 0's q, k, v, then head 1's, …"""
+``partial_rotary_factor`` of each head, rotate-half), exact GELU, biases, an untied head (``embed_out``, or
+``lm_head`` in transformers 5; tied when the file holds none and the config ties it), and Q, K and V fused per head in
+``query_key_value``: its rows are head 0's q, k, v, then head 1's, …"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from model.config import TransformerConfig
-from model.io.families.common import activation, build, config, leftovers, need, rename, rope_base
-from model.io.state import LoadedModel
+from model.io.families.common import Folder, activation, config, family_loader, head_is_own, need, rename, rope_base
+from model.io.report import Ledger
+
+ANCHOR = "embed_in.weight"
 
 LAYER_MAP = {
     "attention.dense": "attn.w_o",
@@ -24,7 +26,7 @@ LAYER_MAP = {
 }
 
 
-def neox_config(raw: Mapping[str, Any]) -> TransformerConfig:
+def neox_config(raw: Mapping[str, Any], own_head: bool = True) -> TransformerConfig:
     d, heads = need(raw, "hidden_size"), need(raw, "num_attention_heads")
     params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
     factor = params.get("partial_rotary_factor", raw.get("rotary_pct", 0.25))
@@ -50,33 +52,35 @@ def neox_config(raw: Mapping[str, Any]) -> TransformerConfig:
         parallel_residual=bool(raw.get("use_parallel_residual", True)),
         causal=True,
         lm_head=True,
-        tie_lm_head=bool(raw.get("tie_word_embeddings", False)),
+        tie_lm_head=not own_head,
     )
 
 
-def map_neox_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    hf = {k.removeprefix("gpt_neox."): v for k, v in hf.items()}
+def map_neox_weights(led: Ledger, cfg: TransformerConfig, head: str) -> dict[str, torch.Tensor]:
     top = {"embed_in.weight": "tok_emb.weight", "final_layer_norm.weight": "ln_f.weight"}
     top |= {"final_layer_norm.bias": "ln_f.bias"}
-    if not cfg.tie_lm_head:  # transformers 5 names it lm_head, older exports embed_out
-        top |= {"embed_out.weight": "lm_head.weight", "lm_head.weight": "lm_head.weight"}
-    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "layers.{i}.")
+    if not cfg.tie_lm_head:
+        top |= {head: "lm_head.weight"}
+    out = rename(led, cfg.n_layers, top, LAYER_MAP, "layers.{i}.")
     H, dk = cfg.n_heads, cfg.d_k
     for i in range(cfg.n_layers):
         for part in ("weight", "bias"):
             key = f"layers.{i}.attention.query_key_value.{part}"
-            if key in hf:
-                fused = hf[key].reshape(H, 3, dk, *hf[key].shape[1:])  # (H, 3, d_k[, d_model]): q, k, v per head
+            if key in led:
+                fused = led.take(key)
+                fused = fused.reshape(H, 3, dk, *fused.shape[1:])  # (H, 3, d_k[, d_model]): q, k, v per head
                 for j, name in enumerate(("w_q", "w_k", "w_v")):
-                    out[f"blocks.{i}.attn.{name}.{part}"] = fused[:, j].reshape(H * dk, *hf[key].shape[1:])
-                used.add(key)
-    ignorable = ("rotary_emb.inv_freq", "attention.bias", "attention.masked_bias", "lm_head.weight")
-    return {**out, **leftovers(hf, used, ignorable)}
+                    out[f"blocks.{i}.attn.{name}.{part}"] = fused[:, j].reshape(H * dk, *fused.shape[3:])
+    return out
 
 
-def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
-    cfg = neox_config(raw)
+def _neox(src: Folder):
+    head = "lm_head.weight" if "lm_head.weight" in src.ledger else "embed_out.weight"  # transformers 5 / older
+    own = head_is_own(src, head, ANCHOR, src.raw.get("tie_word_embeddings", False) is not False)
+    cfg = neox_config(src.raw, own)
     kind = "parallel" if cfg.parallel_residual else "sequential"
-    return build(
-        folder, raw, cfg, map_neox_weights, f"GPT-NeoX ({kind} residual, rotary on {cfg.rope_dims} of {cfg.d_k})"
-    )
+    family = f"GPT-NeoX ({kind} residual, rotary on {cfg.rope_dims} of {cfg.d_k})"
+    return cfg, map_neox_weights(src.ledger, cfg, head), family
+
+
+load = family_loader(ANCHOR, "gpt_neox.", _neox, neox_config)

@@ -1,18 +1,20 @@
 """LLaMA-architecture folders (``model_type: llama``), and the base of Mistral and Qwen2: pre-norm RMSNorm blocks,
-SwiGLU, grouped-query attention, rotate-half RoPE, a causal mask and a tied or untied next-token head."""
+SwiGLU, grouped-query attention, rotate-half RoPE, a causal mask and a next-token head that is the token embeddings
+or a matrix of its own — decided from the tensors, as transformers 5 decides (a ``lm_head.weight`` that differs from
+the embeddings is the model's own, whatever ``tie_word_embeddings`` says)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
-
-import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.families.common import build, config, layer_types, leftovers, need, rename, rope_base
-from model.io.state import LoadedModel
+from model.io.families.common import Folder, config, family_loader, head_is_own, layer_types, need, rename, rope_base
+from model.io.report import Ledger
+
+ANCHOR = "embed_tokens.weight"
 
 # HF name (below "model.layers.{i}.") -> ours (below "blocks.{i}.")
 LAYER_MAP = {
@@ -26,7 +28,7 @@ LAYER_MAP = {
     "input_layernorm": "ln1",
     "post_attention_layernorm": "ln2",
 }
-TOP_MAP = {"model.embed_tokens.weight": "tok_emb.weight", "model.norm.weight": "ln_f.weight"}
+TOP_MAP = {"embed_tokens.weight": "tok_emb.weight", "norm.weight": "ln_f.weight"}
 
 
 def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrides: Any) -> TransformerConfig:
@@ -70,13 +72,38 @@ def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrid
     return config(**{**fields, **overrides})
 
 
-def map_llama_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
+def own_head(src: Folder, tied_by_default: bool = False) -> bool:
+    """Whether the next-token head is a matrix of its own (see :func:`head_is_own`)."""
+    tied = src.raw.get("tie_word_embeddings", tied_by_default) is not False
+    return head_is_own(src, "lm_head.weight", "embed_tokens.weight", tied)
+
+
+def map_llama_weights(led: Ledger, cfg: TransformerConfig, layer_map: Mapping[str, str] = LAYER_MAP) -> dict:
     top = dict(TOP_MAP) | ({} if cfg.tie_lm_head else {"lm_head.weight": "lm_head.weight"})
-    out, used = rename(hf, cfg.n_layers, top, LAYER_MAP, "model.layers.{i}.")
-    # a tied head may be saved beside the embedding; rotary caches of older exports are buffers, not weights
-    return {**out, **leftovers(hf, used, ("lm_head.weight", "rotary_emb.inv_freq"))}
+    return rename(led, cfg.n_layers, top, layer_map, "layers.{i}.")
 
 
-def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
-    cfg = llama_config(raw)
-    return build(folder, raw, cfg, map_llama_weights, "LLaMA (pre-norm RMSNorm, SwiGLU, RoPE, GQA)")
+def loader(
+    make_config: Callable[[Folder, bool], TransformerConfig],
+    family: str | Callable[[TransformerConfig], str],
+    *,
+    tied_by_default: bool = False,
+    weights: Callable[[Ledger, TransformerConfig], dict] = map_llama_weights,
+):
+    """A LLaMA-like family's ``load``: the head decided from the tensors, the config, the weights taken."""
+
+    def make(src: Folder):
+        cfg = make_config(src, own_head(src, tied_by_default))
+        return cfg, weights(src.ledger, cfg), family(cfg) if callable(family) else family
+
+    return family_loader(ANCHOR, "model.", make, lambda raw: make_config(SimpleNamespace(raw=raw), False))
+
+
+def _head(cfg: TransformerConfig) -> str:
+    return "tied head" if cfg.tie_lm_head else "its own head"
+
+
+load = loader(
+    lambda src, own: llama_config(src.raw, tie_lm_head=not own),
+    lambda cfg: f"LLaMA (pre-norm RMSNorm, SwiGLU, RoPE, GQA; {_head(cfg)})",
+)

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-from model.io.families.common import build
-from model.io.families.llama import llama_config, map_llama_weights
-from model.io.state import LoadedModel
+from model.io.families.llama import _head, llama_config, loader
 
 
-def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
-    cfg = llama_config(raw, window=raw.get("sliding_window"))
+def _family(cfg) -> str:
     window = f"sliding window {cfg.sliding_window}" if cfg.sliding_window else "no sliding window"
-    return build(folder, raw, cfg, map_llama_weights, f"Mistral (LLaMA with a {window})")
+    return f"Mistral (LLaMA with a {window}; {_head(cfg)})"
+
+
+load = loader(
+    lambda src, own: llama_config(src.raw, window=src.raw.get("sliding_window"), tie_lm_head=not own), _family
+)

@@ -3,30 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from model.io.families.llama import LAYER_MAP, _head, llama_config, loader, map_llama_weights
 
-import torch
-
-from model.config import TransformerConfig
-from model.io.families.common import build
-from model.io.families.llama import llama_config, map_llama_weights
-from model.io.state import LoadedModel
+QWEN3_MAP = {**LAYER_MAP, "self_attn.q_norm": "attn.q_norm", "self_attn.k_norm": "attn.k_norm"}
 
 
-def map_qwen3_weights(hf: dict[str, torch.Tensor], cfg: TransformerConfig) -> dict[str, torch.Tensor]:
-    out = dict(hf)
-    norms = {}
-    for i in range(cfg.n_layers):
-        for which in ("q_norm", "k_norm"):
-            key = f"model.layers.{i}.self_attn.{which}.weight"
-            if key in out:
-                norms[f"blocks.{i}.attn.{which}.weight"] = out.pop(key)
-    return {**map_llama_weights(out, cfg), **norms}
+def _config(src, own):
+    window = src.raw.get("sliding_window") if src.raw.get("use_sliding_window") else None
+    return llama_config(src.raw, window=window, qk_norm=True, tie_lm_head=not own)
 
 
-def load(folder: Path, raw: Mapping[str, Any]) -> LoadedModel:
-    window = raw.get("sliding_window") if raw.get("use_sliding_window") else None
-    cfg = llama_config(raw, window=window, qk_norm=True)
-    return build(folder, raw, cfg, map_qwen3_weights, "Qwen3 (LLaMA with QK-norm)")
+load = loader(
+    _config,
+    lambda cfg: f"Qwen3 (LLaMA with QK-norm; {_head(cfg)})",
+    weights=lambda led, cfg: map_llama_weights(led, cfg, QWEN3_MAP),
+)
