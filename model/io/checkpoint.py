@@ -27,11 +27,13 @@ from model.errors import CheckpointError, foreign_module
 from model.io.archive import unpacked
 from model.io.contents import FORMAT, Contents, Questions, file_kind, questions, read_contents, unrecognised
 from model.io.families import load_hf_folder
+from model.io.formats import foreign_folder
 from model.io.gguf import load_gguf
 from model.io.post import load_post_state
 from model.io.post_layout import is_post_state
 from model.io.state import LoadedModel, build_from_state, config_from_dict, config_from_json
 from model.io.tokenizer import Tokenizer
+from model.io.tokenizer_files import folder_tokenizer
 from model.transformer import Transformer
 
 __all__ = [
@@ -84,13 +86,14 @@ def to_bytes(
     return st_save(tensors, metadata=meta)
 
 
-def _build(contents: Contents, kind: str, n_heads: int | None, norm: str | None) -> LoadedModel:
+def _build(contents: Contents, kind: str, n_heads: int | None, norm: str | None, name: str = "") -> LoadedModel:
     if contents.config is not None:
         raw = contents.config
         cfg = config_from_json(raw) if isinstance(raw, str) else config_from_dict(raw)
-        return build_from_state(cfg, contents.state, contents.tokenizer, contents.info)
-    if is_post_state(contents.state):
-        return load_post_state(
+        loaded = build_from_state(cfg, contents.state, contents.tokenizer, contents.info)
+        family = "Attention Lab checkpoint (its own config)"
+    elif is_post_state(contents.state):
+        loaded = load_post_state(
             contents.state,
             n_heads=n_heads,
             norm=norm,
@@ -98,7 +101,17 @@ def _build(contents: Contents, kind: str, n_heads: int | None, norm: str | None)
             tokenizer=contents.tokenizer,
             info=contents.info,
         )
-    raise unrecognised(contents.state, kind)
+        family = str(loaded.info.get("family", "the post's encoder"))
+    else:
+        raise unrecognised(contents.state, kind)
+    report = loaded.report
+    report.family, report.files = family, [name] if name else []
+    report.used = sorted(k for k in contents.state if isinstance(k, str))  # a strict load: every tensor is a weight
+    report.dtypes = sorted(
+        {str(t.dtype).removeprefix("torch.") for t in contents.state.values() if isinstance(t, torch.Tensor)}
+    )
+    report.tokenizer = "stored in the file" if contents.tokenizer is not None else ""
+    return loaded
 
 
 def load_bytes(
@@ -117,7 +130,7 @@ def load_bytes(
             return _load_folder(folder, n_heads, norm)
     contents = read_contents(data, name)
     contents.hint = {**(hint or {}), **contents.hint}
-    return _build(contents, file_kind(name), n_heads, norm)
+    return _build(contents, file_kind(name), n_heads, norm, Path(name).name)
 
 
 def upload_questions(data: bytes, name: str) -> Questions:
@@ -170,16 +183,24 @@ def load_checkpoint(path: str | Path, *, n_heads: int | None = None, norm: str |
 
 
 def tokenizer_beside(path: Path) -> Path | None:
-    """The tokenizer.json in a folder, or beside a file."""
+    """The tokenizer file in a folder, or beside a file (tokenizer.json, vocab.txt, vocab.json + merges.txt,
+    tokenizer.model)."""
     folder = path if path.is_dir() else path.parent
-    found = folder / "tokenizer.json"
-    return found if found.is_file() else None
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer.model"):
+        if (folder / name).is_file():
+            return folder / name
+    return folder / "vocab.json" if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file() else None
 
 
 def _tokenizer_beside(loaded: LoadedModel, folder: Path) -> None:
-    found = tokenizer_beside(folder)
-    if loaded.tokenizer is None and found is not None:
-        loaded.attach_tokenizer(Tokenizer.from_file(found))
+    """A file that stored no tokenizer takes the one beside it (any file kind tokenizer_files reads)."""
+    if loaded.tokenizer is not None:
+        return
+    tokenizer, source, files = folder_tokenizer(folder, {}, gguf=False)
+    if tokenizer is not None:
+        loaded.attach_tokenizer(tokenizer)
+        loaded.report.files += [f for f in files if f not in loaded.report.files]
+    loaded.report.tokenizer = f"{source}, beside the file" if tokenizer is not None else source
 
 
 def _read_config(folder: Path) -> dict | None:
@@ -220,6 +241,9 @@ def _load_folder(folder: Path, n_heads: int | None, norm: str | None) -> LoadedM
     if raw is not None and "model_type" in raw:  # a Hugging Face folder: its family's importer
         return load_hf_folder(folder, raw)
     weights = weights_in(folder)
+    foreign = foreign_folder(folder) if weights is None else None
+    if foreign is not None:
+        raise CheckpointError(foreign)
     if weights is None:
         what = "config.json but no weights file" if raw is not None else "no config.json and no single weights file"
         raise CheckpointError(f"{folder} has {what} (model.safetensors, or one .safetensors / .pt / .pth file)")
@@ -227,6 +251,8 @@ def _load_folder(folder: Path, n_heads: int | None, norm: str | None) -> LoadedM
     if contents.config is None and raw is not None and not is_post_state(contents.state):
         contents.config = raw  # a native folder: config.json is our config
     contents.hint = {**(raw or {}), **contents.hint}
-    loaded = _build(contents, file_kind(weights.name), n_heads, norm)
+    loaded = _build(contents, file_kind(weights.name), n_heads, norm, weights.name)
+    if raw is not None:
+        loaded.report.files.insert(0, "config.json")
     _tokenizer_beside(loaded, folder)
     return loaded

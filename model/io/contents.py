@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from model.errors import CheckpointError
+from model.io.formats import foreign_format, nanochat_state
 from model.io.post_layout import (
     NAME_MAP_DOC,
     POST_DEFAULT_HEADS,
@@ -54,6 +55,9 @@ class Questions:
 
 
 def read_contents(data: bytes, name: str) -> Contents:
+    foreign = foreign_format(data, name)
+    if foreign is not None:
+        raise CheckpointError(foreign)
     suffix = Path(name).suffix.lower()
     if suffix in (".pt", ".pth", ".bin"):
         return _torch_contents(read_torch(data))
@@ -89,7 +93,7 @@ def _torch_contents(obj: Any) -> Contents:
     if is_post_state(obj):
         return Contents(obj)
     for key in STATE_KEYS:  # {'model_state_dict': ..., 'optimizer_state_dict': ..., 'epoch': 3, 'config': {...}}
-        if isinstance(obj.get(key), dict) and is_post_state(obj[key]):
+        if isinstance(obj.get(key), dict) and obj[key] and not any(hasattr(v, "shape") for v in obj.values()):
             hint: dict[str, Any] = {}
             for name in HINT_KEYS:
                 if isinstance(obj.get(name), dict):
@@ -102,6 +106,9 @@ def _torch_contents(obj: Any) -> Contents:
 
 def unrecognised(state: dict[str, Any], kind: str) -> CheckpointError:
     keys = sorted(k for k in state if isinstance(k, str))
+    nanochat = nanochat_state(keys)
+    if nanochat is not None:
+        return CheckpointError(nanochat)
     if any(k.startswith("blocks.0.attn.w_q") for k in keys) or "tok_emb.weight" in keys:
         return CheckpointError(
             f"this {kind} holds Attention Lab weights but no Attention Lab config in its metadata; save the model "

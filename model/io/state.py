@@ -97,8 +97,9 @@ def _read_header(data: bytes) -> dict[str, Any]:
     (n,) = struct.unpack("<Q", data[:8])
     if n > MAX_HEADER_BYTES or 8 + n > len(data):
         raise CheckpointError(
-            "not a safetensors checkpoint, or the file is truncated (its header claims "
-            f"{n:,} bytes but the file has {len(data):,})"
+            "not a safetensors checkpoint, or one cut short: its first 8 bytes do not give the length of a header "
+            "inside the file. Attention Lab reads .safetensors, .pt/.pth state dicts, Hugging Face folders and "
+            "LLaMA-family .gguf files"
         )
     try:
         header = json.loads(data[8 : 8 + n])

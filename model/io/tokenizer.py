@@ -55,8 +55,8 @@ class Tokenizer:
         """What a token looks like to a reader: byte-level stand-ins and SentencePiece's "▁" decoded (" cat", "↵"),
         others unchanged."""
         raw = self._raw(token)
-        if raw is None:
-            return token
+        if raw is None:  # a special token matched with the space it strips (RoBERTa's " <mask>") shows as itself
+            return token.strip() if token.strip() in self._special else token
         # a piece of a multi-byte character (an emoji split in three) shows its bytes: "\xf0\x9f"
         text = raw.decode("utf-8", errors="backslashreplace").replace("\n", "↵").replace("\t", "⇥")
         return text if text.strip() else text.replace(" ", "␣")
@@ -84,7 +84,7 @@ class Tokenizer:
 
     def _raw(self, token: str) -> bytes | None:
         """A byte-level or SentencePiece token's bytes (None for special tokens and other tokenizers)."""
-        if token in self._special or not (self.byte_level or self.metaspace):
+        if token in self._special or token.strip() in self._special or not (self.byte_level or self.metaspace):
             return None
         if self.byte_level:
             return bytes(_BYTE_OF.get(ch, 63) for ch in token)  # 63 = "?" for a character outside the byte map

@@ -21,6 +21,7 @@ from model.io.tokenizer import Tokenizer
 
 MAX_VOCAB_FILE_BYTES = 64 * 1024 * 1024  # vocab.txt, vocab.json, merges.txt, tokenizer_config.json
 LOOKED_FOR = "tokenizer.json, vocab.txt, vocab.json + merges.txt, tokenizer.model or a .gguf"
+WITHOUT_GGUF = "tokenizer.json, vocab.txt, vocab.json + merges.txt or tokenizer.model"
 #: tokenizer classes whose vocab.json + merges.txt we build as transformers does (others split text differently)
 BYTE_BPE = {"GPT2Tokenizer": "gpt2", "RobertaTokenizer": "roberta", "BartTokenizer": "roberta"}
 #: families that add BOS to every text from a tokenizer.model unless tokenizer_config.json says otherwise
@@ -92,7 +93,7 @@ def wordpiece(folder: Path, conf: Mapping[str, Any]) -> _HFTokenizer:
     tok.decoder = decoders.WordPiece(prefix="##")
     specials = [_token(conf.get(k), d) for k, d in (("pad_token", "[PAD]"), ("mask_token", "[MASK]"))] + [unk, cls, sep]
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials if t in vocab])
-    tok.add_special_tokens(_added(conf, vocab))
+    tok.add_special_tokens(_added(conf, vocab))  # last: the file's own options (lstrip, …) win
     if cls in vocab and sep in vocab:
         tok.post_processor = processors.TemplateProcessing(
             single=f"{cls}:0 $A:0 {sep}:0",
@@ -123,9 +124,7 @@ def byte_bpe(folder: Path, conf: Mapping[str, Any], style: str) -> _HFTokenizer:
     if style == "roberta":
         names = {k: _token(conf.get(f"{k}_token"), d) for k, d in (("cls", "<s>"), ("sep", "</s>"), ("unk", "<unk>"))}
         names |= {k: _token(conf.get(f"{k}_token"), d) for k, d in (("pad", "<pad>"), ("mask", "<mask>"))}
-        tok.add_special_tokens(
-            [AddedToken(t, special=True, normalized=False, lstrip=k == "mask") for k, t in names.items() if t in vocab]
-        )
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in names.values() if t in vocab])
         if names["cls"] in vocab and names["sep"] in vocab:
             tok.post_processor = processors.RobertaProcessing(
                 (names["sep"], vocab[names["sep"]]),
@@ -181,8 +180,11 @@ def _gguf_beside(folder: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def folder_tokenizer(folder: Path, raw: Mapping[str, Any]) -> tuple[Tokenizer | None, str, list[str]]:
-    """(the folder's tokenizer or None, where it came from — or what was looked for —, the files read)."""
+def folder_tokenizer(
+    folder: Path, raw: Mapping[str, Any], *, gguf: bool = True
+) -> tuple[Tokenizer | None, str, list[str]]:
+    """(the folder's tokenizer or None, where it came from — or what was looked for —, the files read); ``gguf``:
+    whether a lone .gguf in the folder counts (not beside a .gguf being loaded itself)."""
     conf = tokenizer_config(folder)
     conf_file = ["tokenizer_config.json"] if conf else []
     kind = str(raw.get("model_type", ""))
@@ -206,9 +208,9 @@ def folder_tokenizer(folder: Path, raw: Mapping[str, Any]) -> tuple[Tokenizer | 
     if (folder / "tokenizer.model").is_file():
         tok = Tokenizer(sentencepiece(folder, conf, kind))
         return tok, "tokenizer.model (SentencePiece)", ["tokenizer.model", *conf_file]
-    gguf = _gguf_beside(folder)
-    if gguf is not None:
+    found = _gguf_beside(folder) if gguf else None
+    if found is not None:
         from model.io.gguf import gguf_file_tokenizer
 
-        return gguf_file_tokenizer(gguf), f"{gguf.name} (the GGUF file's own tokenizer)", [gguf.name]
-    return None, f"none in the folder (looked for {LOOKED_FOR})", []
+        return gguf_file_tokenizer(found), f"{found.name} (the GGUF file's own tokenizer)", [found.name]
+    return None, f"none in the folder (looked for {LOOKED_FOR if gguf else WITHOUT_GGUF})", []

@@ -15,6 +15,7 @@ import torch
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
+from model.io.formats import foreign_folder
 from model.io.report import Ledger, LoadReport
 from model.io.state import LoadedModel, build_from_state, read_safetensors
 from model.io.tokenizer_files import folder_tokenizer
@@ -122,6 +123,9 @@ def read_files(folder: Path) -> tuple[dict[str, torch.Tensor], list[str]]:
     legacy = folder / "pytorch_model.bin"
     if legacy.is_file():
         return _unnest(read_torch(legacy.read_bytes()), "pytorch_model.bin"), [legacy.name]
+    foreign = foreign_folder(folder)
+    if foreign is not None:
+        raise CheckpointError(foreign)
     if (folder / "pytorch_model.bin.index.json").is_file():
         raise CheckpointError(
             "this folder's weights are sharded pytorch_model-*.bin files; re-save them as safetensors (in "
@@ -323,19 +327,24 @@ def take_mlm(src: Folder, names: MLMNames, embedding: str, d_model: int) -> tupl
         "mlm.ln.weight": led.take(f"{names.norm}.weight"),
         "mlm.ln.bias": led.take(f"{names.norm}.bias") if f"{names.norm}.bias" in led else zeros,
     }
+    # the decoder's own bias is what transformers adds; a bias kept apart (BERT's cls.predictions.bias) is only tied
+    # to it, and stands in for it when the file holds no decoder bias
     bias, dec_bias = names.bias, f"{names.decoder}.bias"
-    if bias is not None and bias in led:
+    apart = led.peek(bias) if bias is not None else None
+    if dec_bias in led:
+        out["mlm.bias"] = led.take(dec_bias)
+        if apart is not None and torch.equal(apart.float(), out["mlm.bias"].float()):
+            led.mark_redundant(bias, f"the vocabulary bias again, equal to {led.original.get(dec_bias, dec_bias)}")
+        elif apart is not None:
+            led.mark_left_out(
+                bias,
+                "a vocabulary bias the head does not add: its decoder's own bias is added, as transformers computes",
+            )
+    elif apart is not None:
         out["mlm.bias"] = led.take(bias)
-        copy = led.peek(dec_bias)
-        if copy is not None and torch.equal(copy.float(), out["mlm.bias"].float()):
-            led.mark_redundant(dec_bias, f"the vocabulary bias again, equal to {led.original.get(bias, bias)}")
-        elif copy is not None:
-            led.mark_left_out(dec_bias, f"a second vocabulary bias; transformers ties it to {bias} and reads that")
     else:
         vocab = led.peek(embedding)
-        out["mlm.bias"] = (
-            led.take(dec_bias) if dec_bias in led else torch.zeros(vocab.size(0) if vocab is not None else 0)
-        )
+        out["mlm.bias"] = torch.zeros(vocab.size(0) if vocab is not None else 0)
     if own:
         out["mlm.decoder.weight"] = led.take(f"{names.decoder}.weight")
     return {k: v for k, v in out.items() if v is not None}, own
