@@ -82,7 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("trained_source", "", str, url=True),  # what its decoder's cross-attention reads ("": the probe's)
     Setting("ckpt_heads", 8, int),  # heads of a checkpoint that does not store them (the post's encoder)
     Setting("ckpt_norm", "pre", str, ("pre", "post")),
-    Setting("ckpt_tokenizer", "bundled", str, ("bundled", "upload", "ids")),
+    # a file that brings no tokenizer: nothing is chosen for the user ("choose"), least of all one whose vocabulary
+    # merely has the right size
+    Setting("ckpt_tokenizer", "choose", str, ("choose", "upload", "ids", "bundled")),
     Setting("device", "cpu", str),
     Setting("example", "The cat sat on the mat.", str, (*EXAMPLES, YOUR_TEXT), saved=False),
     Setting("text", DEFAULT_TEXT, str, url=True),

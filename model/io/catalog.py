@@ -30,7 +30,8 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
-SOURCES = ("bundled", "random", "trained", "minilm", "smollm2", "gemma3", "upload", "folder")
+#: in the order the picker lists them: the user's own model (upload, path) near the top, visible without scrolling
+SOURCES = ("bundled", "upload", "folder", "minilm", "smollm2", "gemma3", "random", "trained")
 LABELS = {
     "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
@@ -124,15 +125,16 @@ def _random_model(spec: ModelSpec) -> LoadedModel:
 
 
 TOKENIZER_CHOICES = {
-    "bundled": "the bundled BERT-uncased tokenizer (30,522 pieces)",
-    "upload": "upload a tokenizer.json",
+    "choose": "— choose the one the model was trained with —",
+    "upload": "upload its tokenizer.json",
     "ids": "token ids (type space-separated ids)",
+    "bundled": "the bundled BERT-uncased tokenizer (30,522 pieces), if the model was trained with it",
 }
 
 
 def tokenizer_for(choice: str, vocab_size: int, uploads: Mapping[str, bytes] | None = None) -> Tokenizer | None:
     """The tokenizer a user chose for a file that brought none (see ``ModelSpec.tokenizer``)."""
-    if not choice:
+    if not choice or choice == "choose":
         return None
     if choice == "bundled":
         return Tokenizer.from_file(BUNDLED_TOKENIZER)

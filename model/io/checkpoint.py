@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,7 +34,7 @@ from model.io.post import load_post_state
 from model.io.post_layout import is_post_state
 from model.io.state import LoadedModel, build_from_state, config_from_dict, config_from_json
 from model.io.tokenizer import Tokenizer
-from model.io.tokenizer_files import folder_tokenizer
+from model.io.tokenizer_files import LOOKED_FOR, WITHOUT_GGUF, folder_tokenizer
 from model.transformer import Transformer
 
 __all__ = [
@@ -148,18 +149,21 @@ def questions_at(path: str | Path) -> Questions:
         raw = _read_config(path)
         if raw is not None and "model_type" in raw:  # a Hugging Face folder: it may lack only its tokenizer
             vocab = raw.get("vocab_size")
+            found = _has_tokenizer(path) or any(p.suffix.lower() == ".gguf" for p in path.iterdir())
             return Questions(
-                needs_tokenizer=not _has_tokenizer(path), vocab_size=vocab if isinstance(vocab, int) else 0
+                needs_tokenizer=not found, vocab_size=vocab if isinstance(vocab, int) else 0, looked_for=LOOKED_FOR
             )
         weights = weights_in(path)
         if weights is None:
             return Questions()  # nothing to load: loading says so
-        return questions(weights.read_bytes(), weights.name, hint=raw, tokenizer_beside=_has_tokenizer(path))
+        asked = questions(weights.read_bytes(), weights.name, hint=raw, tokenizer_beside=_has_tokenizer(path))
+        return replace(asked, looked_for=WITHOUT_GGUF) if asked.needs_tokenizer else asked
     if not path.is_file() or path.suffix.lower() == ".gguf":
         return Questions()
-    return questions(
+    asked = questions(
         path.read_bytes(), path.name, hint=_hint_beside(path.parent), tokenizer_beside=_has_tokenizer(path)
     )
+    return replace(asked, looked_for=WITHOUT_GGUF) if asked.needs_tokenizer else asked
 
 
 def _has_tokenizer(path: Path) -> bool:

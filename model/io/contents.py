@@ -50,6 +50,7 @@ class Questions:
     heads: int = 0  # the default to offer
     ask_norm: bool = False  # the post's encoder: pre- or post-norm blocks look the same in the weights
     needs_tokenizer: bool = False
+    looked_for: str = ""  # the tokenizer files looked for beside the weights, when none was found
     d_model: int = 0
     vocab_size: int = 0
 

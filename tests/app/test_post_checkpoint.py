@@ -17,7 +17,7 @@ from model.io.catalog import BUNDLED_TOKENIZER
 from model.io.tokenizer import Tokenizer
 from tests.app.conftest import figures, new_app
 from tests.reference import post_encoder as ref
-from viz.shell.paths import REFUSED
+from viz.shell.paths import REFUSED, share_command
 
 TEXT = "The animal didn't cross the street because it was too tired."
 
@@ -67,7 +67,8 @@ def test_upload_asks_for_heads_and_shows_the_posts_weights(post, name):
     assert not at.exception, at.exception
     heads = at.sidebar.selectbox(key="ckpt_heads")
     assert heads.options == ["1", "2", "4", "8", "16", "32", "64"] and heads.value == 8  # the post's default
-    assert at.sidebar.radio(key="ckpt_tokenizer").value == "bundled"
+    assert at.sidebar.radio(key="ckpt_tokenizer").value == "choose"  # nothing chosen for the user
+    at.sidebar.radio(key="ckpt_tokenizer").set_value("bundled").run()  # the post's readers use BERT's tokenizer
     heads.set_value(4).run()
     at.selectbox(key="layer").set_value(1).run()
     at.selectbox(key="head").set_value(3).run()
@@ -96,6 +97,8 @@ def test_local_folder_with_tokenizer_and_paths_outside_refused_alike(post, tmp_p
         at.sidebar.text_input(key="folder_path").set_value(str(outside)).run()
         assert not at.exception
         answers.append([e.value for e in at.sidebar.error])
+        command = [c.value for c in at.sidebar.code]
+        assert command == [share_command(str(outside))], command  # built from the typed text, not the disk
     assert all(a == [REFUSED] for a in answers), answers  # one sentence: nothing tells what exists out there
     at.sidebar.text_input(key="folder_path").set_value(str(shared / "run")).run()
     assert "ckpt_tokenizer" not in [r.key for r in at.sidebar.radio]  # its tokenizer.json is beside it

@@ -8,6 +8,7 @@ import streamlit as st
 
 from model.analysis.decoder import strongest_sink
 from model.analysis.metrics import METRIC_HELP, METRICS
+from model.io.bert import model_note
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
@@ -233,6 +234,9 @@ elif part == "Shared K/V (GQA)":
 
 else:
     st.caption(plain(split_note(obs.tokens, obs.special)))
+    note = model_note(str(ctx.loaded.info.get("source", "")))
+    if note:
+        st.info(note)
     ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
     positions, typed = mask_positions(src)
     try:

@@ -10,19 +10,31 @@ not, a link that leads out, ``..`` — gets the same sentence. No Streamlit here
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 
 ENV = "ATTENTION_LAB_MODEL_DIRS"
 LOCAL_ADDRESSES = frozenset({"localhost", "127.0.0.1", "::1"})
 REFUSED = (
     "This server opens local files only inside the folders it shares for models (ATTENTION_LAB_MODEL_DIRS), and "
-    "this path is not inside one. Upload the file instead, or ask whoever runs the server to share its folder."
+    "this path is not inside one. Upload the file instead, or start the server with its folder shared:"
 )
 SWITCHED_OFF = (
     "Local paths are switched off on this server (it listens on the network and ATTENTION_LAB_MODEL_DIRS names no "
-    "folder). Upload the file instead."
+    "folder). Upload the file instead, or start the server with the folder of your models shared:"
 )
+#: a typed path whose last part looks like a weights or tokenizer file: its folder is what to share
+FILE_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".gguf", ".json", ".zip", ".model", ".txt")
+
+
+def share_command(text: str) -> str:
+    """The one line that starts this app with the folder of ``text`` shared. Built from the typed text alone — never
+    from the disk — so it says the same whether the path exists or not."""
+    typed = text.strip().replace("\0", "")
+    path = PurePath(typed or "/path/to/models")
+    folder = path.parent if path.suffix.lower() in FILE_SUFFIXES else path
+    return f"ATTENTION_LAB_MODEL_DIRS={shlex.quote(str(folder))} streamlit run app.py"
 
 
 def model_dirs(address: str | None, env: Mapping[str, str] | None = None) -> list[Path]:

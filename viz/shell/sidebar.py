@@ -15,7 +15,7 @@ from model.io.gguf import SMOLLM_INSTALL
 from model.learn.store import describe, spec_of, stored_runs
 from model.learn.tasks import TASKS
 from viz.settings import BY_KEY, EXAMPLES, SEQ2SEQ_STACKS, YOUR_TEXT
-from viz.shell.paths import REFUSED, SWITCHED_OFF, allowed, model_dirs
+from viz.shell.paths import LOCAL_ADDRESSES, REFUSED, SWITCHED_OFF, allowed, model_dirs, share_command
 from viz.shell.services import get_questions, upload_bytes
 
 
@@ -88,7 +88,8 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         up = st.file_uploader(
             "Checkpoint: .safetensors or .pt/.pth (the post's state dict, Attention Lab's), a LLaMA .gguf, or a "
             "Hugging Face folder as one .zip",
-            type=["safetensors", "pt", "pth", "bin", "gguf", "zip"],
+            # formats it does not read are accepted too, so the refusal can say what they are and what to do
+            type=["safetensors", "pt", "pth", "bin", "gguf", "zip", "onnx", "h5", "keras", "msgpack"],
             key="upload_file",
             max_upload_size=MAX_UPLOAD_BYTES // 2**20,
         )
@@ -105,17 +106,21 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         roots = model_dirs(st.get_option("server.address"))
         if not roots:
             st.info(SWITCHED_OFF)
+            st.code(share_command(""), language="bash")
             return None, None
         text = st.text_input(
             "Path to a checkpoint file or folder",
             key="folder_path",
-            placeholder="/path/to/encoder.pt, model.safetensors, a Hugging Face BERT folder or a LLaMA .gguf",
+            placeholder="/path/to/a Hugging Face folder, model.safetensors, encoder.pt or a .gguf",
         )
+        if (st.get_option("server.address") or "").strip() in LOCAL_ADDRESSES:  # only this machine's browser sees it
+            st.caption(f"Opens what lies inside {', '.join(str(r) for r in roots)}.")
         if not text.strip():
             return None, None
         path = allowed(text, roots)
         if path is None:
             st.error(REFUSED)
+            st.code(share_command(text), language="bash")
             return None, None
         try:
             stat = path.stat()
@@ -214,12 +219,22 @@ def _answered(spec: ModelSpec, asked: Questions | str, file_key: str) -> ModelSp
             help="Pre- and post-norm blocks have the same weights; say which order your forward pass uses.",
         )
     if asked.needs_tokenizer:
+        where = f"looked for {asked.looked_for}" if asked.looked_for else "the file stores none"
         choice = st.radio(
-            "Tokenizer (none comes with the file)",
+            "Tokenizer (none came with the model)",
             BY_KEY["ckpt_tokenizer"].allowed,
             key="ckpt_tokenizer",
             format_func=TOKENIZER_CHOICES.get,
+            help=f"No tokenizer came with the weights ({where}). Token ids always work; any other tokenizer gives "
+            "right numbers only if it is the one the model was trained with — a vocabulary of the same size is not "
+            "enough.",
         )
+        if choice == "choose":
+            st.info(
+                f"No tokenizer came with this model ({where}). Choose the one it was trained with: upload its "
+                "tokenizer.json, or type token ids."
+            )
+            return None
         if choice == "upload":
             up = st.file_uploader("tokenizer.json", type=["json"], key="tokenizer_file")
             if up is None:
@@ -291,6 +306,18 @@ def draw_sidebar() -> tuple[ModelSpec | None, dict[str, bytes] | None, SidebarSl
     return spec, data, SidebarSlots(model_slot, device_slot, status_slot)
 
 
+REPORT_HELP = (
+    "Every tensor in the model's files is used, proved redundant (a copy of the tied embeddings, a buffer that "
+    "holds no learned number) or named as left out with what it is; none left out changes what a page shows. A "
+    "tensor no rule accounts for refuses the load."
+)
+
+
+def _escaped(text: str) -> str:
+    """Markdown-safe: file and tensor names keep their underscores and stars."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>#|" else ch for ch in text)
+
+
 def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None, whole: str | None = None) -> None:
     """The loaded model's description, its warnings, what this text cost, and how full the shared cache is
     (``cache``: bytes held, budget); ``whole``: what reading a long text whole cost."""
@@ -307,6 +334,9 @@ def draw_status(slot, loaded, obs, cache: tuple[int, int] | None = None, whole: 
             st.caption(f"Source: {desc['source']}")
             if desc["family"]:
                 st.caption(f"Read as {desc['family']}.")
+            lines = loaded.report.summary()
+            if lines:  # what was read from which files, and what became of every tensor
+                st.markdown("\n".join(f"- {_escaped(line)}" for line in lines), help=REPORT_HELP)
         for w in loaded.warnings:
             st.warning(w)
         st.caption(

@@ -227,6 +227,13 @@ def _predictions(src: Source, positions: list[int], ablate: tuple):
             "token page."
         )
     if not src.loaded.has_mlm:
+        files = src.loaded.report.files
+        if files:  # an encoder read from files: the files hold no head, which the model may well have had
+            raise ViewUnavailableError(
+                f"{src.loaded.name}'s files ({', '.join(files[:3])}{' …' if len(files) > 3 else ''}) hold no "
+                "masked-language-model head: they were saved without it (a BertModel rather than a BertForMaskedLM, "
+                "say). Open a folder saved with its head to see its guesses; the bundled model has one."
+            )
         raise ViewUnavailableError(f"{src.loaded.name} has no masked-language-model head; the bundled model has one.")
     if not positions:
         raise ViewUnavailableError("Type some text (with [MASK] where a word should be guessed).")
