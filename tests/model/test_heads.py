@@ -245,3 +245,13 @@ def test_tokenizer_config_options_win(tmp_path):
     plain = load_checkpoint(HEADS / "roberta_mlm").tokenizer.encode("cats <mask>").tokens
     stripped = load_checkpoint(folder).tokenizer.encode("cats <mask>").tokens
     assert plain[-3:] == ("␣", "<mask>", "</s>") and stripped[-3:] == ("s", "<mask>", "</s>")
+
+
+def test_the_command_line_prints_the_report(capsys):
+    from viz.export.cli import main
+
+    assert main(["--model", str(HEADS / "bert_mlm_untied"), "--report"]) == 0
+    out = capsys.readouterr().out
+    assert "Read as BERT (post-norm encoder, learned positions, token types; its MLM head)" in out
+    assert "Tensors: 43 of 44 used, 1 left out" in out and "Left out: cls.predictions.bias" in out
+    assert main(["--model", str(HEADS / "nowhere"), "--report"]) == 2

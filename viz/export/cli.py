@@ -21,6 +21,7 @@ import numpy as np
 
 from model.errors import CheckpointError
 from model.io.catalog import SOURCES, ModelSpec
+from model.io.catalog import load as load_model
 from viz.export.data import observation_arrays
 from viz.export.offline import figure_html
 from viz.export.pack import build_pack
@@ -111,6 +112,11 @@ def list_views() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m viz.export", description="Export Attention Lab figures.")
     p.add_argument("--list", action="store_true", help="list every view and its settings, then stop")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="load --model and print what was read: files, tensors used / redundant / left out, tokenizer; then stop",
+    )
     p.add_argument("--model", default="bundled", help=f"{', '.join(NAMED)}, or a checkpoint file/folder path")
     p.add_argument("--heads", type=int, help="heads per layer of a checkpoint that does not store them (the post's)")
     p.add_argument("--norm", choices=("pre", "post"), help="block order of the post's encoder (default: pre-norm)")
@@ -145,12 +151,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(list_views())
         return 0
+    answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or ""}
+    spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
+    if args.report:
+        try:
+            loaded = load_model(spec)
+        except CheckpointError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(loaded.name)
+        print(f"Read as {loaded.report.family or loaded.description['family'] or 'an Attention Lab model'}")
+        print("\n".join(loaded.report.summary()))
+        return 0
     if not args.text:
         p.error("give --text")
     if not args.out and not args.pack and not args.data:
         p.error("give --out FILE, --pack FILE.zip or --data FILE.npz")
-    answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or ""}
-    spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
     theme = Theme(presentation=args.presentation, dark=args.dark, colorscale=args.colorscale, positions=args.positions)
     try:
         src = DirectSource.for_text(spec, args.text, hide_special=args.hide_special, whole=True)  # as the app reads it
