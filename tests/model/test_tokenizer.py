@@ -81,7 +81,8 @@ def test_odd_text_does_not_break_encoding(tok):
 def test_a_character_split_across_byte_level_tokens_shows_on_its_first_piece():
     """SmolLM2 cuts an emoji into byte pieces; chips used to read "\\xf0\\x9f", "\\xa4": now the character, then
     continuations marked "↳"."""
-    from model.io.tokenizer import _bytes_to_unicode, byte_level_bpe
+    from model.io.gguf_tokenizer import byte_level_bpe
+    from model.io.tokenizer import _bytes_to_unicode
 
     stand_ins = _bytes_to_unicode()
     tok = byte_level_bpe([stand_ins[b] for b in range(256)], [], ["<|endoftext|>"], split_digits=False)

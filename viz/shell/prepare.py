@@ -10,12 +10,12 @@ from model.devices import available_devices, resolve_device
 from model.errors import CheckpointError
 from model.io.catalog import ModelSpec
 from viz.setting import Shape
+from viz.shell.about import draw_status
 from viz.shell.cache import CACHE
 from viz.shell.choices import current_options, current_theme
 from viz.shell.context import PageContext
 from viz.shell.longrun import whole_status
 from viz.shell.services import get_model, get_observation, upload_bytes
-from viz.shell.sidebar import draw_status
 from viz.shell.source import CachedSource
 from viz.shell.state import fit_state
 
