@@ -48,9 +48,9 @@ class LoadReport:
         """The report in a few sentences, for the About box and the command line."""
         lines = []
         if self.files:
-            lines.append(
-                f"Files read: {', '.join(self.files)}" + (f" ({', '.join(self.dtypes)})" if self.dtypes else "")
-            )
+            lines.append(f"Files read: {', '.join(self.files)}")
+        if self.dtypes:
+            lines.append(f"Weights stored as {', '.join(self.dtypes)}")
         if self.unread:
             lines.append(f"Not read: {', '.join(self.unread)}")
         total = len(self.used) + len(self.redundant) + len(self.left_out)

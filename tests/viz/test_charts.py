@@ -30,6 +30,8 @@ def test_prediction_bars_best_on_top_as_percentages():
     (bar,) = fig.data
     assert list(bar.x) == [0.6, 0.1] and list(bar.y) == ["light", "darkness"]
     assert fig.layout.yaxis.autorange == "reversed" and fig.layout.xaxis.tickformat == ".0%"
+    flat = prediction_bars(["a", "b", "c"], [0.0031, 0.0030, 0.0028])  # a flat guess: ticks 0.05 % apart
+    assert flat.layout.xaxis.tickformat == ".2%"
 
 
 def test_scaling_figure_has_both_variants_of_each_metric():

@@ -46,7 +46,10 @@ def prediction_bars(tokens, probs, *, title: str | None = None, theme: Theme | N
         )
     )
     update_axes(fig, "y", autorange="reversed", type="category")
-    update_axes(fig, "x", title={"text": "probability"}, tickformat=".0%")
+    top = float(np.max(probs)) if len(probs) else 1.0
+    # ticks step by a fifth of the top or so: a flat guess (every bar near 0.3 %) needs decimals, or every tick says 0 %
+    digits = 2 if top < 0.05 else 1 if top < 0.2 else 0
+    update_axes(fig, "x", title={"text": "probability"}, tickformat=f".{digits}%")
     return style(fig, theme, title=title, height=140 + (44 if theme.presentation else 32) * len(labels))
 
 

@@ -17,8 +17,8 @@ from pathlib import Path, PurePath
 ENV = "ATTENTION_LAB_MODEL_DIRS"
 LOCAL_ADDRESSES = frozenset({"localhost", "127.0.0.1", "::1"})
 REFUSED = (
-    "This server opens local files only inside the folders it shares for models (ATTENTION_LAB_MODEL_DIRS), and "
-    "this path is not inside one. Upload the file instead, or start the server with its folder shared:"
+    "This path is outside the folders this server shares (ATTENTION_LAB_MODEL_DIRS). Upload the file, or start the "
+    "server with its folder shared:"
 )
 SWITCHED_OFF = (
     "Local paths are switched off on this server (it listens on the network and ATTENTION_LAB_MODEL_DIRS names no "

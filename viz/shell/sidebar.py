@@ -106,7 +106,7 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         roots = model_dirs(st.get_option("server.address"))
         if not roots:
             st.info(SWITCHED_OFF)
-            st.code(share_command(""), language="bash")
+            st.code(share_command(""), language="bash", wrap_lines=True)
             return None, None
         text = st.text_input(
             "Path to a checkpoint file or folder",
@@ -120,7 +120,7 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         path = allowed(text, roots)
         if path is None:
             st.error(REFUSED)
-            st.code(share_command(text), language="bash")
+            st.code(share_command(text), language="bash", wrap_lines=True)
             return None, None
         try:
             stat = path.stat()
