@@ -158,8 +158,29 @@ def save_tokenizer(folder: Path, kind: str, tok, cls: str | None) -> None:
     (folder / "tokenizer_config.json").write_text(json.dumps(conf, indent=2))
 
 
+def unigram() -> None:
+    """A SentencePiece unigram model (T5's and ALBERT's kind: NFKC charsmap, whitespace folded) and sentencepiece's
+    own ids for the texts, in tests/fixtures/hf_heads/spm_unigram/: the tokenizer alone, no model."""
+    folder = OUT / "spm_unigram"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    text = folder / "corpus.txt"
+    text.write_text("\n".join(corpus()), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(folder / "tokenizer"), model_type="unigram", vocab_size=VOCAB, minloglevel=2
+    )
+    text.unlink()
+    (folder / "tokenizer.vocab").unlink()
+    proc = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    ids = {key: proc.encode(t) for key, t in TEXTS.items()}
+    (folder / "spm_ids.json").write_text(json.dumps(ids))
+    print(f"spm_unigram: {ids}")
+
+
 def main() -> None:
     only = set(sys.argv[1:])
+    if not only or "spm_unigram" in only:
+        unigram()
     for seed, (name, model, (kind, tok, cls), how) in enumerate(cases(), start=100):
         if only and name not in only:
             continue

@@ -255,3 +255,28 @@ def test_the_command_line_prints_the_report(capsys):
     assert "Read as BERT (post-norm encoder, learned positions, token types; its MLM head)" in out
     assert "Tensors: 43 of 44 used, 1 left out" in out and "Left out: cls.predictions.bias" in out
     assert main(["--model", str(HEADS / "nowhere"), "--report"]) == 2
+
+
+def test_a_sentencepiece_unigram_model_encodes_as_sentencepiece_does():
+    """T5's and ALBERT's kind of tokenizer.model (a unigram model with NFKC's precompiled charsmap, whitespace folded),
+    read without the sentencepiece package: the ids sentencepiece itself gives (spm_ids.json)."""
+    from model.io.spm import UNIGRAM, read_spm, spm_tokenizer
+    from model.io.tokenizer import Tokenizer
+
+    folder = HEADS / "spm_unigram"
+    spm = read_spm((folder / "tokenizer.model").read_bytes())
+    assert spm.model_type == UNIGRAM and spm.charsmap and spm.remove_extra_whitespaces
+    tok = Tokenizer(spm_tokenizer(spm))
+    expected = json.loads((folder / "spm_ids.json").read_text())
+    for key, text in TEXTS.items():
+        assert list(tok.encode(text).ids) == expected[key], key
+    assert not any("▁" in t for t in tok.encode(TEXTS["short"]).tokens)
+
+
+def test_a_damaged_sentencepiece_file_is_refused():
+    from model.io.spm import read_spm
+
+    data = (HEADS / "llama_spm" / "tokenizer.model").read_bytes()
+    for bad in (data[: len(data) // 2], b"\x0a\xff\xff\xff\xff\x0f", b"not a model at all"):
+        with pytest.raises(CheckpointError, match=r"tokenizer\.model"):
+            read_spm(bad)

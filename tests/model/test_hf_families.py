@@ -180,3 +180,16 @@ def test_the_command_line_writes_transformers_numbers(family, tmp_path, capsys):
     arrays = np.load(out)
     assert tuple(arrays["ids"]) == tuple(ref["long.ids"].tolist())
     assert np.abs(arrays["patterns"] - ref["long.attentions"].numpy()).max() <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "qwen3", "phi3", "gpt_neox"])
+def test_an_untied_head_is_read_and_changes_the_logits(name):
+    """These fixtures hold their own next-token head: it is used, and through the embeddings instead the logits would
+    be far from transformers' (what ignoring it would show)."""
+    loaded = load_checkpoint(FIXTURES / name)
+    ref = load_file(str(FIXTURES / name / "reference.safetensors"))
+    assert not loaded.model.cfg.tie_lm_head and "lm_head.weight" in loaded.model.state_dict()
+    hidden, _ = run_with_cache(loaded.model, ref["short.ids"][None], kinds=["pattern"])
+    with torch.inference_mode():
+        tied = hidden[0] @ loaded.model.tok_emb.weight.t()
+    assert (tied - ref["short.logits"]).abs().max() > 0.1
