@@ -45,7 +45,7 @@ from transformers import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scripts.make_hf_fixtures import DECODER, ENCODER, VOCAB, byte_bpe, corpus, enliven, wordpiece
+from scripts.make_hf_fixtures import DECODER, ENCODER, MODERNBERT, VOCAB, byte_bpe, corpus, enliven, wordpiece
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "hf_heads"
@@ -96,21 +96,7 @@ def cases():
         vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=128
     )
     yield "distilbert_mlm", DistilBertForMaskedLM(distil), ("vocab.txt", bert_tok, "DistilBertTokenizer"), {}
-    modern = ModernBertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        local_attention=8,
-        global_attn_every_n_layers=2,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=3,
-        cls_token_id=2,
-        sep_token_id=3,
-    )
+    modern = ModernBertConfig(**MODERNBERT)
     yield "modernbert_mlm", ModernBertForMaskedLM(modern), ("json", bert_tok, None), {}
     electra = ElectraConfig(vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **ENCODER)
     yield "electra_generator", ElectraForMaskedLM(electra), ("vocab.txt", bert_tok, "ElectraTokenizer"), {}

@@ -121,6 +121,24 @@ DECODER = dict(
 )
 
 
+#: a tiny ModernBERT: local layers of 8 keys between global ones, its special tokens in the 512-word vocabulary
+MODERNBERT = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=128,
+    local_attention=8,
+    global_attn_every_n_layers=2,
+    pad_token_id=0,
+    bos_token_id=2,
+    eos_token_id=3,
+    cls_token_id=2,
+    sep_token_id=3,
+)
+
+
 def families():
     bert_tok = wordpiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "[CLS]", "[SEP]")
     roberta_tok = byte_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"], wrap=("<s>", "</s>"))
@@ -161,21 +179,7 @@ def families():
         **{**DECODER, "num_hidden_layers": 4},
     )
     yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
-    modern = ModernBertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        local_attention=8,
-        global_attn_every_n_layers=2,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=3,
-        cls_token_id=2,
-        sep_token_id=3,
-    )
+    modern = ModernBertConfig(**{**MODERNBERT, "num_hidden_layers": 4})
     yield "modernbert", ModernBertModel(modern), bert_tok, {}
 
 

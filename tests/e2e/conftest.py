@@ -25,14 +25,20 @@ def server(profiles, runs):
         yield url
 
 
+def open_tab(browser, url: str, width: int = 1400, height: int = 1100):
+    """A fresh tab on the app, opened and idle, and the list its JavaScript errors are collected in."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url)
+    wait_idle(page)
+    return page, errors
+
+
 @pytest.fixture
 def page(server, browser):
     """A fresh tab on the app, opened and idle; the test fails if the page threw a JavaScript error."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server)
-    wait_idle(page)
+    page, errors = open_tab(browser, server)
     yield page
     assert not errors, errors
     page.close()

@@ -10,6 +10,7 @@ from safetensors.torch import load_file
 
 from model.io.checkpoint import load_checkpoint
 from scripts.browser import ROOT, type_text, wait_idle
+from tests.e2e.conftest import open_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -32,11 +33,7 @@ def open_source_list(page) -> None:
 
 
 def test_open_a_folder_with_its_mlm_head(server, browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 768})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server)
-    wait_idle(page)
+    page, errors = open_tab(browser, server, 1366, 768)
     open_source_list(page)
     option = page.get_by_role("option", name="Local folder or file path")
     box, listbox = option.bounding_box(), page.get_by_role("listbox").bounding_box()
