@@ -36,6 +36,9 @@ def test_upload_the_posts_state_dict_answer_heads_see_the_map(page, tmp_path):
     heads.wait_for(timeout=30_000)
     assert heads.input_value() == "8"  # the post's default, offered first
     pick(page, "Heads per layer (not stored in the file)", "4")
+    page.get_by_text("No tokenizer came with this model").wait_for(timeout=30_000)  # none is chosen for the user
+    page.get_by_text("the bundled BERT-uncased tokenizer (30,522 pieces)", exact=False).click()
+    wait_idle(page)
     page.get_by_text("About: encoder.pt").click()
     page.get_by_text("2 layers × 4 heads, d_model 64, d_k 16").wait_for(timeout=30_000)
     pick(page, "Head", "2")
