@@ -15,6 +15,7 @@ if "torch" not in sys.modules or "_preloaded" not in st.session_state:  # a sess
 from model.memory import keep_freed_memory  # noqa: E402
 from viz.export.render import warm_up_renderer  # noqa: E402
 from viz.shell import prepare  # noqa: E402
+from viz.shell.claims import claim_note, place_claim_focus  # noqa: E402
 from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
 from viz.shell.export_panel import export_section, session_controls  # noqa: E402
 from viz.shell.sidebar import draw_sidebar  # noqa: E402
@@ -88,6 +89,10 @@ if context is None:
     st.info("Fix the problem shown in the sidebar to continue; your text and settings are kept.")
     st.stop()
 st.session_state["_ctx"] = context
+place_claim_focus(context.obs.tokens)  # a claim button's query and key, on the text just observed
+claim_said = claim_note(page.url_path)
+if claim_said:
+    st.info(claim_said, icon=":material/campaign:")
 with st.sidebar:
     slide_note()  # needs the text's tokens
 deck_note = restore_url_deck()  # a link's deck, rebuilt on its model and text

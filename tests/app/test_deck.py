@@ -20,7 +20,10 @@ def test_add_reorder_retitle_remove_and_restore():
     at.session_state["focus_query"], at.session_state["focus_key"] = 10, 2
     at.run()
     at.button(key="attn_main__deck").click().run()
+    assert any("as slide 2 (after the title slide): the deck has 1 figure." in t.value for t in at.toast)
     at.button(key="attn_grid__deck").click().run()
+    at.button(key="attn_main__deck").click().run()  # the same view again: said, not added twice
+    assert any("is already slide 2 of the deck (2 figures)" in t.value for t in at.toast)
     assert not at.exception
     deck = at.session_state["deck"]
     assert [i["key"] for i in deck] == ["attention", "heads"]

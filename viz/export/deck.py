@@ -29,8 +29,11 @@ CAPTION_PT = 16  # the caption's text on a slide: readable from a back row
 MAX_ITEMS = 60
 
 
-def make_item(view, provenance: dict, *, question: str = "", window: tuple[int, int] | None = None) -> dict:
-    """A deck item from a view as it is on screen (the figures are stored, so the slide shows what was seen)."""
+def make_item(
+    view, provenance: dict, *, question: str = "", window: tuple[int, int] | None = None, figure: str | None = None
+) -> dict:
+    """A deck item from a view as it is on screen (the figures are stored, so the slide shows what was seen);
+    ``figure``: the view's exact figure as JSON, when the caller has it already."""
     return {
         "id": uuid.uuid4().hex[:10],
         "key": view.key,
@@ -39,7 +42,7 @@ def make_item(view, provenance: dict, *, question: str = "", window: tuple[int, 
         "source": provenance_line(provenance),
         "provenance": provenance,
         "slide": view.slide(window=window).to_json(),
-        "figure": view.exact().to_json(),
+        "figure": view.exact().to_json() if figure is None else figure,
         "question": question,
     }
 

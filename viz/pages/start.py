@@ -5,9 +5,10 @@ import streamlit as st
 
 from model.io.catalog import ModelSpec, available
 from viz.figures.text import mask_fillers, pct
+from viz.shell.claims import CLAIMS, open_claim
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import follow_open_page, open_page, plain, show_view
+from viz.shell.widgets import follow_open_page, plain, show_view
 from viz.views.captions import quoted
 from viz.views.find import COREFERENCE, lesson_map
 
@@ -48,25 +49,10 @@ st.markdown(
     "7. **Lessons**: predict first, then look; why √d_k; ablation; masked words."
 )
 st.subheader("The post's six claims, one click each")
-CLAIMS = (  # (claim, page, {setting: value}) — each opens a live view whose caption is computed from this text
-    ("Q and K decide where a token looks, V what it takes", "viz/pages/animate.py", {}),
-    ("Dividing by √d_k keeps the softmax soft", "viz/pages/lessons.py", {"lesson_section": "Why √d_k"}),
-    ("Heads specialise", "viz/pages/lessons.py", {"lesson_section": "Heads specialise"}),
-    ("Without positions attention ignores order", "viz/pages/positional.py", {"pe_section": "Permutation lab"}),
-    ("The pre-norm block: x + MHA(LN(x)), x + FF(LN(x))", "viz/pages/block.py", {}),
-    ("The causal mask hides the future", "viz/pages/masks.py", {}),
-)
-
-
-def open_claim(page: str, settings: dict) -> None:
-    st.session_state.update(settings)
-    open_page(page)
-
-
 claims = st.columns(3)
-for i, (claim, page, settings) in enumerate(CLAIMS):
+for i, claim in enumerate(CLAIMS):
     claims[i % 3].button(
-        f"{i + 1}. {claim}", key=f"start_claim_{i}", on_click=open_claim, args=(page, settings), width="stretch"
+        f"{i + 1}. {claim.text}", key=f"start_claim_{i}", on_click=open_claim, args=(i,), width="stretch"
     )
 st.subheader("Which model carries which lesson")
 specs = [ModelSpec(kind) for kind in ("bundled", "minilm") if available(kind)[0]]

@@ -41,16 +41,33 @@ def view_provenance(view: View) -> dict:
     return provenance(view, model=ctx.model_name, text=ctx.obs.text, options=options)
 
 
+def _said(msg: str) -> None:
+    """Answer a press at once: a toast from the callback shows on pages whose figures live in a fragment (Step through
+    a head, Watch it learn), where the sidebar is not redrawn."""
+    st.toast(msg, icon=":material/playlist_add_check:")
+
+
 def add_to_deck(view: View) -> None:
-    """Callback: the view as it is now becomes the deck's last slide (a predict-first lesson: question first)."""
+    """Callback: the view as it is now becomes the deck's last slide (a predict-first lesson: question first); the
+    same view pressed again (same figure, model, text and options) is not added twice."""
     items = deck()
+    provenance = view_provenance(view)
+    figure = view.exact().to_json()
+    for i, item in enumerate(items):
+        if item["key"] == view.key and item.get("provenance") == provenance and item["figure"] == figure:
+            _said(f"“{view.title}” is already slide {i + 2} of the deck ({_count(items)}); nothing was added.")
+            return
     if len(items) >= MAX_ITEMS:
-        st.session_state["_deck_msg"] = f"The deck holds {MAX_ITEMS} figures at most: remove some first."
+        _said(f"The deck holds {MAX_ITEMS} figures at most: remove some first.")
         return
     ctx = st.session_state.get("_ctx")
     question = predict_question(view, ctx.obs.tokens) if view.key == "lesson.predict" and ctx else ""
-    items.append(make_item(view, view_provenance(view), question=question, window=slide_window()))
-    st.session_state["_deck_msg"] = f"Added “{view.title}” to the deck (slide {len(items) + 1})."
+    items.append(make_item(view, provenance, question=question, window=slide_window(), figure=figure))
+    _said(f"Added “{view.title}” as slide {len(items) + 1} (after the title slide): the deck has {_count(items)}.")
+
+
+def _count(items: list) -> str:
+    return f"{len(items)} figure{'s' * (len(items) != 1)}"
 
 
 def deck_button(view: View, key: str, row) -> None:
@@ -69,13 +86,8 @@ def deck_button(view: View, key: str, row) -> None:
 def deck_status() -> None:
     """Sidebar: how many slides the deck holds, a link to it, and what the last "Add" did."""
     items = deck()
-    msg = st.session_state.pop("_deck_msg", None)
-    if msg:
-        st.toast(msg, icon=":material/playlist_add_check:")
     if items:
-        st.page_link(
-            DECK_PAGE, label=f"Lecture deck: {len(items)} figure{'s' * (len(items) != 1)}", icon=":material/slideshow:"
-        )
+        st.page_link(DECK_PAGE, label=f"Lecture deck: {_count(items)}", icon=":material/slideshow:")
 
 
 def slide_window() -> tuple[int, int] | None:
