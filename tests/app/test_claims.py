@@ -55,3 +55,27 @@ def test_every_claim_opens_its_page(index):
     for key, value in claim.settings.items():
         assert at.session_state[key] == value, key
     assert f"Claim {index + 1}" in notes(at)
+
+
+@pytest.mark.slow
+def test_the_focus_follows_its_token_when_the_text_changes():
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(COREFERENCE).run()
+    tokens = at.session_state["_ctx"].obs.tokens
+    at.session_state["focus_query"], at.session_state["focus_key"] = tokens.index("it"), tokens.index("animal")
+    at.run()
+    at.sidebar.text_area(key="text").set_value("Yesterday, " + COREFERENCE.replace("The animal", "the animal")).run()
+    assert not at.exception
+    tokens = at.session_state["_ctx"].obs.tokens
+    assert tokens[at.session_state["focus_query"]] == "it" and tokens[at.session_state["focus_key"]] == "animal"
+    at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()  # "it" is gone: clamped, no error
+    assert not at.exception
+
+
+def test_moved_keeps_the_occurrence():
+    from viz.shell.prepare import moved
+
+    old = ("[CLS]", "it", "is", "it", "[SEP]")
+    assert moved(old, ("[CLS]", "so", "it", "is", "it", "[SEP]"), 3) == 4  # the second "it" stays the second
+    assert moved(old, ("[CLS]", "it", "[SEP]"), 3) == 1  # one "it" left: the nearest
+    assert moved(old, ("[CLS]", "no", "[SEP]"), 1) == -1

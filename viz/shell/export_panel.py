@@ -22,6 +22,7 @@ def _restore() -> None:
         st.session_state["_session_msg"] = ("error", str(exc))
         return
     st.session_state.update(settings)
+    st.session_state.pop("_focus_tokens", None)  # the file's focus belongs to the file's text: not moved
     st.session_state["_restore_page"] = page
     st.session_state["_session_msg"] = ("ok", "Session restored." + (" " + "; ".join(notes) if notes else ""))
 

@@ -71,6 +71,7 @@ def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
     options = current_options(page, loaded.model.cfg)
     obs = get_observation(spec, device, st.session_state["text"], options, loaded)
     cfg = loaded.model.cfg
+    follow_focus(tuple(obs.tokens))
     ordinary = tuple(int(i) for i in np.flatnonzero(~obs.special))
     n = obs.n_tokens
     if obs.truncated and cfg.max_seq_len > obs.n_tokens:  # a long text: the focus may be any token it reads whole
@@ -80,6 +81,35 @@ def build_context(spec: ModelSpec, device: str, page: str = "") -> PageContext:
     hide = bool(st.session_state["hide_special"])
     source = CachedSource(spec, loaded, obs, options, hide, obs.device)
     return PageContext(spec, loaded, obs, obs.device, current_theme(), hide, options, source)
+
+
+def moved(old: tuple[str, ...], new: tuple[str, ...], index: int) -> int:
+    """Where token ``index`` of ``old`` is in ``new``: the same occurrence (the k-th "it") of the same token, else
+    the nearest one, else -1 (gone)."""
+    if not 0 <= index < len(old):
+        return -1
+    token = old[index]
+    nth = old[:index].count(token)
+    found = [i for i, t in enumerate(new) if t == token]
+    if not found:
+        return -1
+    return found[nth] if nth < len(found) else min(found, key=lambda i: abs(i - index))
+
+
+def follow_focus(tokens: tuple[str, ...]) -> None:
+    """When the text changed, the tokens in focus follow their token ("it" stays "it" when a word is typed before it),
+    not their old position; a token that is gone leaves the focus where it was, to be clamped."""
+    state = st.session_state
+    before = state.get("_focus_tokens")
+    state["_focus_tokens"] = tokens
+    if before is None or before == tokens:
+        return
+    for key in ("focus_query", "focus_key"):
+        index = state.get(key, -1)
+        if isinstance(index, int) and index >= 0:
+            found = moved(before, tokens, index)
+            if found >= 0:
+                state[key] = found
 
 
 def prepare_context(
