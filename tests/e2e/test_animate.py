@@ -63,6 +63,12 @@ def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
     wait_idle(page)
     assert step_shown(page) == min(paused + 1, 12)
     assert frame_title(page).startswith(f"Step {min(paused + 1, 12)}/12")
+    # the frame lives in a fragment: "Add to deck" must answer from its callback, and not add the same frame twice
+    toasts = page.locator('[data-testid="stToast"]')
+    page.get_by_role("button", name="Add to deck").first.click()
+    toasts.filter(has_text="as slide 2 (after the title slide): the deck has 1 figure").wait_for(timeout=15_000)
+    page.get_by_role("button", name="Add to deck").first.click()
+    toasts.filter(has_text="is already slide 2 of the deck (1 figure)").wait_for(timeout=15_000)
     for label, magic in (("GIF", b"GIF8"), ("MP4", b"ftyp"), ("PNG frames (zip)", b"PK")):
         with page.expect_download(timeout=120_000) as pending:
             page.get_by_role("button", name=label).click()

@@ -163,3 +163,27 @@ def test_find_heads_starts_from_the_focus_and_a_thumbnail_opens_its_head(server,
     titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
     assert titles[0].startswith(f"Layer {best[0]}, head {best[1]}"), titles
     assert page.locator(".al-tok.query").all_inner_texts() == ["it"]
+
+
+def test_head_view_tokens_take_the_keyboard(server, app_page):
+    """One Tab stop: Tab and the arrow keys move through the tokens (isolating their lines, said to screen readers),
+    Enter puts the token in focus as a click does."""
+    page = app_page
+    open_page(page, server, "head-view", "Head view")
+    view = page.locator(".al-hv")
+    view.wait_for()
+    page.locator(".al-hv input[type=range]").focus()
+    page.keyboard.press("Tab")  # from the threshold slider onto the tokens
+    assert view.get_attribute("data-active") == "query:0"
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowRight")
+    it = SENTENCE_TOKENS.index("it")
+    for _ in range(it - 1):
+        page.keyboard.press("ArrowDown")
+    assert view.get_attribute("data-active") == f"key:{it}"
+    assert page.locator(".al-hv-said").inner_text().startswith("key it (position")
+    page.wait_for_timeout(100)  # the lines are redrawn on the next frame
+    assert int(view.get_attribute("data-strong")) > 0 and int(view.get_attribute("data-faint")) > 0  # others fade
+    page.keyboard.press("Enter")
+    wait_idle(page)
+    assert f"focus_key={it}" in page.url

@@ -7,21 +7,25 @@ import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style, token_labels
 from viz.figures.layout import figure, update_axes
+from viz.figures.palette import text_on
 
+#: one colour per head, chosen by scripts/choose_palette.py so that any two stay at least 13 CIEDE2000 apart with
+#: typical vision, protanopia, deuteranopia and tritanopia (the Okabe–Ito set merged heads 2, 3 and 8 into one grey
+#: under deuteranopia, 2.1 apart), all of CIELAB lightness 35–75 so that lines show on white and on the dark theme
 HEAD_COLOURS = (
-    "#0072B2",
-    "#E69F00",
-    "#009E73",
-    "#CC79A7",
-    "#56B4E9",
-    "#D55E00",
-    "#F0E442",
-    "#000000",
-    "#7f7f7f",
-    "#8c564b",
-    "#17becf",
-    "#bcbd22",
-)  # Okabe–Ito first: distinguishable with colour-blindness
+    "#3C0FFF",
+    "#005A78",
+    "#5A5A5A",
+    "#D20000",
+    "#78694B",
+    "#0087A5",
+    "#878787",
+    "#E17800",
+    "#E15AFF",
+    "#A5B4A5",
+    "#B4B478",
+    "#78C3D2",
+)
 LEVELS = 8  # opacity buckets: one trace per (head, bucket) instead of one per line
 WINDOW = 60  # tokens shown at once: beyond this the view would be taller than a screen
 
@@ -131,7 +135,12 @@ def head_view_data(patterns, tokens, heads, threshold: float, theme: Theme, quer
     return {
         "tokens": [str(t) for t in tokens],
         "heads": [
-            {"label": f"head {h}", "colour": HEAD_COLOURS[h % len(HEAD_COLOURS)], **sparse_lines(patterns[h])}
+            {
+                "label": f"head {h}",
+                "colour": HEAD_COLOURS[h % len(HEAD_COLOURS)],
+                "text": text_on(HEAD_COLOURS[h % len(HEAD_COLOURS)]),  # a chip's label, ≥ 4.5:1 on its colour
+                **sparse_lines(patterns[h]),
+            }
             for h in heads
         ],
         "threshold": float(threshold),

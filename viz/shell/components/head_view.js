@@ -23,8 +23,15 @@ export default function (component) {
     chip.type = "button";
     chip.className = "al-hv-head on";
     chip.style.setProperty("--c", head.colour);
+    chip.style.setProperty("--t", head.text || "#000");
+    chip.setAttribute("aria-pressed", "true");
     chip.textContent = head.label;
-    chip.onclick = () => { visible[h] = !visible[h]; chip.classList.toggle("on", visible[h]); draw(); };
+    chip.onclick = () => {
+      visible[h] = !visible[h];
+      chip.classList.toggle("on", visible[h]);
+      chip.setAttribute("aria-pressed", String(visible[h]));
+      draw();
+    };
     bar.appendChild(chip);
   });
   const label = document.createElement("label");
@@ -47,8 +54,16 @@ export default function (component) {
   spacer.style.height = `${Math.max(0, n * rowH + 8 - height)}px`; // the sticky canvas takes the first screen
   const canvas = document.createElement("canvas");
   canvas.className = "al-hv-canvas";
+  // one keyboard stop: Tab / Shift+Tab and the arrow keys move through the tokens (queries, then keys), isolating
+  // their lines as hovering does; Enter puts the token in focus as a click does; Tab past the last token leaves
+  canvas.tabIndex = 0;
+  canvas.setAttribute("role", "application");
+  canvas.setAttribute("aria-label", "Head view tokens: Tab or the arrow keys move through them, Enter puts one in focus");
+  const said = document.createElement("div");
+  said.className = "al-hv-said";
+  said.setAttribute("aria-live", "polite");
   scroller.append(canvas, spacer);
-  root.appendChild(scroller);
+  root.append(scroller, said);
   parentElement.appendChild(root);
 
   const ctx = canvas.getContext("2d");
@@ -108,6 +123,11 @@ export default function (component) {
         ctx.fillText(data.tokens[i], x, rowY(i));
       }
     }
+    if (act && keyboard && act.index >= top && act.index < bottom) {
+      ctx.strokeStyle = colours.focus; ctx.lineWidth = 2; ctx.globalAlpha = 1;  // where the keyboard is
+      const x = act.side === "query" ? 2 : width - labelW - 2;
+      ctx.strokeRect(x, rowY(act.index) - rowH / 2 + 1, labelW, rowH - 2);
+    }
     root.dataset.active = act ? `${act.side}:${act.index}` : "";
     root.dataset.strong = String(strong);
     root.dataset.faint = String(faint);
@@ -136,6 +156,51 @@ export default function (component) {
     if (!h) return;
     const focus = h.side === "query" ? { query: h.index, key: data.key } : { query: data.query, key: h.index };
     setStateValue("focus", { ...focus, seq: Date.now() });
+  });
+  let cursor = null; // the token the keyboard is on: {side, index}
+  let keyboard = false; // the canvas has the keyboard focus (tracked: the component may live in a shadow root)
+  const place = (c) => {
+    cursor = c; hovered = c;
+    const y = c.index * rowH;
+    if (y < scroller.scrollTop || y + rowH > scroller.scrollTop + height) scroller.scrollTop = Math.max(0, y - height / 2);
+    const lines = data.heads.reduce((sum, head, h) => sum + (visible[h] ? head.w.filter((w, e) =>
+      w >= threshold && (c.side === "query" ? head.q[e] : head.k[e]) === c.index).length : 0), 0);
+    said.textContent = `${c.side} ${data.tokens[c.index]} (position ${c.index}): ${lines} lines`;
+    root.dataset.active = `${c.side}:${c.index}`; // at once; the lines follow on the next frame
+    redraw();
+  };
+  canvas.addEventListener("focus", () => {
+    keyboard = true;
+    place(cursor || { side: "query", index: Math.max(0, data.query) });
+  });
+  canvas.addEventListener("blur", () => { keyboard = false; hovered = null; redraw(); });
+  canvas.addEventListener("keydown", (event) => {
+    if (!cursor) return;
+    let order = (cursor.side === "query" ? 0 : n) + cursor.index; // queries first, then keys
+    const key = event.key;
+    if (key === "Tab") {
+      const next = order + (event.shiftKey ? -1 : 1);
+      if (next < 0 || next >= 2 * n) return; // past either end: the browser moves on
+      order = next;
+    } else if (key === "ArrowDown" || key === "ArrowUp") {
+      const index = Math.min(Math.max(cursor.index + (key === "ArrowDown" ? 1 : -1), 0), n - 1);
+      order = (cursor.side === "query" ? 0 : n) + index;
+    } else if (key === "ArrowLeft" || key === "ArrowRight") {
+      order = (key === "ArrowLeft" ? 0 : n) + cursor.index;
+    } else if (key === "Enter" || key === " ") {
+      event.preventDefault();
+      const c = cursor;
+      const focus = c.side === "query" ? { query: c.index, key: data.key } : { query: data.query, key: c.index };
+      setStateValue("focus", { ...focus, seq: Date.now() });
+      return;
+    } else if (key === "Escape") {
+      canvas.blur();
+      return;
+    } else {
+      return;
+    }
+    event.preventDefault();
+    place(order < n ? { side: "query", index: order } : { side: "key", index: order - n });
   });
   scroller.addEventListener("scroll", redraw);
   layout();
