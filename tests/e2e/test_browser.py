@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 
 from scripts.browser import PAGES, ROOT, open_page, run_if_asked, type_text, wait_idle
 from scripts.screenshots import SENTENCE
@@ -38,7 +39,14 @@ def download(page, label: str, messages: list[str]):
     raise AssertionError("unreachable")
 
 
+#: axe-core checks everything but Streamlit's page navigation, whose list markup is Streamlit's own
+AXE = Axe()
+OUR_MARKUP = {"exclude": [['[data-testid="stSidebarNav"]']]}
+
+
 def test_every_page_renders_in_chromium(server, browser):
+    """Every page draws, with no error, and axe-core finds no serious or critical violation (contrast, labels, roles)
+    in the app's own markup."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
@@ -86,6 +94,12 @@ def test_every_page_renders_in_chromium(server, browser):
             assert page.locator(".js-plotly-plot").count() >= 1
         page.screenshot(path=str(SHOTS / f"{path or 'attention'}.png"), full_page=False)
         assert (SHOTS / f"{path or 'attention'}.png").stat().st_size > 10_000, title
+        serious = [
+            f"{v['id']} ({v['impact']}): {v['nodes'][0]['failureSummary'][:160]}"
+            for v in AXE.run(page, context=OUR_MARKUP).response["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        assert not serious, (title, serious)
     # the text survived navigation (session state is per session, kept across pages)
     assert page.get_by_label("Text to analyse").input_value() == SENTENCE
     relevant = [p for p in problems if "favicon" not in p and "websocket" not in p.lower()]

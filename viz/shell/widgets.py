@@ -196,6 +196,8 @@ CHIP_CSS = """
           background: #e7ecff; border: 1px solid #b9c6ff; color: #1b2559; font-family: monospace;}
 .al-chip small {color: #4a5480; font-size: 0.72em;}
 .al-special {background: #f1f3f5; border: 1px dashed #adb5bd; color: #495057;}
+/* captions carry the computed sentences: Streamlit's faded grey (#828180, 3.9:1 on white) is too light to read */
+[data-testid="stCaptionContainer"] {color: #5c5b59; opacity: 1;}
 </style>
 """
 
