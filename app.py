@@ -66,7 +66,7 @@ PAGES = {
     ],
 }
 
-page = st.navigation(PAGES, expanded=True)  # every page listed: no "View more" button hiding lessons
+page = st.navigation(PAGES, position="top")  # the sidebar starts with the model and the text
 restore = st.session_state.pop("_restore_page", None)
 if restore is not None:  # a session file named the page to reopen
     target = next((p for group in PAGES.values() for p in group if p.url_path == restore), None)

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.pages import submit, timed
-from scripts.browser import chromium, streamlit_server, wait_idle
+from scripts.browser import chromium, nav_to, streamlit_server, wait_idle
 
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
 
@@ -54,7 +54,7 @@ def wait_for(page, text: str, timeout: float) -> float:
 
 
 def nav(page, title: str) -> None:
-    page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+    nav_to(page, title)
 
 
 def pick(page, label: str, value: int) -> None:

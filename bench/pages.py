@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.browser import PAGES, chromium, streamlit_server, type_text, wait_idle
+from scripts.browser import PAGES, chromium, nav_to, streamlit_server, type_text, wait_idle
 from viz.settings import LESSON_SECTIONS, MIXING_SECTIONS, PE_SECTIONS, QKV_SECTIONS
 
 SETTLE = 0.3  # seconds the page must stay drawn to count as done
@@ -106,7 +106,7 @@ def text_of(n_tokens: int) -> str:
 
 
 def link(page, title: str):
-    return lambda: page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+    return lambda: nav_to(page, title)  # through the top bar's menu (a click that opens it, drawn in the browser)
 
 
 def radio(page, name: str):

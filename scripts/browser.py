@@ -157,9 +157,29 @@ def type_text(page, text: str) -> None:
     wait_idle(page)
 
 
+def nav_to(page, title: str) -> None:
+    """Click the page ``title`` in the navigation: in the top bar through its section's menu, or in the sidebar where a
+    narrow window folds the navigation into it (same session; page.goto would start a new one)."""
+    side = page.locator('[data-testid="stSidebarNavLink"]', has_text=title)
+    if side.count() and side.first.is_visible():
+        side.first.click()
+        return
+    for section in page.locator('[data-testid="stTopNavSection"]').all():
+        section.click()
+        menu = page.locator('[data-testid="stTopNavPopoverBody"]')
+        menu.first.wait_for(state="visible", timeout=10_000)
+        link = menu.locator('[data-testid="stTopNavDropdownLink"]', has_text=title)
+        if link.count():
+            link.first.click()
+            return
+        page.keyboard.press("Escape")  # not in this section: close its menu
+        menu.first.wait_for(state="hidden", timeout=10_000)
+    raise LookupError(f"no page {title!r} in the navigation")
+
+
 def open_page(page, url: str, path: str, title: str) -> None:
-    """Open a page through the sidebar navigation (same session; page.goto would start a new one)."""
-    page.locator('[data-testid="stSidebarNavLink"]', has_text=title).first.click()
+    """Open a page through the navigation (same session; page.goto would start a new one)."""
+    nav_to(page, title)
     page.wait_for_url(re.compile(re.escape(f"{url}/{path}") + r"(\?.*)?$"))  # settings ride in the query
     wait_idle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=30_000)

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from scripts.browser import wait_idle
+from scripts.browser import nav_to, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 pptx = pytest.importorskip("pptx")
@@ -27,7 +27,7 @@ def test_build_a_deck_export_pptx_and_html(server, browser, tmp_path):
     page.goto(f"{server}/?{urlencode({'layer': 1, 'head': 2, 'focus_query': 5, 'focus_key': 2})}")
     wait_idle(page)
     _add(page)  # the attention map of L1H2 with its focus
-    page.get_by_role("link", name="Lessons").first.click()  # in the app: a new URL would be a new session
+    nav_to(page, "Lessons")  # in the app: a new URL would be a new session
     wait_idle(page)
     page.get_by_role("radio", name="Predict first").check()
     wait_idle(page)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from scripts.browser import open_page, type_text, wait_idle
+from scripts.browser import nav_to, open_page, type_text, wait_idle
 from tests.e2e.test_decoder import no_errors
 from tests.e2e.test_interaction import click_at, marker_point
 
@@ -88,7 +88,7 @@ def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(s
     wait_idle(page)
     page.get_by_role("button", name="Put this haystack in the text box").click()
     wait_idle(page)
-    page.locator('[data-testid="stSidebarNavLink"]', has_text="Attention map").first.click()  # the default page: /
+    nav_to(page, "Attention map")  # the default page: /
     wait_title(page, "all 1,02")
     no_errors(page, "the haystack read whole")
     caption = page.get_by_text("L18H6 over all").first.text_content()

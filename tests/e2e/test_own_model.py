@@ -9,7 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from model.io.checkpoint import load_checkpoint
-from scripts.browser import ROOT, type_text, wait_idle
+from scripts.browser import ROOT, nav_to, type_text, wait_idle
 from tests.e2e.conftest import open_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -54,7 +54,7 @@ def test_open_a_folder_with_its_mlm_head(server, browser):
     page.get_by_text("About: bert_mlm").click()
     for line in ("Files read: config.json, pytorch_model.bin, vocab.txt", "Tensors: 42 of 42 used"):
         page.get_by_text(line).first.wait_for(timeout=30_000)
-    page.get_by_role("link", name="Lessons").click()
+    nav_to(page, "Lessons")
     wait_idle(page)
     page.get_by_text("Masked tokens", exact=True).first.click()
     wait_idle(page)

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from scripts.browser import streamlit_server, wait_idle
+from scripts.browser import nav_to, streamlit_server, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -22,7 +22,7 @@ def test_the_class_server_serves_the_app_warm(browser):
         wait_idle(page)
         titles = [t.text_content() for t in page.locator(".js-plotly-plot svg .gtitle").all()]
         assert "Layer 0, head 0 — attention weights" in titles, titles
-        page.locator('[data-testid="stSidebarNavLink"]', has_text="Tokens").first.click()
+        nav_to(page, "Tokens")
         wait_idle(page)
         page.get_by_role("heading", name="Tokens").first.wait_for(timeout=30_000)
         assert not errors, errors
