@@ -95,6 +95,12 @@ def test_a_link_carries_a_small_deck_and_rebuilds_it():
     assert again["title"] == "Where “it” looks" and again["caption"] == item["caption"]
     assert again["slide"] == item["slide"] and again["figure"] == item["figure"]
 
+    at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()  # the deck's figure: another text
+    assert "deck" not in dict(at.query_params.items())
+    said = " ".join(c.value for c in at.caption)
+    assert "The lecture deck is not in this link: its figure comes from another model or text" in said
+    assert "one offline HTML file" in said
+
     broken = AppTest.from_file(str(APP), default_timeout=90)
     broken.query_params["deck"] = "not-a-deck"
     broken.run()

@@ -135,25 +135,44 @@ def _registry_key(view_key: str) -> str:
     return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in REGISTRY), view_key)
 
 
-def deck_param() -> str | None:
-    """The deck as a URL parameter (which views, with which selection and title), when every figure comes from
-    the model and text the link opens and the result is short enough; None otherwise."""
+LEFT_OUT = (
+    "The lecture deck is not in this link: {why}. Students get it whole as one offline HTML file (Lecture deck → "
+    "HTML), or as the session file."
+)
+
+
+def deck_param() -> tuple[str | None, str | None]:
+    """The deck as a URL parameter (which views, with which selection and title) when every figure comes from the
+    model and text the link opens and the result is short enough, else None and a note that says why and what to
+    share instead."""
     ctx = st.session_state.get("_ctx")
     items = deck()
     if ctx is None or not items:
-        return None
+        return None, None
     recipes = []
+    others = [
+        i for i in items if (i.get("provenance", {}).get("model"), i.get("provenance", {}).get("text"))
+        != (ctx.model_name, ctx.obs.text)
+    ]  # fmt: skip
+    if others:
+        n, k = len(items), len(others)
+        if k == n:
+            which = "its figure comes" if n == 1 else "its figures come"
+        else:
+            which = f"{k} of its {n} figures " + ("comes" if k == 1 else "come")
+        why = f"{which} from another model or text than the one the link opens"
+        return None, LEFT_OUT.format(why=why)
     for item in items:
         record = item.get("provenance", {})
-        if record.get("model") != ctx.model_name or record.get("text") != ctx.obs.text:
-            return None
         recipe = {"v": item["key"], "s": record.get("selection", {})}
         if item["title"] != record.get("figure"):
             recipe["t"] = item["title"]
         recipes.append(recipe)
     raw = json.dumps(recipes, separators=(",", ":"), ensure_ascii=False).encode()
     text = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
-    return text if len(text) <= MAX_URL_DECK else None
+    if len(text) > MAX_URL_DECK:
+        return None, LEFT_OUT.format(why=f"its {len(items)} figures would make the link too long")
+    return text, None
 
 
 def restore_url_deck() -> str | None:

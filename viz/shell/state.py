@@ -100,9 +100,10 @@ def save_url_state() -> str | None:
         params[setting.key] = setting.to_url(value)
     from viz.shell.deck import deck_param  # the deck travels too when it is small
 
-    deck = deck_param()
+    deck, left_out = deck_param()
     if deck:
         params["deck"] = deck
+    note = " ".join(n for n in (note, left_out) if n) or None
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
     return note
