@@ -202,12 +202,22 @@ def deck_html(items: Sequence[dict], *, title: str) -> str:
         )
     data = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style>"
         f"<script type='text/javascript'>{library()}</script></head><body>"
-        f"{''.join(sections)}<div id='counter'></div>"
+        f"{''.join(sections)}<nav class='moves'><button id='prev' aria-label='Previous slide'>‹</button>"
+        "<div id='counter' aria-live='polite'></div><button id='next' aria-label='Next slide'>›</button></nav>"
         f"<script type='application/json' id='figures'>{data}</script><script>{_JS}</script></body></html>"
     )
+
+
+#: the file asks for nothing outside itself: every script, style and image is inline (or a data: URI plotly makes)
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
 
 
 _CSS = (
@@ -216,7 +226,11 @@ _CSS = (
     ".slide.on{display:flex}.slide h1{font-size:5vh;margin:0 0 3vh}"
     ".plot{flex:1;min-height:0}.caption{font-size:2.6vh;margin:1vh 0 0}.source{font-size:1.6vh;color:#555}"
     ".question{font-size:3.6vh;white-space:pre-wrap}"
-    "#counter{position:fixed;right:1.5vw;bottom:1vh;font-size:1.6vh;color:#777}"
+    ".moves{position:fixed;right:1.5vw;bottom:1vh;display:flex;align-items:center;gap:8px}"
+    ".moves button{font-size:22px;min-width:44px;min-height:44px;border:1px solid #adb5bd;border-radius:8px;"
+    "background:#fff;color:#111;cursor:pointer}#counter{font-size:14px;color:#495057}"
+    "@media (max-width:600px){.slide{padding:2vh 3vw 64px}.slide h1{font-size:24px}.caption{font-size:16px}"
+    ".source{font-size:12px}.question{font-size:18px}}"
 )
 _JS = """
 const figs = JSON.parse(document.getElementById('figures').textContent);
@@ -235,6 +249,17 @@ function show(i) {
   document.getElementById('counter').textContent = (at + 1) + ' / ' + slides.length;
   if (location.hash !== '#' + (at + 1)) history.replaceState(null, '', '#' + (at + 1));
 }
+document.getElementById('prev').onclick = () => show(at - 1);
+document.getElementById('next').onclick = () => show(at + 1);
+let touch = null;  // a horizontal swipe turns the slide (a tap on a figure stays a tap: its hover values)
+document.addEventListener('touchstart', (e) => { touch = e.touches.length === 1 ? e.touches[0] : null; },
+  {passive: true});
+document.addEventListener('touchend', (e) => {
+  if (!touch) return;
+  const end = e.changedTouches[0], dx = end.clientX - touch.clientX, dy = end.clientY - touch.clientY;
+  if (Math.abs(dx) > 50 && Math.abs(dx) > 2 * Math.abs(dy)) show(at + (dx < 0 ? 1 : -1));
+  touch = null;
+}, {passive: true});
 document.addEventListener('keydown', (e) => {
   if (['ArrowRight', 'PageDown', ' '].includes(e.key)) { show(at + 1); e.preventDefault(); }
   if (['ArrowLeft', 'PageUp'].includes(e.key)) { show(at - 1); e.preventDefault(); }

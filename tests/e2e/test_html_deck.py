@@ -1,0 +1,62 @@
+"""The lecture deck as one offline HTML file, on a 390 × 844 phone with the network blocked: it asks for nothing
+outside itself (its Content-Security-Policy allows nothing), fits the width, draws its figures, and turns slides by
+the buttons, a swipe and the arrow keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from model.io.catalog import ModelSpec
+from viz.export.deck import deck_html
+from viz.views.source import DirectSource
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SWIPE = """(dx) => {
+  const at = (x) => new Touch({identifier: 1, target: document.body, clientX: x, clientY: 400});
+  document.dispatchEvent(new TouchEvent('touchstart', {touches: [at(300)], changedTouches: [at(300)]}));
+  document.dispatchEvent(new TouchEvent('touchend', {touches: [], changedTouches: [at(300 + dx)]}));
+}"""
+
+
+def test_the_html_deck_on_a_phone_offline(browser, tmp_path):
+    from tests.viz.test_slides import TEXT, _deck
+
+    items = _deck(DirectSource.for_text(ModelSpec("bundled"), TEXT))
+    path = tmp_path / "lecture.html"
+    path.write_text(deck_html(items, title="Attention from scratch"), encoding="utf-8")
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    outside: list[str] = []
+    problems: list[str] = []
+
+    def guard(route):
+        if not route.request.url.startswith("file://"):
+            outside.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/*", guard)
+    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    page.goto(path.as_uri())
+    counter = page.locator("#counter")
+    assert counter.inner_text() == "1 / 4"
+    page.locator("#next").tap()
+    assert counter.inner_text() == "2 / 4"
+    page.locator(".slide.on .plot .main-svg").first.wait_for(timeout=30_000)  # the figure drew, offline
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the phone
+    page.evaluate(SWIPE, -120)  # swipe left: the next slide
+    assert counter.inner_text() == "3 / 4"
+    page.evaluate(SWIPE, 120)
+    assert counter.inner_text() == "2 / 4"
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert counter.inner_text() == "4 / 4"
+    page.locator("#prev").tap()
+    assert counter.inner_text() == "3 / 4"
+    assert page.locator("meta[name=viewport]").count() == 1
+    assert not outside, outside
+    assert not problems, problems
+    context.close()
