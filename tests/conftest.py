@@ -49,3 +49,16 @@ def browser():
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")
     with chromium() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory):
+    """Watch it learn's default run, trained once per test session (about 20 s) and stored in a folder of its own:
+    (the run, the folder). Tests that need the finished run point ATTENTION_LAB_RUNS there."""
+    from model.learn.loop import TrainSpec, train
+    from model.learn.store import write
+
+    folder = tmp_path_factory.mktemp("default-run")
+    run = train(TrainSpec())
+    write(run, folder)
+    return run, folder

@@ -105,3 +105,20 @@ def test_a_link_carries_a_small_deck_and_rebuilds_it():
     broken.query_params["deck"] = "not-a-deck"
     broken.run()
     assert not broken.exception and any("deck could not be read" in w.value for w in broken.warning)
+
+
+@pytest.mark.slow
+def test_build_the_lecture_in_one_click(default_run, monkeypatch):
+    """From a fresh start: one press on the Lecture deck page, and the deck holds the whole lecture on the text."""
+    monkeypatch.setenv("ATTENTION_LAB_RUNS", str(default_run[1]))
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.switch_page("viz/pages/deck.py").run()
+    assert any("The deck is empty. Build the lecture above" in i.value for i in at.info)
+    at.button(key="deck_build_lecture").click().run()
+    assert not at.exception, at.exception
+    deck = at.session_state["deck"]
+    assert len(deck) == 18 and all(item.get("takeaway") for item in deck)
+    assert deck[0]["provenance"]["text"] == TEXT
+    assert any("Built the lecture: 18 figures, slides 2 to 19." in t.value for t in at.toast)
+    assert any("18 figures · 21 slides" in m.value for m in at.markdown)  # a title and two question slides

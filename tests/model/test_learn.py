@@ -204,10 +204,10 @@ def test_a_masked_word_run_uses_the_posts_encoder_on_the_corpus():
 
 
 @pytest.mark.slow
-def test_the_default_induction_run_forms_induction_heads_at_a_phase_change():
+def test_the_default_induction_run_forms_induction_heads_at_a_phase_change(default_run):
     """Issue 32's 'done when', on the model: the default spec forms layer-1 induction heads within its steps, and
-    the loss's steepest fall comes with them."""
-    run = train(TrainSpec())
+    the loss's steepest fall comes with them (the run trained once for the session: tests/conftest.py)."""
+    run, _ = default_run
     steps = np.array([s.step for s in run.snapshots])
     heads = formed(steps, np.stack([s.scores["task"].numpy() for s in run.snapshots]))
     assert heads and all(layer == 1 for layer, _ in heads)

@@ -113,6 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m viz.export", description="Export Attention Lab figures.")
     p.add_argument("--list", action="store_true", help="list every view and its settings, then stop")
     p.add_argument(
+        "--lecture",
+        action="store_true",
+        help="build the whole lecture on --text (the post's story, about 18 slides with computed takeaways and notes) "
+        "and write it to --out as .pptx or, with --format html, one offline HTML file",
+    )
+    p.add_argument(
+        "--no-train", action="store_true", help="with --lecture: skip the induction slides if no run is stored"
+    )
+    p.add_argument(
         "--report",
         action="store_true",
         help="load --model and print what was read: files, tensors used / redundant / left out, tokenizer; then stop",
@@ -131,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--head", type=int)
     p.add_argument("--query", type=int, help="query token position (views that explain one query)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="any other setting of the view")
-    p.add_argument("--format", default=None, choices=("png", "svg", "html"))
+    p.add_argument("--format", default=None, choices=("png", "svg", "html", "pptx"))
     p.add_argument("--size", default="screen", choices=tuple(EXPORT_SIZES), help="slide: 1920 × 1080 px")
     p.add_argument(
         "--caption", default="auto", choices=("auto", "on", "off"), help="caption band under images (auto: on slides)"
@@ -163,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Read as {loaded.report.family or loaded.description['family'] or 'an Attention Lab model'}")
         print("\n".join(loaded.report.summary()))
         return 0
+    if args.lecture:
+        return write_lecture(args)
     if not args.text:
         p.error("give --text")
     if not args.out and not args.pack and not args.data:
@@ -217,4 +228,35 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def write_lecture(args) -> int:
+    """``--lecture``: the lecture on ``--text`` written to ``--out`` (pptx, or html with ``--format html``)."""
+    from viz.export.deck import deck_html, deck_pptx
+    from viz.export.lecture import build_lecture
+    from viz.export.render import render_image
+
+    if not args.out:
+        print("error: give --out lecture.pptx (or --format html --out lecture.html)", file=sys.stderr)
+        return 2
+    fmt = args.format or ("html" if Path(args.out).suffix.lower() == ".html" else "pptx")
+    title = "Attention from scratch"
+
+    def say(fraction: float, message: str) -> None:
+        print(f"{fraction:4.0%} {message}", file=sys.stderr)
+
+    try:
+        items, notes = build_lecture(args.text or "", progress=say, train=not args.no_train)
+    except (CheckpointError, ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    if fmt == "html":
+        Path(args.out).write_text(deck_html(items, title=title), encoding="utf-8")
+    else:
+        render = lambda fig: render_image(fig, "png", size="slide")  # noqa: E731
+        Path(args.out).write_bytes(deck_pptx(items, title=title, render=render, progress=say))
+    print(f"wrote {args.out} ({len(items)} figures)")
     return 0

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from viz.export.notes import speaker_notes
+from viz.export.notes import lecture_notes, speaker_notes
 from viz.export.offline import library
 from viz.export.provenance import app_version, provenance_line
 from viz.figures.text import wrap
@@ -26,6 +26,7 @@ from viz.views.captions import quoted
 FORMAT = "attention-lab-deck/1"
 SLIDE_IN = (13.333, 7.5)  # a 16:9 slide in inches
 CAPTION_PT = 16  # the caption's text on a slide: readable from a back row
+TAKEAWAY_PT = 24  # a lecture slide's one sentence (its caption goes to the notes)
 MAX_ITEMS = 60
 
 
@@ -65,6 +66,11 @@ def check_item(item) -> dict:
     clean = {k: item[k] for k in need}
     clean["question"] = item.get("question") if isinstance(item.get("question"), str) else ""
     clean["provenance"] = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+    if isinstance(item.get("takeaway"), str):  # a lecture slide's one sentence and its notes (viz/export/lecture.py)
+        clean["takeaway"] = item["takeaway"]
+    notes = item.get("notes")
+    if isinstance(notes, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+        clean["notes"] = dict(notes)
     for k in ("slide", "figure"):
         pio.from_json(clean[k])  # a figure that does not parse is refused here, not at export
     return clean
@@ -102,6 +108,8 @@ def deck_pptx(
     caption as the slide's text, speaker notes with what it shows, the numbers and a question), a question slide
     before each predict-first answer. ``render``: figure -> PNG bytes (1920 × 1080)."""
     from pptx import Presentation
+    from pptx.dml.color import RGBColor
+    from pptx.enum.text import MSO_AUTO_SIZE
     from pptx.util import Inches, Pt
 
     progress = progress or (lambda f, m: None)
@@ -109,9 +117,17 @@ def deck_pptx(
     prs.slide_width, prs.slide_height = Inches(SLIDE_IN[0]), Inches(SLIDE_IN[1])
     first = prs.slides.add_slide(prs.slide_layouts[0])
     first.shapes.title.text = title
-    first.placeholders[1].text = deck_source(items)
-    for shape, (top, height) in zip(first.placeholders, ((1.6, 1.8), (3.6, 2.6))):  # the layout is 4:3's
+    source = deck_source(items)
+    first.placeholders[1].text = source
+    for shape, (top, height) in zip(first.placeholders, ((1.2, 1.8), (3.2, 3.9))):  # the layout is 4:3's
         shape.left, shape.top, shape.width, shape.height = Inches(0.8), Inches(top), Inches(11.7), Inches(height)
+    body = first.placeholders[1].text_frame
+    body.word_wrap = True
+    body.auto_size = MSO_AUTO_SIZE.TEXT_TO_FIT_SHAPE  # past 8 lines, PowerPoint and LibreOffice shrink it to fit
+    size = 24 if caption_lines(source, 24) <= 6 else 20  # 3.9 in hold 6 lines at 24 pt, 8 at 20 pt
+    for para in body.paragraphs:
+        para.font.size = Pt(size)
+        para.font.color.rgb = RGBColor(0x33, 0x33, 0x33)  # the template's grey is 3.5:1 on white
     blank = prs.slide_layouts[6]
     todo = slides(items)
     for i, (kind, item) in enumerate(todo):
@@ -122,8 +138,9 @@ def deck_pptx(
             _text(slide, item["question"], Inches(0.6), Inches(1.7), Inches(12.1), Inches(5.2), Pt(24))
             slide.notes_slide.notes_text_frame.text = "Let everyone commit to a guess before the next slide."
             continue
-        lines = caption_lines(item["caption"])
-        text_h = 0.25 + lines * CAPTION_PT * 1.25 / 72 if lines else 0.0
+        said, size = (item["takeaway"], TAKEAWAY_PT) if item.get("takeaway") else (item["caption"], CAPTION_PT)
+        lines = caption_lines(said, size)
+        text_h = 0.25 + lines * size * 1.25 / 72 if lines else 0.0
         pic_h = SLIDE_IN[1] - 0.3 - text_h
         pic_w = min(SLIDE_IN[0] - 0.4, pic_h * 16 / 9)
         pic_h = pic_w * 9 / 16
@@ -137,21 +154,21 @@ def deck_pptx(
         picture.name = item["title"][:80]
         if lines:
             top = 0.15 + pic_h + 0.1
-            _text(
-                slide, item["caption"], Inches(0.5), Inches(top), Inches(12.33), Inches(SLIDE_IN[1] - top - 0.1), Pt(16)
-            )
-        slide.notes_slide.notes_text_frame.text = speaker_notes(item["key"], item["caption"], item["source"])
+            _text(slide, said, Inches(0.5), Inches(top), Inches(12.33), Inches(SLIDE_IN[1] - top - 0.1), Pt(size))
+        slide.notes_slide.notes_text_frame.text = (
+            lecture_notes(item) if item.get("notes") else speaker_notes(item["key"], item["caption"], item["source"])
+        )
     buf = io.BytesIO()
     prs.save(buf)
     progress(1.0, "done")
     return buf.getvalue()
 
 
-def caption_lines(caption: str) -> int:
-    """Lines the caption takes at CAPTION_PT across a slide (a generous estimate: 0.55 em per character)."""
+def caption_lines(caption: str, size: float = CAPTION_PT) -> int:
+    """Lines the caption takes at ``size`` pt across a slide (a generous estimate: 0.55 em per character)."""
     if not caption:
         return 0
-    per_line = int(12.3 * 72 / (0.55 * CAPTION_PT))
+    per_line = int(12.3 * 72 / (0.55 * size))
     return sum(1 + len(part) // per_line for part in caption.split("\n"))
 
 
@@ -169,7 +186,7 @@ def _text(slide, text, left, top, width, height, size, bold=False):
 def deck_source(items: Sequence[dict]) -> str:
     """The title slide's provenance: the models and texts the figures come from, the app's version."""
     models = sorted({i.get("provenance", {}).get("model", "") for i in items} - {""})
-    texts = list(dict.fromkeys(i.get("provenance", {}).get("text", "") for i in items if i.get("provenance")))
+    texts = list(dict.fromkeys(t for i in items if (t := i.get("provenance", {}).get("text", ""))))  # a run: no text
     quoted = "; ".join(f"“{t[:120]}”" for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3 else "")
     return "\n".join(
         line
@@ -197,7 +214,7 @@ def deck_html(items: Sequence[dict], *, title: str) -> str:
         figures.append(json.loads(slide_figure(item).to_json()))
         sections.append(
             f"<section class='slide'><div class='plot' id='fig{len(figures) - 1}'></div>"
-            f"<p class='caption'>{html.escape(item['caption'])}</p>"
+            f"<p class='caption'>{html.escape(item.get('takeaway') or item['caption'])}</p>"
             f"<p class='source'>{html.escape(item['source'])}</p></section>"
         )
     data = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")

@@ -154,3 +154,21 @@ def speaker_notes(key: str, caption: str, source: str) -> str:
         lines.append(f"The numbers: {caption}")
     lines += [f"Ask: {question}", f"Source: {source}"]
     return "\n\n".join(lines)
+
+
+def lecture_notes(item: dict) -> str:
+    """A lecture slide's notes: what it shows, its numbers, the question for the room and the answer to expect
+    (computed from the slide's numbers, viz/export/lecture_story.py), why this token and head, where it comes from."""
+    what, _ = notes_for(item["key"])
+    told = item.get("notes") or {}
+    lines = [f"What it shows: {what}"]
+    if item.get("caption"):
+        lines.append(f"The numbers: {item['caption']}")
+    if told.get("ask"):
+        lines.append(f"Ask the room: {told['ask']}")
+    if told.get("answer"):
+        lines.append(f"Expected answer: {told['answer']}")
+    if told.get("chosen"):
+        lines.append(f"Why this token and head: {told['chosen']}.")
+    lines.append(f"Source: {item['source']}")
+    return "\n\n".join(lines)

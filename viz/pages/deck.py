@@ -7,7 +7,7 @@ import streamlit as st
 from viz.export.deck import deck_html, deck_pptx, slides
 from viz.export.render import INSTALL_HINT, image_export_available, render_image
 from viz.figures.common import safe_filename
-from viz.shell.deck import deck
+from viz.shell.deck import build_lecture_here, deck
 from viz.shell.widgets import plain
 
 st.title("Lecture deck")
@@ -43,8 +43,21 @@ def _clear() -> None:
     st.session_state.pop("_deck_pptx", None)
 
 
+with st.container(border=True):
+    st.markdown(
+        "**The lecture, in one click**: the post's story on the sidebar's text — tokens, positions, Q, K and V, one "
+        "query's q·k, ÷√d_k, the softmax, weights × V, many heads, heads specialise, the pre-norm block, the causal "
+        "mask, permutation without positions, what a trained model does, an induction head forming — each slide "
+        "from the model that shows it, with one computed sentence on it and notes with a question for the room and "
+        "its expected answer."
+    )
+    if st.button("Build the lecture", key="deck_build_lecture", type="primary", icon=":material/auto_awesome:"):
+        build_lecture_here(items)
+    for note in st.session_state.pop("_lecture_notes", []):
+        st.caption(plain(note))
+
 if not items:
-    st.info("The deck is empty. Open any page and press “Add to deck” under a figure.")
+    st.info("The deck is empty. Build the lecture above, or open any page and press “Add to deck” under a figure.")
     st.stop()
 
 title = st.text_input("Deck title (the first slide)", key="deck_title")

@@ -12,7 +12,7 @@ import streamlit as st
 from viz.export.deck import MAX_ITEMS, make_item, predict_question
 from viz.export.provenance import provenance
 from viz.figures.theme import SLIDE_TOKENS
-from viz.views.base import View
+from viz.views.base import View, ViewUnavailableError
 
 DECK_PAGE = "viz/pages/deck.py"
 
@@ -212,3 +212,24 @@ def restore_url_deck() -> str | None:
 
 def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def build_lecture_here(items: list) -> None:
+    """Build the lecture on the sidebar's text with a progress bar, and add it after what the deck holds (nothing is
+    replaced); the induction run is trained (about 20 s) when the server has not stored it yet."""
+    from viz.export.lecture import build_lecture
+
+    ctx = st.session_state.get("_ctx")
+    text = ctx.obs.text if ctx is not None else ""
+    bar = st.progress(0.0, text="Building the lecture…")
+    try:
+        built, notes = build_lecture(text, progress=lambda f, m: bar.progress(min(1.0, f), text=m))
+    except ViewUnavailableError as exc:  # a model the lecture needs refused a view: say why, keep the deck
+        st.session_state["_lecture_notes"] = [f"The lecture could not be built: {exc}"]
+        return
+    finally:
+        bar.empty()
+    items.extend(built)
+    st.session_state.pop("_deck_pptx", None)
+    _said(f"Built the lecture: {len(built)} figures, slides {len(items) - len(built) + 2} to {len(items) + 1}.")
+    st.session_state["_lecture_notes"] = notes
