@@ -182,7 +182,13 @@ def induction_items(*, theme: Theme | None = None, progress=None, train: bool = 
         return [], ["No induction slides: Watch it learn's default run is not trained yet (train it there, or build "
                     "the lecture with training)."]  # fmt: skip
     if run is None:
-        run = train_run(spec, progress=lambda s, n: progress(s / n, f"training the induction run: step {s:,} of {n:,}"))
+        every = max(1, spec.steps // 50)  # a report per 2 %: a progress bar per step cost the page seconds
+
+        def told(step: int, steps: int) -> None:
+            if step % every == 0 or step == steps:
+                progress(step / steps, f"training the induction run: step {step:,} of {steps:,}")
+
+        run = train_run(spec, progress=told)
         write(run, runs_root())
     told = Progress(run)
     chosen = min(told.formed, key=told.formed.get) if told.formed else told.best_head()
