@@ -115,8 +115,9 @@ def residual_stream(
 
 def embedding_parts(model: torch.nn.Module, ids: list[int]) -> dict[str, np.ndarray | None]:
     """What the first layer starts from, piece by piece, each (N, d_model): "token" (the embedding rows, × √d
-    when the config scales them), "position" (what the position table adds; None for RoPE or no positions) and
-    "sum" (the model's own embedding output: token + position + type, then the embedding norm if any)."""
+    when the config scales them), "position" (what the position table adds; None for RoPE or no positions),
+    "added" (token + position + type: the sum before any embedding norm) and "sum" (the model's own embedding
+    output: that sum, then the embedding norm if any)."""
     cfg = model.cfg
     device = next(model.parameters()).device
     x = torch.tensor([ids], device=device)
@@ -126,5 +127,8 @@ def embedding_parts(model: torch.nn.Module, ids: list[int]) -> dict[str, np.ndar
             token = token * cfg.d_model**0.5
         position = model.pos_enc(torch.zeros_like(token)) if model.pos_enc is not None else None
         total = model.embed(x)
-    out = {"token": token, "position": position, "sum": total}
+        added = token + (position if position is not None else 0)
+        if model.type_emb is not None:
+            added = added + model.type_emb(torch.zeros_like(x))
+    out = {"token": token, "position": position, "added": added, "sum": total}
     return {k: None if v is None else v[0].float().cpu().numpy() for k, v in out.items()}

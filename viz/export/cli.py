@@ -235,6 +235,7 @@ def write_lecture(args) -> int:
     """``--lecture``: the lecture on ``--text`` written to ``--out`` (pptx, or html with ``--format html``)."""
     from viz.export.deck import deck_html, deck_pptx
     from viz.export.lecture import build_lecture
+    from viz.export.motion import motion_gif
     from viz.export.render import render_image
 
     if not args.out:
@@ -254,9 +255,9 @@ def write_lecture(args) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if fmt == "html":
-        Path(args.out).write_text(deck_html(items, title=title), encoding="utf-8")
+        Path(args.out).write_text(deck_html(items, title=title, animate=motion_gif), encoding="utf-8")
     else:
         render = lambda fig: render_image(fig, "png", size="slide")  # noqa: E731
-        Path(args.out).write_bytes(deck_pptx(items, title=title, render=render, progress=say))
+        Path(args.out).write_bytes(deck_pptx(items, title=title, render=render, progress=say, animate=motion_gif))
     print(f"wrote {args.out} ({len(items)} figures)")
     return 0

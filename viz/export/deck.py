@@ -8,6 +8,7 @@ and for predict-first exercises the question asked before the answer is shown.
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
@@ -71,6 +72,11 @@ def check_item(item) -> dict:
     notes = item.get("notes")
     if isinstance(notes, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
         clean["notes"] = dict(notes)
+    motion = item.get("motion")  # an animation's recipe: a kind and plain values (viz/export/motion.py)
+    values = motion.values() if isinstance(motion, dict) else [None]
+    plain = all(isinstance(v, str | int) and not isinstance(v, bool) for v in values)
+    if plain and motion.get("kind") in ("steps", "run"):
+        clean["motion"] = dict(motion)
     for k in ("slide", "figure"):
         pio.from_json(clean[k])  # a figure that does not parse is refused here, not at export
     return clean
@@ -103,10 +109,12 @@ def deck_pptx(
     title: str,
     render: Callable[[go.Figure], bytes],
     progress: Callable[[float, str], None] | None = None,
+    animate: Callable[[dict], bytes] | None = None,
 ) -> bytes:
     """The deck as a .pptx: a title slide with provenance, then one 16:9 slide per figure (the picture, its
     caption as the slide's text, speaker notes with what it shows, the numbers and a question), a question slide
-    before each predict-first answer. ``render``: figure -> PNG bytes (1920 × 1080)."""
+    before each predict-first answer. ``render``: figure -> PNG bytes (1920 × 1080); ``animate``: a motion recipe ->
+    GIF bytes (viz/export/motion.py), for the items that carry one (without it they show their still)."""
     from pptx import Presentation
     from pptx.dml.color import RGBColor
     from pptx.enum.text import MSO_AUTO_SIZE
@@ -144,8 +152,9 @@ def deck_pptx(
         pic_h = SLIDE_IN[1] - 0.3 - text_h
         pic_w = min(SLIDE_IN[0] - 0.4, pic_h * 16 / 9)
         pic_h = pic_w * 9 / 16
+        moving = item.get("motion") and animate is not None
         picture = slide.shapes.add_picture(
-            io.BytesIO(render(slide_figure(item))),
+            io.BytesIO(animate(item["motion"]) if moving else render(slide_figure(item))),
             Inches((SLIDE_IN[0] - pic_w) / 2),
             Inches(0.15),
             Inches(pic_w),
@@ -199,8 +208,9 @@ def deck_source(items: Sequence[dict]) -> str:
     )
 
 
-def deck_html(items: Sequence[dict], *, title: str) -> str:
-    """The deck as one offline HTML file: a slide per figure (interactive), arrow keys or space to move."""
+def deck_html(items: Sequence[dict], *, title: str, animate: Callable[[dict], bytes] | None = None) -> str:
+    """The deck as one offline HTML file: a slide per figure (interactive), arrow keys or space to move; ``animate``:
+    as for :func:`deck_pptx` (an animation plays as an image in the page)."""
     sections = [
         f"<section class='slide'><h1>{html.escape(title)}</h1><p class='source'>"
         f"{html.escape(deck_source(items)).replace(chr(10), '<br>')}</p></section>"
@@ -211,9 +221,14 @@ def deck_html(items: Sequence[dict], *, title: str) -> str:
             body = html.escape(item["question"]).replace("\n", "<br>")
             sections.append(f"<section class='slide'><h1>Predict first</h1><p class='question'>{body}</p></section>")
             continue
-        figures.append(json.loads(slide_figure(item).to_json()))
+        if item.get("motion") and animate is not None:
+            data = base64.b64encode(animate(item["motion"])).decode()
+            shown = f"<img class='motion' alt='{html.escape(item['title'])}' src='data:image/gif;base64,{data}'>"
+        else:
+            figures.append(json.loads(slide_figure(item).to_json()))
+            shown = f"<div class='plot' id='fig{len(figures) - 1}'></div>"
         sections.append(
-            f"<section class='slide'><div class='plot' id='fig{len(figures) - 1}'></div>"
+            f"<section class='slide'>{shown}"
             f"<p class='caption'>{html.escape(item.get('takeaway') or item['caption'])}</p>"
             f"<p class='source'>{html.escape(item['source'])}</p></section>"
         )
@@ -241,7 +256,9 @@ _CSS = (
     "html,body{margin:0;height:100%;font-family:'DejaVu Sans',Arial,sans-serif;background:#fff;color:#111}"
     ".slide{display:none;box-sizing:border-box;width:100vw;height:100vh;padding:2vh 3vw;flex-direction:column}"
     ".slide.on{display:flex}.slide h1{font-size:5vh;margin:0 0 3vh}"
-    ".plot{flex:1;min-height:0}.caption{font-size:2.6vh;margin:1vh 0 0}.source{font-size:1.6vh;color:#555}"
+    ".plot{flex:1;min-height:0}"
+    ".motion{flex:1;min-height:0;object-fit:contain;max-width:100%}"
+    ".caption{font-size:2.6vh;margin:1vh 0 0}.source{font-size:1.6vh;color:#555}"
     ".question{font-size:3.6vh;white-space:pre-wrap}"
     ".moves{position:fixed;right:1.5vw;bottom:1vh;display:flex;align-items:center;gap:8px}"
     ".moves button{font-size:22px;min-width:44px;min-height:44px;border:1px solid #adb5bd;border-radius:8px;"

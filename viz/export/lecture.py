@@ -15,6 +15,7 @@ from model.analysis.find import find_heads, token_pairs
 from model.io.catalog import ModelSpec, available
 from viz.export.deck import make_item
 from viz.export.lecture_story import ASKS, takeaway
+from viz.export.motion import run_motion, step_motion
 from viz.export.provenance import provenance
 from viz.figures import Theme
 from viz.views import build
@@ -106,6 +107,7 @@ class Recipe:
     select: Callable[[Story], dict] = lambda s: {}
     source: Callable[[Story], DirectSource | None] = lambda s: s.main
     predict: bool = False
+    motion: bool = False  # the slide plays the head's 12 steps (viz/export/motion.py); the view is its still
 
 
 def _frame(step: str) -> Callable[[Story], dict]:
@@ -126,6 +128,7 @@ LECTURE: tuple[Recipe, ...] = (
     Recipe("lesson.scaling", "scaling"),
     Recipe("anim.frame", "softmax", _frame("softmax")),
     Recipe("anim.frame", "mix", _frame("·V")),
+    Recipe("anim.frame", "motion", _frame("softmax"), motion=True),
     Recipe("heads", "heads", lambda s: {"layer": s.layer}),
     Recipe("lesson.kinds", "kinds", lambda s: {}, lambda s: s.pretrained or s.main),
     Recipe("block.diagram", "block"),
@@ -159,8 +162,11 @@ def lecture_items(text: str, *, theme: Theme | None = None, progress=None) -> tu
         question, answer = ASKS[recipe.ask](told, src, view)
         record = provenance(view, model=src.loaded.name, text=src.obs.text)
         item = make_item(view, record, question=question if recipe.predict else "")
-        item["takeaway"] = takeaway(view.caption) or answer  # a figure without a caption says its answer
+        # a figure without a caption says its answer; so does a motion slide (its still is one of its frames)
+        item["takeaway"] = answer if recipe.motion else takeaway(view.caption) or answer
         item["notes"] = {"ask": question, "answer": answer, "chosen": told.why if src is told.main else ""}
+        if recipe.motion:
+            item["motion"] = step_motion(src.spec.kind, src.obs.text, told.layer, told.head, told.query)
         items.append(item)
     return items, told.notes
 
@@ -172,7 +178,7 @@ def induction_items(*, theme: Theme | None = None, progress=None, train: bool = 
     from model.learn.loop import TrainSpec
     from model.learn.loop import train as train_run
     from model.learn.store import read, runs_root, write
-    from viz.views.learn import Progress, curves, moments, summary
+    from viz.views.learn import Progress, curves, frame, moments, summary
 
     theme = theme or Theme()
     progress = progress or (lambda f, m: None)
@@ -193,15 +199,25 @@ def induction_items(*, theme: Theme | None = None, progress=None, train: bool = 
     told = Progress(run)
     chosen = min(told.formed, key=told.formed.get) if told.formed else told.best_head()
     label = f"L{chosen[0]}H{chosen[1]}"
+    step, where = told.moment(chosen)
+    at = told.index_of(step or int(told.steps[len(told.steps) // 2]))
+    first, last = (float(told.snaps[i].scores["task"][chosen]) for i in (0, -1))
+    playing = (
+        f"Watch {label} through training: when does it start looking at the token after the previous occurrence?",
+        f"Around {where}: the offset diagonal appears, and its induction score rises from {first:.2f} to {last:.2f}.",
+    )
     asks = (
         (curves(told, theme, chosen=chosen), "When does the loss fall, and what forms at that moment?", summary(told)),
         (moments(told, theme, chosen=chosen), f"What changes in {label}'s pattern when the loss falls?", ""),
+        (frame(told, theme, index=at, chosen=chosen), *playing),
     )
     items = []
-    for view, question, answer in asks:
+    for i, (view, question, answer) in enumerate(asks):
         item = make_item(view, provenance(view, model=view.selection["model"], text=""))
-        item["takeaway"] = takeaway(view.caption)
+        item["takeaway"] = takeaway(view.caption) if i < 2 else answer
         item["notes"] = {"ask": question, "answer": answer or takeaway(view.caption), "chosen": ""}
+        if i == 2:  # the head's snapshots in motion; the still is the moment it formed
+            item["motion"] = run_motion(spec.key, *chosen)
         items.append(item)
     return items, []
 

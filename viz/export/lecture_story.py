@@ -168,6 +168,16 @@ def _link(story, src, view):
     )
 
 
+def _motion(story, src, view):
+    row, tokens, q = _row(story, src)
+    _, best = _best(row, tokens)
+    return (
+        f"Watch the twelve steps: at which step is it decided where {quoted(tokens[q])} looks?",
+        f"At q·k (step 6) {best} scores highest; ÷√d_k and the softmax (steps 7 and 9) turn that into "
+        f"{row.max():.0%} of the weight; ·V (step 10) then takes its value most.",
+    )
+
+
 ASKS = {
     "tokens": _tokens,
     "positions": _positions,
@@ -178,6 +188,7 @@ ASKS = {
     "scaling": _scaling,
     "softmax": _softmax,
     "mix": _mix,
+    "motion": _motion,
     "heads": _heads,
     "kinds": _from_caption("How many heads have a job in the trained model, and in a random one of the same size?"),
     "block": _block,

@@ -5,6 +5,7 @@ import plotly.io as pio
 import streamlit as st
 
 from viz.export.deck import deck_html, deck_pptx, slides
+from viz.export.motion import motion_gif
 from viz.export.render import INSTALL_HINT, image_export_available, render_image
 from viz.figures.common import safe_filename
 from viz.shell.deck import build_lecture_here, deck
@@ -99,6 +100,7 @@ elif cols[0].button("Build PowerPoint (.pptx)", key="deck_build", icon=":materia
         title=title,
         render=lambda fig: render_image(fig, "png", size="slide"),
         progress=lambda f, m: bar.progress(min(1.0, f), text=m),
+        animate=motion_gif,  # the lecture's motion slides play as animated GIFs
     )
     st.session_state["_deck_pptx"] = data
     bar.empty()
@@ -114,7 +116,7 @@ if st.session_state.get("_deck_pptx"):
     )
 cols[1].download_button(
     "Slides as one HTML file",
-    lambda: deck_html(items, title=title),
+    lambda: deck_html(items, title=title, animate=motion_gif if image_export_available() else None),
     f"{name}.html",
     "text/html",
     key="deck_html",

@@ -89,8 +89,10 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     head_line = f"layer {layer}, head {head}, query {q} {name}"
     title = f"Step {step + 1}/{len(STEPS)}: " + TITLES[step].format(d_k=d_k)
 
-    def panels(items, diverging=True, value="value"):
-        fig = heatmap_panels(items, title=title, theme=flat, diverging=diverging, value_name=value, height=HEIGHT)
+    def panels(items, diverging=True, value="value", zmax=None):
+        fig = heatmap_panels(
+            items, title=title, theme=flat, diverging=diverging, value_name=value, height=HEIGHT, zmax=zmax
+        )
         return fig
 
     s = STEPS[step]
@@ -99,8 +101,14 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
         items = [(parts["token"][a:b], rows, None, "token embedding" + (" × √d" if cfg.scale_embeddings else ""))]
         if parts["position"] is not None:
             items.append((parts["position"][a:b], rows, None, f"+ {cfg.positional} position"))
-        items.append((parts["sum"][a:b], rows, None, "= what layer 0 reads from"))
-        fig = panels(items)
+        if cfg.embedding_layer_norm:  # BERT's: the sum is normalised next (X shows it): its values are another scale
+            items.append((parts["added"][a:b], rows, None, "= their sum (LayerNorm-ed next)"))
+        else:
+            items.append((parts["sum"][a:b], rows, None, "= what layer 0 reads from"))
+        # a few large entries of the token embeddings would wash out the position's ±1 on a max-scaled colour bar:
+        # the 99th percentile keeps every panel readable (the rare larger cells saturate at the bar's ends)
+        every = np.concatenate([np.abs(np.asarray(m, dtype=np.float64)).ravel() for m, *_ in items])
+        fig = panels(items, zmax=float(np.percentile(every, 99)) or None)
         _mark_row(fig, r, len(items))
         caption = _embed_caption(parts, q, name, obs.ids[q], cfg)
     elif s in ("X", "Q", "K", "V"):
