@@ -31,6 +31,8 @@ def test_the_curves_draw_the_loss_and_every_heads_score(progress):
     assert np.allclose(fig.data[5].y, [s.scores["task"][1, 0] for s in progress.snaps])
     assert fig.data[5].line.width > fig.data[6].line.width  # the chosen head stands out
     assert any(a.text.strip() == "shown: step 20" for a in fig.layout.annotations)
+    slide = view.slide()  # the slider's marker is the screen's, never a slide's
+    assert not any("shown: step" in (a.text or "") for a in slide.layout.annotations)
     entropy = curves(progress, Theme(), score="entropy").figure
     assert np.allclose(entropy.data[3].y, [s.scores["entropy"][0, 0] for s in progress.snaps])
     assert not any("formed at" in (a.text or "") for a in entropy.layout.annotations)

@@ -31,9 +31,14 @@ def _cross(src: Source) -> np.ndarray:
     return src.obs.cross  # (L, H, N, S)
 
 
-def _subtitle(src: Source) -> str:
+def _texts(src: Source) -> tuple[str, str]:
+    """(the source the encoder read, the target the decoder writes), as text."""
     source = str(src.loaded.info.get("source_text", "")) or " ".join(source_tokens(src))
-    target = " ".join(src.obs.text.split())
+    return source, " ".join(src.obs.text.split())
+
+
+def _subtitle(src: Source) -> str:
+    source, target = _texts(src)
     return f"{src.loaded.name} · source “{source[:40]}” → target “{target[:40]}”"
 
 
@@ -71,7 +76,11 @@ def cross(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         zmax=1,
         axis_titles=("source token (key)", "target token (query)"),
     )
-    caption = alignment_caption(weights, queries, keys)
+    source, target = _texts(src)
+    # a slide shows the caption without the subtitle's small print: the caption names what was read and written
+    caption = f"Reading the source “{source}”, the decoder writes “{target}”. " + alignment_caption(
+        weights, queries, keys
+    )
     note = src.loaded.info.get("source_note")
     return Captioned(with_subtitle(fig, _subtitle(src), theme), f"{caption} {note}" if note else caption)
 

@@ -213,7 +213,8 @@ def curves(progress: Progress, theme: Theme, *, now: int | None = None, chosen=N
         return learning_curves(
             progress.losses, progress.steps, progress.probe_loss, progress.scores(score),
             smoothed=smooth(progress.losses, window) if progress.losses.size else None,
-            score_name=score_label(progress, score), phase=phase, now=now, chosen=chosen,
+            score_name=score_label(progress, score), phase=phase, chosen=chosen,
+            now=None if t.box else now,  # the slider's "shown" marker is a control of the screen, not of a slide
             threshold=None if score in UNBOUNDED else 0.5,
             title="Loss and each head's score as it trains", theme=t,
         )  # fmt: skip
