@@ -98,6 +98,10 @@ def test_exports_carry_the_takeaway_on_the_slide_and_the_notes(built):
     assert texts == [item["takeaway"]]
     sizes = {p.font.size.pt for sh in qk.shapes if sh.has_text_frame for p in sh.text_frame.paragraphs}
     assert sizes == {24.0}
+    height = pptx.Presentation(io.BytesIO(data)).slide_height
+    for slide in deck[1:]:
+        pictures = [sh for sh in slide.shapes if sh.shape_type == 13]
+        assert not pictures or pictures[0].height >= 0.8 * height  # the figure keeps ≥ 80 % of the slide
     assert [check_item(i)["notes"] for i in items] == [i["notes"] for i in items]  # a session file keeps them
     page = deck_html(items, title="Attention from scratch")
     assert all(i["takeaway"].replace("“", "")[:20] in page.replace("&quot;", '"').replace("“", "") for i in items[:3])

@@ -108,6 +108,7 @@ class Recipe:
     source: Callable[[Story], DirectSource | None] = lambda s: s.main
     predict: bool = False
     motion: bool = False  # the slide plays the head's 12 steps (viz/export/motion.py); the view is its still
+    says_answer: bool = False  # the slide's sentence is the computed answer (the caption opens with its setup)
 
 
 def _frame(step: str) -> Callable[[Story], dict]:
@@ -125,7 +126,7 @@ LECTURE: tuple[Recipe, ...] = (
     Recipe("anim.frame", "value", _frame("V")),
     Recipe("anim.frame", "qk", _frame("q·k"), predict=True),
     Recipe("anim.frame", "scale", _frame("÷√d_k")),
-    Recipe("lesson.scaling", "scaling"),
+    Recipe("lesson.scaling", "scaling", says_answer=True),
     Recipe("anim.frame", "softmax", _frame("softmax")),
     Recipe("anim.frame", "mix", _frame("·V")),
     Recipe("anim.frame", "motion", _frame("softmax"), motion=True),
@@ -163,7 +164,7 @@ def lecture_items(text: str, *, theme: Theme | None = None, progress=None) -> tu
         record = provenance(view, model=src.loaded.name, text=src.obs.text)
         item = make_item(view, record, question=question if recipe.predict else "")
         # a figure without a caption says its answer; so does a motion slide (its still is one of its frames)
-        item["takeaway"] = answer if recipe.motion else takeaway(view.caption) or answer
+        item["takeaway"] = takeaway(answer if recipe.motion or recipe.says_answer else view.caption or answer)
         item["notes"] = {"ask": question, "answer": answer, "chosen": told.why if src is told.main else ""}
         if recipe.motion:
             item["motion"] = step_motion(src.spec.kind, src.obs.text, told.layer, told.head, told.query)
@@ -214,7 +215,7 @@ def induction_items(*, theme: Theme | None = None, progress=None, train: bool = 
     items = []
     for i, (view, question, answer) in enumerate(asks):
         item = make_item(view, provenance(view, model=view.selection["model"], text=""))
-        item["takeaway"] = takeaway(view.caption) if i < 2 else answer
+        item["takeaway"] = takeaway(view.caption if i < 2 else answer)
         item["notes"] = {"ask": question, "answer": answer or takeaway(view.caption), "chosen": ""}
         if i == 2:  # the head's snapshots in motion; the still is the moment it formed
             item["motion"] = run_motion(spec.key, *chosen)

@@ -11,7 +11,7 @@ import numpy as np
 from viz.views.captions import quoted
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z“\"(])")
-MAX_TAKEAWAY = 200  # characters: one idea, read from the back row at 24 pt on two lines at most
+MAX_TAKEAWAY = 130  # characters: two lines at 24 pt across a 16:9 slide, so the picture keeps ≥ 80 % of its height
 
 
 def takeaway(caption: str) -> str:
