@@ -198,6 +198,8 @@ CHIP_CSS = """
 .al-special {background: #f1f3f5; border: 1px dashed #adb5bd; color: #495057;}
 /* captions carry the computed sentences: Streamlit's faded grey (#828180, 3.9:1 on white) is too light to read */
 [data-testid="stCaptionContainer"] {color: #5c5b59; opacity: 1;}
+/* on a phone, plotly's floating toolbar sits on the chart's title; the buttons under each figure export it anyway */
+@media (max-width: 640px) {.js-plotly-plot .modebar-container {display: none;}}
 </style>
 """
 
