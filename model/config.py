@@ -67,6 +67,20 @@ class TransformerConfig:
     norm_offset: float = 0.0  # RMSNorm scales by (offset + weight): Gemma's weights are stored around 0, offset 1
     attn_scale: float = 0.0  # q·k is multiplied by this when scaled; 0: 1/√d_k (Gemma: query_pre_attn_scalar^-½)
     rope_local_base: float = 0.0  # θ of RoPE on sliding layers (Gemma 3: 10,000 locally, 1e6 globally); 0: rope_base
+    # scaled RoPE (model/rope_scaling.py): "linear", "dynamic", "llama3", "yarn", "longrope", "factors"; "": none
+    rope_scaling: str = ""
+    rope_factor: float = 1.0  # how much longer than the original context the model reads
+    rope_original_max: int = 0  # the original context (dynamic: positions read unscaled)
+    rope_low_freq_factor: float = 1.0  # llama3: wavelengths beyond original / low are divided by the factor…
+    rope_high_freq_factor: float = 4.0  # …those below original / high kept, the ones between smoothed
+    rope_beta_fast: float = 32.0  # yarn: the ramp between kept and interpolated frequencies
+    rope_beta_slow: float = 1.0
+    rope_yarn_truncate: bool = True
+    rope_attention_factor: float = 0.0  # yarn, longrope: cos and sin scaled by it; 0: derived from the factor
+    rope_mscale: float = 0.0  # yarn's attention factor from two mscales (DeepSeek-style configs)
+    rope_mscale_all_dim: float = 0.0
+    rope_short_factor: tuple[float, ...] = ()  # longrope: a divisor per rotated pair up to the original context
+    rope_long_factor: tuple[float, ...] = ()  # …and beyond it
     logit_softcap: float = 0.0  # next-token logits become c·tanh(logits / c) (Gemma 2); 0: off
     head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
@@ -78,8 +92,9 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         if self.cross_attention and (self.parallel_residual or self.sandwich_norm):
             raise ValueError("cross-attention is built for plain pre- or post-norm blocks")
-        if isinstance(self.layer_types, list):  # from JSON: kept as a tuple, so the config stays hashable
-            object.__setattr__(self, "layer_types", tuple(self.layer_types))
+        for name in ("layer_types", "rope_short_factor", "rope_long_factor"):  # from JSON: tuples keep it hashable
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.layer_types and (
             len(self.layer_types) != self.n_layers or set(self.layer_types) - {"global", "sliding"}
         ):
@@ -152,6 +167,10 @@ class TransformerConfig:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if self.rotary_dim < 0 or self.rotary_dim > self.d_k or self.rotary_dim % 2:
             raise ValueError(f"rotary_dim must be an even number from 0 to d_k = {self.d_k}, got {self.rotary_dim}")
+        if self.rope_scaling:
+            from model.rope_scaling import check
+
+            check(self.rope_spec, self.rope_dims)
         if self.parallel_residual and self.norm != "pre":
             raise ValueError("a parallel residual reads the normalised input of the block: it needs norm='pre'")
         if self.positional == "rope" and self.d_k % 2:
@@ -209,6 +228,13 @@ class TransformerConfig:
     def rope_dims(self) -> int:
         """How many dimensions of each head RoPE rotates."""
         return self.rotary_dim or self.d_k
+
+    @property
+    def rope_spec(self):
+        """The scaled RoPE's parameters (model.rope_scaling.RopeScaling), or None without scaling."""
+        from model.rope_scaling import FIELDS, RopeScaling
+
+        return RopeScaling(**{k: getattr(self, f) for k, f in FIELDS.items()}) if self.rope_scaling else None
 
     @property
     def use_o_bias(self) -> bool:
@@ -273,6 +299,12 @@ class TransformerConfig:
                 value = float(value)
             elif isinstance(default, str) and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
+            elif key in ("rope_short_factor", "rope_long_factor"):
+                if not isinstance(value, list | tuple) or any(
+                    isinstance(v, bool) or not isinstance(v, int | float) for v in value
+                ):
+                    raise ValueError(f"{key} must be a list of numbers, got {value!r}")
+                value = tuple(float(v) for v in value)
             elif isinstance(default, tuple):
                 if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                     raise ValueError(f"{key} must be a list of strings, got {value!r}")

@@ -7,6 +7,8 @@ import math
 import torch
 from torch import nn
 
+from model.rope_scaling import RopeScaling, frequencies
+
 
 def sinusoid_dims(d_model: int, n_positions: int = 128, count: int = 4) -> list[int]:
     """``count`` sine dimensions whose wavelengths (2π·10000^(2i/d)) spread evenly, on a log scale, from the
@@ -89,24 +91,48 @@ class RotaryEmbedding(nn.Module):
     """
 
     def __init__(
-        self, d_k: int, max_len: int, base: float = 10000.0, style: str = "interleaved", dims: int = 0
+        self,
+        d_k: int,
+        max_len: int,
+        base: float = 10000.0,
+        style: str = "interleaved",
+        dims: int = 0,
+        scaling: RopeScaling | None = None,
     ) -> None:
         super().__init__()
         if style not in ("interleaved", "half"):
             raise ValueError(f"RoPE style must be 'interleaved' or 'half', got {style!r}")
         self.style = style
         self.dims = dims or d_k  # partial rotary (GPT-NeoX): only the first ``dims`` of each head turn
-        angles = rope_angles(max_len, self.dims, base)
-        self.register_buffer("cos", angles.cos(), persistent=False)  # (P, d_k/2)
-        self.register_buffer("sin", angles.sin(), persistent=False)
+        self.base, self.scaling = base, scaling  # a scaled RoPE (Llama 3.x, YaRN, …): model/rope_scaling.py
+        cos, sin = self.table(
+            max_len, 0 if scaling is None or not scaling.by_length else min(max_len, scaling.original)
+        )
+        self.register_buffer("cos", cos, persistent=False)  # (P, d_k/2): the short-text table
+        self.register_buffer("sin", sin, persistent=False)
+        self._long: tuple[int, torch.Tensor, torch.Tensor] | None = None  # (length, cos, sin) of the last long text
+
+    def table(self, n_positions: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (n_positions, dims/2) of the angles a text of ``length`` tokens is read with (the scaled RoPEs
+        that depend on it), times the scaling's attention factor."""
+        inv_freq, factor = frequencies(self.scaling, self.dims, self.base, length)
+        angles = torch.arange(n_positions).float()[:, None] * inv_freq[None, :]  # (P, dims/2)
+        return angles.cos() * factor, angles.sin() * factor
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x: (B, H, N, d_k) at positions offset … offset + N − 1 -> same shape, rotated."""
         n = x.size(-2)
         if offset + n > self.cos.size(0):
             raise ValueError(f"RoPE table holds {self.cos.size(0)} positions; asked for {offset + n}")
-        cos = self.cos[offset : offset + n].to(x.dtype)  # (N, dims/2)
-        sin = self.sin[offset : offset + n].to(x.dtype)
+        cos_t, sin_t = self.cos, self.sin
+        if self.scaling is not None and self.scaling.scaled_for(offset + n):  # dynamic NTK, LongRoPE's long set
+            length = offset + n
+            if self._long is None or self._long[0] != length or self._long[1].device != x.device:
+                cos_l, sin_l = self.table(self.cos.size(0), length)
+                self._long = (length, cos_l.to(x.device), sin_l.to(x.device))
+            cos_t, sin_t = self._long[1], self._long[2]
+        cos = cos_t[offset : offset + n].to(x.dtype)  # (N, dims/2)
+        sin = sin_t[offset : offset + n].to(x.dtype)
         if self.dims < x.size(-1):
             turned = self._rotate(x[..., : self.dims], cos, sin)  # (B, H, N, dims)
             return torch.cat((turned, x[..., self.dims :]), dim=-1)  # (B, H, N, d_k)

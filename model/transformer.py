@@ -164,7 +164,9 @@ class Transformer(nn.Module):
         elif cfg.positional == "learned":
             self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len, cfg.position_offset)
         elif cfg.positional == "rope":
-            rope = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style, cfg.rotary_dim)
+            rope = RotaryEmbedding(
+                cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style, cfg.rotary_dim, scaling=cfg.rope_spec
+            )
         self.rope = rope  # one shared module; blocks hold a reference, not a copy
         local = None  # Gemma 3's sliding layers turn with their own, slower base
         if rope is not None and cfg.rope_local_base and cfg.rope_local_base != cfg.rope_base:

@@ -147,8 +147,11 @@ def test_missing_pieces_are_named(tmp_path):
     with pytest.raises(CheckpointError, match=r"the index names model-00003-of-00005\.safetensors"):
         load_checkpoint(folder)
     raw = json.loads((FIXTURES / "llama" / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**raw, "rope_parameters": {"rope_type": "yarn"}}))
-    with pytest.raises(CheckpointError, match="RoPE scaling 'yarn' is not supported yet"):
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "rope_parameters": {"rope_type": "proportional"}}))
+    with pytest.raises(CheckpointError, match="RoPE scaling 'proportional' is not supported"):
+        load_checkpoint(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({**raw, "rope_parameters": {"rope_type": "yarn", "factor": 4}}))
+    with pytest.raises(CheckpointError, match="RoPE scaling 'yarn' needs rope_original_max"):
         load_checkpoint(tmp_path)
 
 

@@ -56,6 +56,54 @@ def rope_base(raw: Mapping[str, Any]) -> float:
     return float(theta)
 
 
+#: transformers' rope_type -> ours (model/rope_scaling.py); "su" and "yarn"-like aliases of older configs included
+ROPE_KINDS = {"linear": "linear", "dynamic": "dynamic", "llama3": "llama3", "yarn": "yarn", "longrope": "longrope",
+              "su": "longrope"}  # fmt: skip
+
+
+def rope_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """θ and the scaled-RoPE fields of TransformerConfig from a config.json (transformers 5's ``rope_parameters`` or
+    an older ``rope_scaling``); a kind we do not compute is refused by name."""
+    params = raw.get("rope_parameters") or raw.get("rope_scaling") or {}
+    params = params if isinstance(params, dict) else {}
+    kind = params.get("rope_type", params.get("type", "default"))
+    theta = params.get("rope_theta", raw.get("rope_theta", 10000.0))
+    if isinstance(theta, bool) or not isinstance(theta, int | float) or theta <= 0:
+        raise CheckpointError(f"invalid rope_theta {theta!r}")
+    fields: dict[str, Any] = {"rope_base": float(theta)}
+    if kind in (None, "default"):
+        return fields
+    if kind not in ROPE_KINDS:
+        raise CheckpointError(
+            f"RoPE scaling {kind!r} is not supported (supported: {', '.join(sorted(set(ROPE_KINDS)))})"
+        )
+    kind = ROPE_KINDS[kind]
+    max_pos = raw.get("max_position_embeddings")
+    original = params.get("original_max_position_embeddings") or (max_pos if kind == "dynamic" else None)
+    factor = params.get("factor")
+    if factor is None and kind in ("yarn", "longrope") and isinstance(max_pos, int) and original:
+        factor = max_pos / original  # as transformers infers it
+    take = {"factor": "rope_factor", "low_freq_factor": "rope_low_freq_factor",
+            "high_freq_factor": "rope_high_freq_factor", "beta_fast": "rope_beta_fast", "beta_slow": "rope_beta_slow",
+            "attention_factor": "rope_attention_factor", "mscale": "rope_mscale",
+            "mscale_all_dim": "rope_mscale_all_dim"}  # fmt: skip
+    values = {**params, "factor": factor}
+    for key, name in take.items():
+        value = values.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise CheckpointError(f"config.json's RoPE {key} must be a number, got {value!r}")
+            fields[name] = float(value)
+    if isinstance(params.get("truncate"), bool):
+        fields["rope_yarn_truncate"] = params["truncate"]
+    for key, name in (("short_factor", "rope_short_factor"), ("long_factor", "rope_long_factor")):
+        if isinstance(params.get(key), list):
+            fields[name] = tuple(float(v) for v in params[key])
+    fields["rope_scaling"] = kind
+    fields["rope_original_max"] = int(original) if isinstance(original, int | float) else 0
+    return fields
+
+
 def layer_types(raw: Mapping[str, Any], n_layers: int, window: int | None) -> tuple[tuple[str, ...], int]:
     """(per-layer "global"/"sliding", window) from ``layer_types`` ("full_attention"/"sliding_attention") or a
     ``sliding_window`` that applies to every layer."""
@@ -141,9 +189,12 @@ def rename(
 def check_rotary(src: Folder, cfg: TransformerConfig) -> None:
     """Rotary frequencies an older export saved (``rotary_emb.inv_freq``) are redundant when they equal those the
     config gives; different ones (a scaled RoPE) would change every pattern, so the load is refused."""
+    from model.rope_scaling import frequencies
+
     d = cfg.rope_dims
-    bases = {cfg.rope_base, cfg.rope_local_base or cfg.rope_base}
-    expected = [1.0 / (b ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d)) for b in bases]
+    expected = [frequencies(cfg.rope_spec, d, cfg.rope_base)[0]]  # as transformers initialises its buffer
+    if cfg.rope_local_base and cfg.rope_local_base != cfg.rope_base:
+        expected.append(frequencies(None, d, cfg.rope_local_base)[0])
     for name in src.ledger.pending():
         if not name.endswith("inv_freq"):
             continue
@@ -153,7 +204,7 @@ def check_rotary(src: Folder, cfg: TransformerConfig) -> None:
         else:
             raise CheckpointError(
                 f"the file's rotary frequencies ({src.ledger.original.get(name, name)}) differ from those config.json "
-                f"gives (θ = {cfg.rope_base:g} over {d} dimensions): a scaled RoPE, which this loader does not read yet"
+                f"gives (θ = {cfg.rope_base:g} over {d} dimensions): a RoPE scaling config.json does not describe"
             )
 
 

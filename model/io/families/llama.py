@@ -11,7 +11,7 @@ from typing import Any
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
-from model.io.families.common import Folder, config, family_loader, head_is_own, layer_types, need, rename, rope_base
+from model.io.families.common import Folder, config, family_loader, head_is_own, layer_types, need, rename, rope_fields
 from model.io.report import Ledger
 
 ANCHOR = "embed_tokens.weight"
@@ -29,6 +29,15 @@ LAYER_MAP = {
     "post_attention_layernorm": "ln2",
 }
 TOP_MAP = {"embed_tokens.weight": "tok_emb.weight", "norm.weight": "ln_f.weight"}
+
+
+def _reach(raw: Mapping[str, Any]) -> int:
+    """How many times its max_position_embeddings a model reads: dynamic NTK RoPE scales beyond it."""
+    params = raw.get("rope_parameters") or raw.get("rope_scaling") or {}
+    if isinstance(params, dict) and params.get("rope_type", params.get("type")) == "dynamic":
+        factor = params.get("factor")
+        return max(1, int(factor)) if isinstance(factor, int | float) and not isinstance(factor, bool) else 1
+    return 1
 
 
 def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrides: Any) -> TransformerConfig:
@@ -49,13 +58,13 @@ def llama_config(raw: Mapping[str, Any], *, window: int | None = None, **overrid
         n_layers=n_layers,
         head_dim=0 if head_dim * heads == d else head_dim,  # Qwen3, Gemma: heads need not tile d_model
         d_ff=need(raw, "intermediate_size"),
-        max_seq_len=min(need(raw, "max_position_embeddings"), 65_536),
+        max_seq_len=min(need(raw, "max_position_embeddings") * _reach(raw), 65_536),
         norm="pre",
         norm_kind="rmsnorm",
         activation="swiglu",
         positional="rope",
         rope_style="half",
-        rope_base=rope_base(raw),
+        **rope_fields(raw),
         bias=bool(raw.get("attention_bias", False)),
         ff_bias=bool(raw.get("mlp_bias", False)),
         layer_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
