@@ -72,7 +72,7 @@ def main() -> None:
                 out = model(ids, output_attentions=True)
             reference[f"{key}.ids"] = ids[0]
             reference[f"{key}.attentions"] = torch.stack([a[0] for a in out.attentions]).contiguous()  # (L, H, N, N)
-            reference[f"{key}.logits"] = out.logits[0, -4:].contiguous()  # (4, V): the last positions, past the original
+            reference[f"{key}.logits"] = out.logits[0, -4:].contiguous()  # (4, V): the last, past the original
         model.save_pretrained(folder)
         fast.save_pretrained(folder)
         for extra in ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):

@@ -192,6 +192,7 @@ def gguf_config(reader) -> TransformerConfig:
         causal=True,
         lm_head=True,
         tie_lm_head="output.weight" not in {t.name for t in reader.tensors},
+        **_rope_factors(reader),
         layer_types=("sliding",) * n_layers if window else (),
         sliding_window=window,
         pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
@@ -202,6 +203,20 @@ def gguf_config(reader) -> TransformerConfig:
         return TransformerConfig(**fields)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid model description in the GGUF file: {exc}") from None
+
+
+def _rope_factors(reader) -> dict[str, Any]:
+    """Llama 3.x's scaled RoPE as llama.cpp stores it: ``rope_freqs.weight``, one divisor per rotated pair (its
+    angles turn that many times slower), read as the "factors" kind of model/rope_scaling.py."""
+    found = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
+    if found is None:
+        return {}
+    import gguf
+
+    values = np.asarray(gguf.quants.dequantize(found.data, found.tensor_type), dtype=np.float32).ravel()
+    if not np.isfinite(values).all() or (values <= 0).any():
+        raise CheckpointError("the GGUF file's rope_freqs holds factors that are not positive numbers")
+    return {"rope_scaling": "factors", "rope_short_factor": tuple(float(v) for v in values)}
 
 
 def gguf_tokenizer(reader) -> Tokenizer:
@@ -250,6 +265,8 @@ def load_gguf(path: str | Path) -> LoadedModel:
     state: dict[str, torch.Tensor] = {}
     arch = _field(reader, "general.architecture")
     for t in reader.tensors:
+        if t.name == "rope_freqs.weight":  # read into the config (_rope_factors): not a weight of a layer
+            continue
         if t.name in _TOP_MAP:
             key = _TOP_MAP[t.name]
         else:
@@ -271,7 +288,15 @@ def load_gguf(path: str | Path) -> LoadedModel:
             tensor = unpermute_rope_rows(tensor, cfg.kv_heads)
         state.update(unfused(key, tensor, cfg))
     info = _info(reader, path, cfg, arch)
-    return build_from_state(cfg, state, tokenizer, info)
+    loaded = build_from_state(cfg, state, tokenizer, info)
+    report = loaded.report
+    report.family, report.files = str(info["family"]), [path.name]
+    report.dtypes = list(info["quantisation"])
+    report.used = sorted(t.name for t in reader.tensors)  # a strict load: each a weight (rope_freqs: the config's)
+    report.tokenizer = f"the GGUF file's own ({_field(reader, 'tokenizer.ggml.model')})"
+    if cfg.rope_scaling == "factors":
+        report.notes.append("rope_freqs.weight holds the RoPE scaling (Llama 3.x): one divisor per rotated pair")
+    return loaded
 
 
 def _info(reader, path: Path, cfg: TransformerConfig, arch: str) -> dict:

@@ -6,6 +6,7 @@ what transformers computed on the same weights."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,30 @@ def permute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     """llama.cpp's converter for "llama": inside each head, rows (i, i + d_k/2) become (2i, 2i+1)."""
     out, d_in = w.shape
     return w.reshape(n_heads, 2, out // n_heads // 2, d_in).transpose(1, 2).reshape(out, d_in)
+
+
+def llama3_rope_factors(cfg: dict) -> torch.Tensor | None:
+    """The ``rope_freqs`` tensor llama.cpp's converter writes for a "llama3" rope scaling (convert_hf_to_gguf.py's
+    LlamaModel): per frequency 1 (short wavelengths), the factor (long ones) or the smoothed divisor between."""
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    if rope.get("rope_type") != "llama3":
+        return None
+    base = rope.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    out = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32)
 
 
 def write(folder: Path, path: Path, arch: str, skip: tuple[str, ...] = ()) -> Path:
@@ -77,6 +102,9 @@ def write(folder: Path, path: Path, arch: str, skip: tuple[str, ...] = ()) -> Pa
             w.add_tensor(name, np.ascontiguousarray(t.numpy().astype(np.float32)))
 
     put("token_embd.weight", hf["model.embed_tokens.weight"])
+    factors = llama3_rope_factors(cfg)
+    if factors is not None:  # Llama 3.x: llama.cpp writes its RoPE scaling as per-frequency divisors
+        put("rope_freqs.weight", factors)
     put("output_norm.weight", hf["model.norm.weight"])
     if not cfg.get("tie_word_embeddings", False):
         put("output.weight", hf["lm_head.weight"])

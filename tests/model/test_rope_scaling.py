@@ -85,3 +85,21 @@ def test_dynamic_and_longrope_depend_on_the_length_read():
     lr = RopeScaling("longrope", factor=8.0, original=16, short=(1.0, 1.0), long=(2.0, 4.0))
     assert torch.equal(frequencies(lr, 4, 10000.0, 16)[0], frequencies(None, 4, 10000.0)[0])
     assert frequencies(lr, 4, 10000.0, 17)[1] == pytest.approx(math.sqrt(1 + math.log(8) / math.log(16)))
+
+
+def test_llama3_in_gguf_reads_rope_freqs(tmp_path):
+    """llama.cpp writes Llama 3.x's scaling as rope_freqs.weight (per-frequency divisors): the GGUF of the llama3
+    fixture, written as its converter writes it, matches what transformers computed on the folder."""
+    from tests.model.gguf_from_hf import write
+
+    path = write(FIXTURES / "llama3", tmp_path / "llama3.gguf", "llama")
+    loaded = load_checkpoint(path)
+    cfg = loaded.model.cfg
+    assert cfg.rope_scaling == "factors" and len(cfg.rope_short_factor) == cfg.d_k // 2
+    assert "rope_freqs.weight" in loaded.report.used and any("Llama 3.x" in n for n in loaded.report.notes)
+    ref = load_file(str(FIXTURES / "llama3" / "reference.safetensors"))
+    for key in TEXTS:
+        hidden, trace = run_with_cache(loaded.model, ref[f"{key}.ids"][None], kinds=["pattern"])
+        assert (trace.stack("pattern")[:, 0] - ref[f"{key}.attentions"]).abs().max() <= 1e-5
+        with torch.inference_mode():
+            assert (loaded.model.lm_logits(hidden)[0, -4:] - ref[f"{key}.logits"]).abs().max() <= 1e-4
