@@ -17,7 +17,7 @@ from model.capture import run_with_cache
 from model.config import TransformerConfig
 from model.devices import model_on_cpu
 from model.io.tokenizer import Encoded, Tokenizer
-from model.positional import rope_angles
+from model.rope_scaling import frequencies
 from model.text import encode_text
 from model.transformer import Transformer
 
@@ -292,13 +292,15 @@ def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndar
     }
 
 
-def position_table(model: Transformer, n: int) -> tuple[str, np.ndarray]:
+def position_table(model: Transformer, n: int, length: int = 0) -> tuple[str, np.ndarray]:
     """(kind, table) of what the model adds for position: sinusoidal/learned (n, d_model) or RoPE angles
-    (n, d_k/2); ("none", empty) when it has none. ``n`` is capped at the model's maximum length."""
+    (n, d_k/2) — a scaled RoPE's real ones, for a text of ``length`` tokens where they depend on it (dynamic NTK,
+    LongRoPE); ("none", empty) when it has none. ``n`` is capped at the model's maximum length."""
     cfg = model.cfg
     n = min(n, cfg.max_seq_len)
     if cfg.positional in ("sinusoidal", "learned"):
         return cfg.positional, model.pos_enc.table[:n].detach().cpu().float().numpy()
     if cfg.positional == "rope":
-        return "rope", rope_angles(n, cfg.rope_dims, cfg.rope_base).numpy()
+        inv_freq, _ = frequencies(cfg.rope_spec, cfg.rope_dims, cfg.rope_base, length or n)
+        return "rope", (torch.arange(n).float()[:, None] * inv_freq[None, :]).numpy()  # (n, pairs), as the model
     return "none", np.zeros((n, 0), dtype=np.float32)

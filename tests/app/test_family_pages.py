@@ -11,14 +11,18 @@ from tests.app.conftest import PAGES, new_app
 from tests.app.test_pages import SECTIONED
 from tests.hf_fixtures import FIXTURES
 
+ROPE = FIXTURES.parent / "hf_rope"
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["qwen3", "gemma3_text", "modernbert", "gpt_neox"])
+@pytest.mark.parametrize("family", ["qwen3", "gemma3_text", "modernbert", "gpt_neox", "rope:dynamic", "rope:longrope"])
 def test_every_page_renders_on_the_family(family, monkeypatch):
-    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(FIXTURES))
+    """(rope:…: a decoder with a scaled RoPE whose angles depend on the text's length, tests/fixtures/hf_rope.)"""
+    folder = ROPE / family.split(":")[1] if family.startswith("rope:") else FIXTURES / family
+    monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(folder.parent))
     at = new_app()
     at.sidebar.selectbox(key="model_kind").set_value("folder").run()
-    at.sidebar.text_input(key="folder_path").set_value(str(FIXTURES / family)).run()
+    at.sidebar.text_input(key="folder_path").set_value(str(folder)).run()
     at.sidebar.text_area(key="text").set_value("The query asks, the keys answer, and the values come back.").run()
     assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
     for page in PAGES:
@@ -26,7 +30,8 @@ def test_every_page_renders_on_the_family(family, monkeypatch):
         at.run()
         assert not at.exception, (family, page, at.exception)
         assert not at.error, (family, page, [e.value for e in at.error])
-        key, sections, _ = SECTIONED.get(page, (None, (), ())) if family == "qwen3" else (None, (), ())
+        every = family == "qwen3" or (family.startswith("rope:") and page.endswith("positional.py"))
+        key, sections, _ = SECTIONED.get(page, (None, (), ())) if every else (None, (), ())
         for name in sections:  # every section of a sectioned page (Q/K/V, positions, lessons, mixing)
             at.session_state[key] = name
             at.run()

@@ -141,3 +141,38 @@ def position_similarity(table, *, title: str | None = None, theme: Theme | None 
     update_axes(fig, "y", autorange="reversed", title={"text": "position"})
     update_axes(fig, "x", title={"text": "position"})
     return style(fig, theme, title=title, height=480)
+
+
+def rope_wavelengths(
+    unscaled, scaled, *, original: int = 0, title: str | None = None, theme: Theme | None = None
+) -> go.Figure:
+    """A scaled RoPE beside the plain one: each rotated pair's wavelength (positions per full turn, 2π / frequency)
+    on a log scale, the original context marked. unscaled, scaled: (P,) wavelengths of the P pairs."""
+    theme = theme or Theme()
+    plain = as_array("unscaled", unscaled, 1)
+    real = as_array("scaled", scaled, 1)
+    if plain.shape != real.shape:
+        raise ValueError(f"unscaled and scaled need the same pairs, got {plain.shape} and {real.shape}")
+    pairs = np.arange(plain.size)
+    fig = figure()
+    lines = ((plain, "unscaled", "dot", "#868e96"), (real, "this model's", "solid", "#3b5bdb"))
+    for values, name, dash, color in lines:
+        fig.add_trace(
+            go.Scatter(
+                x=pairs, y=values, mode="lines+markers", name=name, line={"dash": dash, "color": color, "width": 2.5},
+                marker={"size": 7, "symbol": "circle" if dash == "solid" else "diamond"},
+                hovertemplate=f"pair %{{x}}: {name} wavelength %{{y:,.1f}} positions<extra></extra>",
+            )
+        )  # fmt: skip
+    if original:  # a line in the legend, where a label cannot sit on other lines
+        fig.add_trace(go.Scatter(x=[pairs[0], pairs[-1]], y=[original, original], mode="lines",
+                                 name=f"original context: {original:,} positions", hoverinfo="skip",
+                                 line={"color": "#e8590c", "dash": "dash", "width": 1.5}))  # fmt: skip
+    values = np.concatenate([plain, real, [original] if original else []])
+    low, high = np.log10(values.min() / 2), np.log10(values.max() * 2)
+    step = max(1, plain.size // 16)  # whole pairs only
+    update_axes(fig, "x", title={"text": "rotated pair (fast → slow)"}, tickmode="linear", dtick=step)
+    update_axes(fig, "y", type="log", title={"text": "wavelength (positions per turn)"}, range=[low, high],
+                tickformat=",.0f", dtick=1)  # fmt: skip
+    relayout(fig, legend={"orientation": "h", "y": -0.25, "x": 0})
+    return style(fig, theme, title=title, height=420)

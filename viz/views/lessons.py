@@ -33,6 +33,7 @@ from viz.views.captions import (
 )
 from viz.views.head_captions import ablation as ablation_caption
 from viz.views.head_captions import heads_off, prediction_check, spread
+from viz.views.rope import rope_views
 
 
 def _formula_width(src: Source) -> int:
@@ -87,7 +88,7 @@ def pe_model(src: Source, theme: Theme):
     cfg = src.loaded.model.cfg
     text = min(src.obs.n_tokens_full, cfg.max_seq_len)  # a long text's every position, not only the first kept
     rows = min(cfg.max_seq_len, MAX_TABLE_ROWS) if kind_is_table(cfg) else max(text, 64)
-    kind, real = position_table(src.loaded.model, rows)
+    kind, real = position_table(src.loaded.model, rows, length=text)  # a scaled RoPE's angles for this text
     name = src.loaded.name
     cut = ""
     if real.shape[0] < cfg.max_seq_len:
@@ -111,17 +112,7 @@ def pe_model(src: Source, theme: Theme):
             "similarity": position_similarity(real, title=f"{name}, learned: PE(i)·PE(j)", theme=theme),
         }
     if kind == "rope":
-        return {
-            "angles": encoding_heatmap(
-                real, title="RoPE rotation angle per dimension pair (radians)", theme=theme, x_title="pair"
-            ),
-            "curves": encoding_curves(
-                np.cos(real),
-                [0, real.shape[1] // 2, real.shape[1] - 1],
-                title="cos(angle) over position: fast pairs and slow pairs",
-                theme=theme,
-            ),
-        }
+        return rope_views(src, theme, real, text)
     raise ViewUnavailableError(
         "This model has no positional encoding: without it, attention cannot tell word order apart "
         "(see the permutation lab)."
