@@ -15,10 +15,16 @@ from model.hooks import HookPoint
 
 
 def attention_scores(
-    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None = None, scale: bool = True, factor: float = 0.0
+    q: torch.Tensor,
+    k: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scale: bool = True,
+    factor: float = 0.0,
+    softcap: float = 0.0,
 ) -> torch.Tensor:
     """QKᵀ (divided by √d_k when ``scale``; multiplied by ``factor`` instead when one is given, as Gemma's
-    query_pre_attn_scalar^-½) with blocked cells set to −inf.
+    query_pre_attn_scalar^-½), soft-capped to ``softcap``·tanh(s / ``softcap``) when given (Gemma 2), with blocked
+    cells set to −inf.
 
     q: (B, H, N, d_k), k: (B, H, M, d_k), mask: broadcastable to (B, H, N, M), 0 = blocked.
     Returns (B, H, N, M).
@@ -30,6 +36,8 @@ def attention_scores(
         # Dot products of d_k-dim vectors with unit-variance entries have variance d_k; dividing by
         # sqrt(d_k) keeps the softmax out of its saturated, near-one-hot region.
         scores = scores / math.sqrt(q.size(-1))
+    if softcap:  # Gemma 2: no score beyond ±softcap, however far q and k align
+        scores = torch.tanh(scores / softcap) * softcap
     if mask is not None:
         scores = scores.masked_fill(mask == 0, float("-inf"))
     return scores
@@ -120,6 +128,7 @@ class MultiHeadAttention(nn.Module):
         qk_norm: tuple[nn.Module, nn.Module] | None = None,
         scale_factor: float = 0.0,
         head_dim: int = 0,
+        softcap: float = 0.0,
     ) -> None:
         super().__init__()
         if not head_dim and d_model % n_heads:
@@ -131,6 +140,7 @@ class MultiHeadAttention(nn.Module):
         self.n_kv_heads, self.group = n_kv_heads, n_heads // n_kv_heads
         self.dropout = dropout
         self.scale_factor = scale_factor  # 0: 1/√d_k
+        self.softcap = softcap  # Gemma 2's attention-logit soft-capping; 0: none
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # H·d_k = d_model unless head_dim is set
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
@@ -199,7 +209,8 @@ class MultiHeadAttention(nn.Module):
             return self._fused(q, k, v, mask, scale, is_causal)
         if is_causal:
             raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
-        scores = self.hook_scores(attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor))  # (B,H,N,M)
+        scores = attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor, self.softcap)  # (B, H, N, M)
+        scores = self.hook_scores(scores)
         pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)
@@ -211,6 +222,8 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor:
         """q (B, H, N, d_k), k and v (B, H_kv, M, d_k) -> (B, N, d_model) through torch's fused kernel."""
         factor = (self.scale_factor or q.size(-1) ** -0.5) if scale else 1.0
+        if self.softcap:  # the fused kernel cannot soft-cap: the same sum, exactly, a block of queries at a time
+            return self.hook_out(self.w_o(self.merge_heads(self.hook_z(self._capped(q, k, v, mask, scale, causal)))))
         p = self.dropout if self.training else 0.0
         if mask is not None and mask.dtype != torch.bool:
             mask = mask != 0  # the kernel would add a float mask to the scores; ours marks blocked cells with 0
@@ -218,3 +231,21 @@ class MultiHeadAttention(nn.Module):
             q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=factor, enable_gqa=self.group > 1
         )
         return self.hook_out(self.w_o(self.merge_heads(self.hook_z(z))))  # (B, N, d_model)
+
+    def _capped(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: bool, causal: bool
+    ) -> torch.Tensor:
+        """Soft-capped attention (B, H, N, d_k) in blocks of 512 queries: memory linear in N, as the fused path."""
+        N, M = q.size(-2), k.size(-2)
+        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, M, d_k)
+        out = []
+        for a in range(0, N, 512):
+            b = min(N, a + 512)
+            block = None if mask is None else mask[..., a:b, :]  # (…, R, M)
+            if causal:  # queries a…b−1 at positions M − N + a…: keys up to themselves
+                rows = torch.arange(M - N + a, M - N + b, device=q.device)[:, None]  # (R, 1)
+                tri = torch.arange(M, device=q.device)[None, :] <= rows  # (R, M)
+                block = tri if block is None else block & tri
+            scores = attention_scores(q[..., a:b, :], k, block, scale, self.scale_factor, self.softcap)
+            out.append(masked_softmax(scores) @ v)  # (B, H, R, d_k)
+        return torch.cat(out, dim=-2)  # (B, H, N, d_k)

@@ -82,6 +82,7 @@ class TransformerConfig:
     rope_short_factor: tuple[float, ...] = ()  # longrope: a divisor per rotated pair up to the original context
     rope_long_factor: tuple[float, ...] = ()  # …and beyond it
     logit_softcap: float = 0.0  # next-token logits become c·tanh(logits / c) (Gemma 2); 0: off
+    attn_softcap: float = 0.0  # attention scores become c·tanh(s / c) before the mask and softmax (Gemma 2); 0: off
     head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
     #                               embeddings end in a norm already)
@@ -161,7 +162,7 @@ class TransformerConfig:
             )
         if self.sandwich_norm and (self.norm != "pre" or self.parallel_residual):
             raise ValueError("sandwich norms wrap pre-norm sublayers: they need norm='pre' and no parallel residual")
-        for name in ("attn_scale", "rope_local_base", "logit_softcap", "norm_offset"):
+        for name in ("attn_scale", "rope_local_base", "logit_softcap", "attn_softcap", "norm_offset"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")

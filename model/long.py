@@ -296,7 +296,10 @@ def observe_long(
         progress=progress, cancel=cancel,
     )  # fmt: skip
     factor = (cfg.attn_scale or cfg.d_k**-0.5) if options.scale else 1.0
-    rules = tuple(Rule(causal, cfg.sliding_window if cfg.is_sliding(i) else 0, factor) for i in range(cfg.n_layers))
+    rules = tuple(
+        Rule(causal, cfg.sliding_window if cfg.is_sliding(i) else 0, factor, cfg.attn_softcap)
+        for i in range(cfg.n_layers)
+    )
     return LongObservation(
         tokens=list(enc.tokens), ids=list(enc.ids), offsets=[tuple(o) for o in enc.offsets],
         special=np.array(enc.special, dtype=bool), text=enc.text, q=q, k=k, hidden=hidden, causal=causal,

@@ -77,6 +77,7 @@ class Observation:
     kv_group: int = 1  # query heads per key/value head (grouped-query attention when > 1)
     windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
+    softcap: float = 0.0  # the scores were capped to c·tanh(s / c) (Gemma 2); 0: not
     cross: np.ndarray | None = None  # (L, H, N, S): a decoder's cross-attention on its source's S tokens
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -120,6 +121,8 @@ class Observation:
             scores *= np.float32(self.score_factor)
         elif self.options.scale:
             scores /= np.float32(np.sqrt(q.shape[-1]))
+        if self.softcap:
+            scores = (np.tanh(scores / np.float32(self.softcap)) * np.float32(self.softcap)).astype(np.float32)
         scores[self.blocked(layer)] = -np.inf
         scores.setflags(write=False)
         return scores
@@ -254,6 +257,7 @@ def observe_encoded(
         if cfg.layer_types
         else (),
         score_factor=cfg.attn_scale,
+        softcap=cfg.attn_softcap,
         cross=stacked("cross_pattern"),
     )
 

@@ -68,6 +68,7 @@ class TransformerBlock(nn.Module):
             o_bias=cfg.o_bias,
             qk_norm=qk_norm,
             scale_factor=cfg.attn_scale,
+            softcap=cfg.attn_softcap,
             head_dim=cfg.head_dim,
         )
         # the seq2seq decoder's second sublayer: queries from the stream, keys and values from the encoder's output

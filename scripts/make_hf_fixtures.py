@@ -29,6 +29,8 @@ from transformers import (
     DistilBertModel,
     ElectraConfig,
     ElectraModel,
+    Gemma2Config,
+    Gemma2ForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     GPT2Config,
@@ -181,6 +183,16 @@ def families():
     yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
     modern = ModernBertConfig(**{**MODERNBERT, "num_hidden_layers": 4})
     yield "modernbert", ModernBertModel(modern), bert_tok, {}
+    gemma2 = Gemma2Config(
+        vocab_size=VOCAB,
+        head_dim=12,
+        query_pre_attn_scalar=6,
+        sliding_window=6,
+        attn_logit_softcapping=0.25,  # low enough that the cap bends this tiny model's scores (at most ~0.3 uncapped)
+        final_logit_softcapping=3.0,
+        **{**DECODER, "num_hidden_layers": 4},
+    )
+    yield "gemma2", Gemma2ForCausalLM(gemma2), llama_tok, {}
 
 
 def main() -> None:

@@ -176,6 +176,8 @@ def _first_key_share(q: torch.Tensor, k: torch.Tensor, rows: np.ndarray, factor:
     k = k[0].float().cpu()  # (H_kv, M, d_k)
     k = k.repeat_interleave(cfg.n_heads // k.shape[0], dim=0)  # (H, M, d_k)
     s = torch.einsum("hrd,hmd->hrm", q, k) * factor  # (H, R, M)
+    if cfg.attn_softcap:
+        s = torch.tanh(s / cfg.attn_softcap) * cfg.attn_softcap
     s.masked_fill_(torch.arange(k.shape[1])[None, None] > torch.from_numpy(rows)[None, :, None], float("-inf"))
     return torch.softmax(s, -1)[..., 0].mean(-1).numpy()
 

@@ -19,6 +19,7 @@ class Rule:
     causal: bool
     window: int  # the layer's sliding window; 0: a global layer
     factor: float
+    softcap: float = 0.0  # Gemma 2: scores capped to c·tanh(s / c) after the scaling
 
     def keys(self, r0: int, r1: int, n: int) -> tuple[int, int]:
         """The key range [lo, hi) that some query in [r0, r1) may see."""

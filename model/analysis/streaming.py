@@ -51,6 +51,8 @@ def scores_block(q: torch.Tensor, k: torch.Tensor, rule: Rule, r0: int, lo: int)
     kv, C = k.shape[0], k.shape[1]
     s = torch.bmm(q.reshape(kv, H // kv * R, d), k.transpose(1, 2))  # (H_kv, G·R, C): one product per K/V head
     s = s.view(H, R, C).mul_(rule.factor)  # (H, R, C), query head h = kv · G + g
+    if rule.softcap:
+        s = s.div_(rule.softcap).tanh_().mul_(rule.softcap)
     for a, b in bands(rule, r0, R, lo, C):
         blocked = rule.blocked(torch.arange(r0, r0 + R), torch.arange(lo + a, lo + b))
         if blocked is not None:

@@ -1,5 +1,5 @@
 """Every page of the dashboard on the families that brought new behaviour into the stack — heads wider than
-d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), a RoPE encoder with local layers
+d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE encoder with local layers
 (ModernBERT), a parallel residual with partial rotary (GPT-NeoX): no page fails on them; on Qwen3 (the widest
 change) every section of every sectioned page too."""
 
@@ -15,7 +15,9 @@ ROPE = FIXTURES.parent / "hf_rope"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["qwen3", "gemma3_text", "modernbert", "gpt_neox", "rope:dynamic", "rope:longrope"])
+@pytest.mark.parametrize(
+    "family", ["qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "rope:dynamic", "rope:longrope"]
+)
 def test_every_page_renders_on_the_family(family, monkeypatch):
     """(rope:…: a decoder with a scaled RoPE whose angles depend on the text's length, tests/fixtures/hf_rope.)"""
     folder = ROPE / family.split(":")[1] if family.startswith("rope:") else FIXTURES / family

@@ -63,6 +63,18 @@ EXPECTED = {
         rope_local_base=1e4,
         logit_softcap=30.0,
     ),
+    "gemma2": dict(
+        layer_types=("sliding", "global") * 2,
+        sliding_window=6,
+        sandwich_norm=True,
+        qk_norm=False,
+        norm_offset=1.0,
+        activation="geglu_tanh",
+        scale_embeddings=True,
+        attn_scale=6**-0.5,
+        attn_softcap=0.25,
+        logit_softcap=3.0,
+    ),
 }
 
 
@@ -102,6 +114,20 @@ def test_matches_transformers(family, key):
         assert (logits - ref[f"{key}.logits"]).abs().max() <= 1e-4
     else:
         assert (hidden[0] - ref[f"{key}.hidden"]).abs().max() <= 1e-4
+
+
+def test_gemma2_matches_only_with_its_score_cap():
+    """The fixture's cap (0.25) bends its scores: the same weights without it are off by ~1e-2."""
+    import dataclasses
+
+    folder = FIXTURES / "gemma2"
+    loaded, ref = load_checkpoint(folder), load_file(str(folder / "reference.safetensors"))
+    uncapped = type(loaded.model)(dataclasses.replace(loaded.model.cfg, attn_softcap=0.0)).eval()
+    uncapped.load_state_dict(loaded.model.state_dict())
+    ids = ref["long.ids"]
+    _, trace = run_with_cache(uncapped, ids[None], kinds=["pattern"])
+    off = max(float((trace.get("pattern", i)[0] - ref["long.attentions"][i]).abs().max()) for i in range(4))
+    assert off > 1e-3
 
 
 def _dtypes(folder: Path) -> set[str]:

@@ -19,7 +19,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import pct
 from viz.views import long as long_views
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.focus import focus_caption
+from viz.views.focus import focus_caption, score_label, softcap_caption
 from viz.views.windows import window_caption
 
 MODES = ("weights", "scores")
@@ -83,7 +83,7 @@ def attention(
     name = f"Layer {layer} (sliding window {cfg.sliding_window})" if cfg.is_sliding(layer) else f"Layer {layer}"
     if mode == "scores":
         full = obs if obs.scores is not None else src.full()  # one head's scores come from its q and k
-        label = "QKᵀ/√d_k" if src.options.scale else "QKᵀ (unscaled)"
+        label = score_label(cfg, src.options.scale)
         fig = attention_heatmap(
             obs.shown(full.score_matrix(layer, head), hide),
             obs.shown_tokens(hide),
@@ -112,6 +112,8 @@ def attention(
     caption = focus_caption(obs.shown_tokens(hide), matrix, q, k, layer, head, mode)
     if cfg.is_sliding(layer):
         caption += " " + window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal)
+    if mode == "scores" and cfg.attn_softcap:
+        caption += " " + softcap_caption(matrix, cfg.attn_softcap)
     return Captioned(fig, caption)
 
 

@@ -1,6 +1,9 @@
-"""The attention map's caption: what the head does for the tokens in focus, from the numbers drawn."""
+"""The attention map's caption: what the head does for the tokens in focus, from the numbers drawn; what a drawn
+score is (its scale, its soft cap)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -67,3 +70,26 @@ def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int
         q, k = divmod(int(np.argmax(scaled)), scaled.shape[1])
         text += f"; the largest is {quoted(tokens[q])} → {quoted(tokens[k])}"
     return text + "."
+
+
+def score_label(cfg, scale: bool) -> str:
+    """What a drawn score is: QKᵀ/√d_k, or the model's own factor (Gemma's query_pre_attn_scalar^-½), capped."""
+    if not scale:
+        base = "QKᵀ (unscaled)"
+    elif cfg.attn_scale and abs(cfg.attn_scale * math.sqrt(cfg.d_k) - 1) > 1e-6:
+        base = f"QKᵀ·{cfg.attn_scale:.3g}"
+    else:
+        base = "QKᵀ/√d_k"
+    return f"{cfg.attn_softcap:g}·tanh({base} / {cfg.attn_softcap:g})" if cfg.attn_softcap else base
+
+
+def softcap_caption(matrix: np.ndarray, cap: float) -> str:
+    """How near the drawn scores (−inf where masked) come to the model's soft cap ±``cap``."""
+    seen = np.abs(matrix[np.isfinite(matrix)]).astype(np.float64)
+    near = int((seen > 0.9 * cap).sum())
+    top = seen.max()
+    before = cap * np.arctanh(min(top / cap, 1 - 1e-7))  # the score the cap bent into the largest drawn
+    return (
+        f"This model caps every score at ±{cap:g} (c·tanh(s/c), before the mask): the largest drawn here is "
+        f"{top:.3g} ({before:.3g} before the cap), {near} of {seen.size} within 10 % of the cap."
+    )

@@ -186,6 +186,7 @@ class DirectSource:
 
     def needle(self, lengths, depths):
         """Needle runs on every length × depth (percent), run here (the app runs them as a background job)."""
+
         def make():
             tok = self.loaded.tokenizer
             return needle_grid(self.loaded.model, tok, filler_text(), list(lengths), [d / 100 for d in depths])

@@ -13,6 +13,7 @@ from model.io.families import (
     bert,
     distilbert,
     electra,
+    gemma2,
     gemma3,
     gpt2,
     gpt_neox,
@@ -41,6 +42,7 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "qwen3": qwen3.load,
     "phi3": phi3.load,
     "gemma3_text": gemma3.load,
+    "gemma2": gemma2.load,
 }
 
 
