@@ -21,7 +21,7 @@ class HeadSteps:
     k: np.ndarray  # (N, d_k)
     v: np.ndarray  # (N, d_k)
     qk: np.ndarray  # (N, N) raw dot products
-    scaled: np.ndarray  # (N, N) divided by sqrt(d_k) (or not, if scaling is off)
+    scaled: np.ndarray  # (N, N) divided by sqrt(d_k), or times the model's own factor, soft-capped if it caps
     masked: np.ndarray  # (N, N) with -inf where blocked
     pattern: np.ndarray  # (N, N) softmax
     z: np.ndarray  # (N, d_k) pattern @ v: this head's output
@@ -39,6 +39,15 @@ def softmax_rows(s: np.ndarray) -> np.ndarray:
     return np.where(dead, 0.0, out)
 
 
+def scaled_scores(qk: np.ndarray, d_k: int, scale: bool = True, factor: float = 0.0, softcap: float = 0.0):
+    """q·k (…, M) as the model scales it: ÷√d_k, or × ``factor`` (Gemma's query_pre_attn_scalar^-½, Granite's
+    attention_multiplier) when one is given; then ``softcap``·tanh(s / ``softcap``) when the model caps (Gemma 2)."""
+    s = np.asarray(qk, dtype=np.float64)
+    if scale:
+        s = s * factor if factor else s / math.sqrt(d_k)
+    return np.tanh(s / softcap) * softcap if softcap else s
+
+
 def head_steps(
     q: np.ndarray,
     k: np.ndarray,
@@ -48,12 +57,15 @@ def head_steps(
     scores: np.ndarray,
     weights: dict[str, np.ndarray],
     scale: bool = True,
+    factor: float = 0.0,
+    softcap: float = 0.0,
 ) -> HeadSteps:
     """Recompute one head step by step from captured q/k/v (N, d_k), all heads' z (H, N, d_k), the
-    attention input x (N, d_model) and the captured scores (N, N, for the mask)."""
+    attention input x (N, d_model) and the captured scores (N, N, for the mask); ``factor``/``softcap``: the
+    model's own score scale and cap (:func:`scaled_scores`)."""
     d_k = q.shape[-1]
     qk = q.astype(np.float64) @ k.astype(np.float64).T  # (N, N)
-    scaled = qk / math.sqrt(d_k) if scale else qk
+    scaled = scaled_scores(qk, d_k, scale, factor, softcap)
     masked = np.where(np.isneginf(scores), -np.inf, scaled)
     pattern = softmax_rows(masked)
     z = pattern @ v.astype(np.float64)  # (N, d_k)
@@ -90,6 +102,8 @@ def observed_head_steps(obs, weights: dict[str, np.ndarray], layer: int, head: i
         obs.score_matrix(layer, head),
         weights,
         scale=obs.options.scale,
+        factor=obs.score_factor,
+        softcap=obs.softcap,
     )
 
 
@@ -105,12 +119,21 @@ class QueryExplained:
     weights: np.ndarray  # (M,) softmax
 
 
-def explain_query(q: np.ndarray, k: np.ndarray, query: int, masked_row: np.ndarray, scale: bool = True):
-    """q, k: (N, d_k); masked_row: (M,) the captured scores row (−inf marks blocked keys)."""
+def explain_query(
+    q: np.ndarray,
+    k: np.ndarray,
+    query: int,
+    masked_row: np.ndarray,
+    scale: bool = True,
+    factor: float = 0.0,
+    softcap: float = 0.0,
+):
+    """q, k: (N, d_k); masked_row: (M,) the captured scores row (−inf marks blocked keys); ``factor``/``softcap``:
+    the model's own score scale and cap (:func:`scaled_scores`)."""
     qi = q[query].astype(np.float64)
     products = qi[None, :] * k.astype(np.float64)
     scores = products.sum(-1)
-    scaled = scores / math.sqrt(q.shape[-1]) if scale else scores
+    scaled = scaled_scores(scores, q.shape[-1], scale, factor, softcap)
     scaled = np.where(np.isneginf(masked_row), -np.inf, scaled)
     weights = softmax_rows(scaled[None])[0]
     f = np.float32

@@ -1,7 +1,7 @@
 """Every page of the dashboard on the families that brought new behaviour into the stack — heads wider than
-d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE encoder with local layers
-(ModernBERT), a parallel residual with partial rotary (GPT-NeoX): no page fails on them; on Qwen3 (the widest
-change) every section of every sectioned page too."""
+d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE
+encoder with local layers (ModernBERT), a parallel residual with partial rotary (GPT-NeoX): no page fails on them;
+on Qwen3 (the widest change) every section of every sectioned page too."""
 
 from __future__ import annotations
 

@@ -47,3 +47,25 @@ def test_an_uncapped_model_says_nothing_of_a_cap():
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "llama")), TEXT)
     (shown,) = build("attention", src, Theme(), layer=0, head=0, mode="scores")
     assert "scores QKᵀ/√d_k" in shown.figure.layout.title.text and "cap" not in shown.caption
+
+
+def test_the_step_by_step_views_compute_with_the_models_own_scale_and_cap():
+    """Q/K/V's score panels, one query's sum and the animation's scaling step use query_pre_attn_scalar^-½ (not
+    1/√d_k) and the cap, so their softmax is the model's pattern; their titles and captions name both."""
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gemma2")), TEXT)
+    steps, _ = src.steps(3, 0)
+    assert np.allclose(steps.pattern, src.obs.patterns[3, 0], atol=1e-5)
+    (scores,) = build("qkv.scores", src, Theme(), layer=3, head=0, query=5)
+    assert scores.caption.startswith("Multiplying by this model's own scale 0.408 (not 1/√12 = 0.289), then capping")
+    assert "QKᵀ × 0.408, capped ±0.25" in [a.text for a in scores.figure.layout.annotations]
+    (one,) = build("qkv.query", src, Theme(), layer=3, head=0, query=5)
+    (weights,) = [t for t in one.figure.data if t.name == "weight"]  # horizontal bars: one per key
+    assert np.allclose(np.asarray(weights.x, dtype=float)[:6], src.obs.patterns[3, 0, 5, :6], atol=1e-5)
+    from viz.views.animate import STEPS
+
+    (frame,) = build("anim.frame", src, Theme(), layer=3, head=0, query=5, step=STEPS.index("÷√d_k"))
+    assert "multiply by the model's scale 0.408, cap at ±0.25" in frame.figure.layout.title.text
+    assert frame.caption.startswith("Multiplying by this model's own scale 0.408")
+    assert (
+        "×0.408" in frame.figure.layout.title.subtitle.text and "÷√d_k" not in frame.figure.layout.title.subtitle.text
+    )

@@ -255,7 +255,7 @@ def fit_to_screen(matrix: np.ndarray, rows: list[str], cols: list[str] | None, m
 
 
 def token_ranges(edges) -> list[str]:
-    """"tokens 0–51" for each block between consecutive edges (token positions), "token 7" for a block of one."""
+    """ "tokens 0–51" for each block between consecutive edges (token positions), "token 7" for a block of one."""
     return [f"tokens {a}–{b - 1}" if b - a > 1 else f"token {a}" for a, b in itertools.pairwise(edges)]
 
 

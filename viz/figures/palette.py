@@ -47,9 +47,12 @@ def simulate(srgb: np.ndarray, kind: str) -> np.ndarray:
 
 def lab(srgb: np.ndarray) -> np.ndarray:
     """sRGB (..., 3) -> CIELAB (D65)."""
-    xyz = linear(np.asarray(srgb, dtype=float)) @ np.array(
-        [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
-    ).T
+    xyz = (
+        linear(np.asarray(srgb, dtype=float))
+        @ np.array(
+            [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
+        ).T
+    )
     xyz = xyz / np.array([0.95047, 1.0, 1.08883])
     f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
     return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1)

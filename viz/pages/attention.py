@@ -52,11 +52,15 @@ label = col1.radio(
     help="Scores are what goes into the softmax; masked cells are −∞ and drawn grey.",
 )
 mode = "scores" if label == ATTENTION_MODES[1] else "weights"
-without = mode == "weights" and long is None and col1.toggle(
-    "Renormalise without the sink",
-    key="attn_without_sink",
-    help="Removes the weight on [CLS], [SEP] (and on position 0 in a causal model) and rescales each row to "
-    "sum to 1: where the rest of the attention goes. A view, not what the model computes.",
+without = (
+    mode == "weights"
+    and long is None
+    and col1.toggle(
+        "Renormalise without the sink",
+        key="attn_without_sink",
+        help="Removes the weight on [CLS], [SEP] (and on position 0 in a causal model) and rescales each row to "
+        "sum to 1: where the rest of the attention goes. A view, not what the model computes.",
+    )
 )
 focus = {"query": st.session_state["focus_query"], "key": st.session_state["focus_key"]}
 place = {"span": window, "cells": st.session_state["attn_cells"]} if long is not None else {}

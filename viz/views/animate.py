@@ -22,6 +22,7 @@ from viz.figures.layout import add_shapes, relayout
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
+from viz.views.focus import own_scale, scaling_words
 
 STEPS = ("embeddings", "X", "Q", "K", "V", "q·k", "÷√d_k", "mask", "softmax", "·V", "concat", "·W_o")
 WINDOW = 16  # tokens a frame shows around the query
@@ -87,7 +88,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     d_k = steps.q.shape[1]
     where = f"tokens {a}–{b - 1} of {n} · " if (a, b) != (0, n) else ""
     head_line = f"layer {layer}, head {head}, query {q} {name}"
-    title = f"Step {step + 1}/{len(STEPS)}: " + TITLES[step].format(d_k=d_k)
+    title = f"Step {step + 1}/{len(STEPS)}: " + _title(step, d_k, cfg)
 
     def panels(items, diverging=True, value="value", zmax=None):
         fig = heatmap_panels(
@@ -131,7 +132,8 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
         best = (
             int(np.argmax(np.where(np.isneginf(steps.masked[q]), -np.inf, row))) if s != "q·k" else int(np.argmax(row))
         )
-        y_title = {"q·k": "q·k", "÷√d_k": "q·k / √d_k", "mask": "score", "softmax": "weight"}[s]
+        scaled_name = "q·k / √d_k" if not own_scale(cfg) else f"q·k × {own_scale(cfg):.3g}"
+        y_title = {"q·k": "q·k", "÷√d_k": scaled_name, "mask": "score", "softmax": "weight"}[s]
         fig = key_bars(
             rows,
             row[a:b],
@@ -143,7 +145,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
             theme=flat,
             height=HEIGHT,
         )
-        caption = _score_caption(s, steps, q, obs.tokens, d_k, src.options.scale, obs.causal)
+        caption = _score_caption(s, steps, q, obs.tokens, d_k, src.options.scale, obs.causal, cfg)
     elif s == "·V":
         w = steps.pattern[q][:, None] * steps.v  # (N, d_k): each key's value scaled by its weight
         stacked = np.concatenate([w[a:b], steps.z[q : q + 1]])  # (M + 1, d_k): the terms, then their sum
@@ -180,7 +182,8 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     if not theme.box:  # every frame the same size in a file, so that a GIF or MP4 does not jump
         relayout(fig, meta={**(fig.layout.meta or {}), "width": FRAME_WIDTH})
     fig = with_subtitle(fig, f"{where}{head_line} · " + subtitle(src), flat)
-    return Captioned(with_pipeline(fig, list(STEPS), step, flat), caption)
+    names = [n if n != "÷√d_k" or not own_scale(cfg) else f"×{own_scale(cfg):.3g}" for n in STEPS]  # the real scale
+    return Captioned(with_pipeline(fig, names, step, flat), caption)
 
 
 TITLES = (
@@ -235,7 +238,15 @@ def _qkv_caption(s: str, steps, q: int, name: str, layer: int, cfg, obs) -> str:
     )
 
 
-def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bool, causal: bool) -> str:
+def _title(step: int, d_k: int, cfg) -> str:
+    """A step's title; the scaling step with the model's own scale and cap where it has them."""
+    if STEPS[step] != "÷√d_k" or not (own_scale(cfg) or cfg.attn_softcap):
+        return TITLES[step].format(d_k=d_k)
+    text = f"multiply by the model's scale {own_scale(cfg):.3g}" if own_scale(cfg) else f"divide by √d_k = √{d_k}"
+    return text + (f", cap at ±{cfg.attn_softcap:g}" if cfg.attn_softcap else "")
+
+
+def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bool, causal: bool, cfg=None) -> str:
     name = quoted(tokens[q])
     blocked = np.isneginf(steps.masked[q])
     if s == "q·k":
@@ -249,6 +260,8 @@ def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bo
         row = steps.scaled[q]
         if not scale:
             return "Scaling is switched off in the sidebar: the scores go to the softmax unchanged."
+        if cfg is not None and (own_scale(cfg) or cfg.attn_softcap):
+            return f"{scaling_words(cfg, d_k)}: the scores now run from {row.min():.2f} to {row.max():.2f}."
         return (
             f"÷√{d_k} = ÷{math.sqrt(d_k):.2f}: the scores now run from {row.min():.2f} to {row.max():.2f}, on the "
             "same scale whatever the head's width."

@@ -51,13 +51,15 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
     )
 
 
-def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int, scaled_on: bool) -> str:
+def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int, scaled_on: bool, cfg=None) -> str:
     """The QKᵀ panels in a sentence: how scaling changes the range, and the focus query's strongest key.
-    qk, scaled: (N, N) the raw and scaled scores drawn."""
+    qk, scaled: (N, N) the raw and scaled scores drawn; ``cfg``: the model's config (its own scale and cap)."""
     qk, scaled = np.asarray(qk, dtype=np.float64), np.asarray(scaled, dtype=np.float64)
+    how = scaling_words(cfg, d_k) if cfg is not None else f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f}"
+    how += "," if cfg is not None and cfg.attn_softcap else ""
+    verb = "shrinks" if np.ptp(scaled) < np.ptp(qk) else "stretches"
     text = (
-        f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f} shrinks the scores from [{qk.min():.1f}, {qk.max():.1f}] "
-        f"to [{scaled.min():.2f}, {scaled.max():.2f}]"
+        f"{how} {verb} the scores from [{qk.min():.1f}, {qk.max():.1f}] to [{scaled.min():.2f}, {scaled.max():.2f}]"
         if scaled_on
         else f"Scaling is off: the scores keep their range [{qk.min():.1f}, {qk.max():.1f}]"
     )
@@ -72,15 +74,35 @@ def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int
     return text + "."
 
 
+def own_scale(cfg) -> float:
+    """The model's own factor on q·k when it is not 1/√d_k (Gemma's query_pre_attn_scalar^-½, Granite's
+    attention_multiplier), else 0."""
+    factor = cfg.attn_scale
+    return factor if factor and abs(factor * math.sqrt(cfg.d_k) - 1) > 1e-6 else 0.0
+
+
+def scale_symbol(cfg, scale: bool = True) -> str:
+    """The scaling step as drawn: "÷√d_k", the model's own "× 0.408", or "(not scaled)"."""
+    if not scale:
+        return "(not scaled)"
+    return f"× {own_scale(cfg):.3g}" if own_scale(cfg) else "÷√d_k"
+
+
 def score_label(cfg, scale: bool) -> str:
     """What a drawn score is: QKᵀ/√d_k, or the model's own factor (Gemma's query_pre_attn_scalar^-½), capped."""
-    if not scale:
-        base = "QKᵀ (unscaled)"
-    elif cfg.attn_scale and abs(cfg.attn_scale * math.sqrt(cfg.d_k) - 1) > 1e-6:
-        base = f"QKᵀ·{cfg.attn_scale:.3g}"
-    else:
-        base = "QKᵀ/√d_k"
+    base = "QKᵀ (unscaled)"
+    if scale:
+        base = f"QKᵀ·{own_scale(cfg):.3g}" if own_scale(cfg) else "QKᵀ/√d_k"
     return f"{cfg.attn_softcap:g}·tanh({base} / {cfg.attn_softcap:g})" if cfg.attn_softcap else base
+
+
+def scaling_words(cfg, d_k: int) -> str:
+    """The scaling step in words, with the model's real numbers: ÷√d_k, or its own factor beside 1/√d_k."""
+    if own_scale(cfg):
+        text = f"Multiplying by this model's own scale {own_scale(cfg):.3g} (not 1/√{d_k} = {d_k**-0.5:.3g})"
+    else:
+        text = f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f}"
+    return text + (f", then capping at ±{cfg.attn_softcap:g}" if cfg.attn_softcap else "")
 
 
 def softcap_caption(matrix: np.ndarray, cap: float) -> str:

@@ -21,7 +21,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import cell_ids, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import one_query, qk_plane, value_norms
-from viz.views.focus import scores_caption
+from viz.views.focus import scale_symbol, scores_caption
 
 
 def _steps(src: Source, layer: int, head: int):
@@ -66,7 +66,8 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, quer
     labelled."""
     steps, _ = _steps(src, layer, head)
     tokens = src.obs.tokens
-    scaled = "÷ √d_k" if src.options.scale else "(not scaled)"
+    cfg = src.loaded.model.cfg
+    scaled = scale_symbol(cfg, src.options.scale) + (f", capped ±{cfg.attn_softcap:g}" if cfg.attn_softcap else "")
     q, k = (i if 0 <= i < len(tokens) else -1 for i in (query, key))
     fig = heatmap_panels(
         [
@@ -82,7 +83,7 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, quer
         keep=([q], [k]),
     )
     d_k = steps.q.shape[-1]
-    caption = scores_caption(tokens, steps.qk, steps.scaled, q, k, d_k, src.options.scale)
+    caption = scores_caption(tokens, steps.qk, steps.scaled, q, k, d_k, src.options.scale, cfg)
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
@@ -131,7 +132,9 @@ def qkv_query(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query
     steps, _ = _steps(src, layer, head)
     obs = src.obs
     query = min(max(query, 0), obs.n_tokens - 1)
-    qe = explain_query(steps.q, steps.k, query, src.full().score_matrix(layer, head)[query], scale=src.options.scale)
+    full = src.full()
+    row = full.score_matrix(layer, head)[query]
+    qe = explain_query(steps.q, steps.k, query, row, src.options.scale, full.score_factor, full.softcap)
     fig = query_explained(qe, obs.tokens, obs.tokens[query], theme=theme)
     caption = one_query(obs.tokens, query, steps.pattern[query])
     return Captioned(with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme), caption)

@@ -14,6 +14,7 @@ from viz.figures.overview import THUMB
 from viz.figures.text import pct
 from viz.views.base import Captioned, ViewUnavailableError
 from viz.views.captions import quoted
+from viz.views.focus import score_label
 
 #: the largest window drawn exactly (rows × keys); wider ones are block means of exact weights all the same
 WINDOW_CELLS = 4096 * 1024
@@ -100,7 +101,7 @@ def attention(
         blocked |= (cols[None] <= rows[:, None] - rule.window) if rule.causal else (far > rule.window // 2)
     if mode == "scores":
         values = long.scores(layer, head, (q0, q1), (k0, k1))
-        what = "scores QKᵀ/√d_k" if src.options.scale else "scores QKᵀ (unscaled)"
+        what = "scores " + score_label(src.loaded.model.cfg, src.options.scale)
     else:
         values, what = long.weights(layer, head, (q0, q1), (k0, k1)), "attention weights"
     labels = [f"{long.tokens[i]}·{i}" for i in range(min(q0, k0), max(q1, k1))]
