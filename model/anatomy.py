@@ -48,10 +48,17 @@ def _attention_detail(cfg: TransformerConfig) -> str:
     if cfg.group_size > 1:
         heads += f", {cfg.kv_heads} shared K/V heads (GQA, {cfg.group_size} queries each)"
     extras = []
-    if cfg.positional == "rope":
+    if cfg.positional == "rope" and cfg.nope_layers:
+        nope = ", ".join(map(str, cfg.nope_layers))
+        extras.append(f"RoPE on q and k except in layer {nope} (NoPE: no positions there)")
+    elif cfg.positional == "rope":
         extras.append("RoPE on q and k")
     if cfg.qk_norm:
-        extras.append("q/k norm")
+        extras.append("q/k norm over the whole projection" if cfg.qk_norm_scope == "all" else "q/k norm per head")
+    if cfg.attn_scale and abs(cfg.attn_scale * cfg.d_k**0.5 - 1) > 1e-6:
+        extras.append(f"q·k × {cfg.attn_scale:.3g} (not ÷√{cfg.d_k})")
+    if cfg.attn_softcap:
+        extras.append(f"scores capped at ±{cfg.attn_softcap:g}")
     extras.append("causal mask" if cfg.causal else "sees every token")
     sliding = sum(cfg.is_sliding(i) for i in range(cfg.n_layers))
     if sliding:
@@ -69,6 +76,8 @@ def _embed_detail(cfg: TransformerConfig) -> tuple[str, str]:
     bits = [f"{cfg.vocab_size:,} × {cfg.d_model}"]
     if cfg.scale_embeddings:
         bits.append(f"× √{cfg.d_model}")
+    if cfg.embed_multiplier != 1.0:
+        bits.append(f"× {cfg.embed_multiplier:g} (embedding multiplier)")
     if cfg.positional in ("sinusoidal", "learned"):
         label += " + positions"
         bits.append(f"+ {cfg.positional} position table")
@@ -118,15 +127,21 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
             where = "before attention" if i == 0 else "before the feed-forward"
             if i == 0 and not cfg.first_attn_norm:
                 where += " (not in layer 0: the embedding already ends in a norm)"
-            add(n, norm, f"{where}: the branch reads a normalised copy; the stream is not rescaled", "norm", 1, row)
-            add(key, label, detail, kind, 1, row + 1)
+            below = row  # OLMo 2: no norm on what the branch reads
+            if cfg.input_norms:
+                what = f"{where}: the branch reads a normalised copy; the stream is not rescaled"
+                add(n, norm, what, "norm", 1, row)
+                below = row + 1
+            add(key, label, detail, kind, 1, below)
             top = key
             if cfg.sandwich_norm:
-                add(f"{n}_post", norm, "on the sublayer's output, before it joins the stream", "norm", 1, row + 2)
+                add(f"{n}_post", norm, "on the sublayer's output, before it joins the stream", "norm", 1, below + 1)
                 top = f"{n}_post"
-            r_add = row + (3 if cfg.sandwich_norm else 2)
-            add(a, "+", "the residual addition: stream + sublayer output", "add", 0, r_add)
-            edges += [(last, n), (n, key), (top, a), (last, a)]
+            r_add = below + (2 if cfg.sandwich_norm else 1)
+            scaled = f" × {cfg.residual_multiplier:g} (residual multiplier)" if cfg.residual_multiplier != 1 else ""
+            add(a, "+", f"the residual addition: stream + sublayer output{scaled}", "add", 0, r_add)
+            edges += [(last, n), (n, key)] if cfg.input_norms else [(last, key)]
+            edges += [(top, a), (last, a)]
             if top != key:
                 edges.append((key, top))
             row, last = r_add + 1, a
@@ -145,7 +160,9 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         row, last = row + 1, "final_norm"
     if cfg.lm_head:
         tied = "tied to the token embedding" if cfg.tie_lm_head else "its own matrix"
-        head = ("next-token logits", f"d_model → {cfg.vocab_size:,} ({tied})", "next-token")
+        scaled = f", ÷ {cfg.logit_divisor:g}" if cfg.logit_divisor != 1 else ""
+        capped = f", capped at ±{cfg.logit_softcap:g}" if cfg.logit_softcap else ""
+        head = ("next-token logits", f"d_model → {cfg.vocab_size:,} ({tied}{scaled}{capped})", "next-token")
     elif cfg.mlm_head:
         head = ("masked-word logits", "dense → GELU → LayerNorm → vocabulary (tied)", "lessons")
     else:
@@ -160,6 +177,11 @@ def _summary(cfg: TransformerConfig, norm: str) -> str:
         return (
             f"Parallel residual: attention and the feed-forward both read the same {norm}-ed copy of the stream and "
             "their outputs are added together; the stream itself is never rescaled until the final norm."
+        )
+    if cfg.norm == "pre" and not cfg.input_norms:
+        return (
+            f"Norms on the outputs: each sublayer reads the stream as it is and its output goes through {norm} "
+            "before it is added — the stream itself is never rescaled until the final norm."
         )
     if cfg.norm == "pre":
         sandwich = f", and a second {norm} on each output (sandwich)" if cfg.sandwich_norm else ""

@@ -126,6 +126,7 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads: int = 0,
         o_bias: bool | None = None,
         qk_norm: tuple[nn.Module, nn.Module] | None = None,
+        qk_norm_whole: bool = False,
         scale_factor: float = 0.0,
         head_dim: int = 0,
         softcap: float = 0.0,
@@ -148,6 +149,7 @@ class MultiHeadAttention(nn.Module):
         self.rope = rope
         # QK-norm (Qwen3, Gemma 3): a norm over d_k of each head's q and k, before RoPE
         self.q_norm, self.k_norm = qk_norm if qk_norm is not None else (None, None)
+        self.qk_whole = qk_norm_whole  # the norms span the whole projection (OLMo 2), not one head
         self.hook_q = HookPoint()  # (B, H, N, d_k), after RoPE when used
         self.hook_k = HookPoint()  # (B, H_kv, M, d_k), after RoPE; every cached position when generating
         self.hook_v = HookPoint()  # (B, H_kv, M, d_k)
@@ -195,10 +197,14 @@ class MultiHeadAttention(nn.Module):
         """
         kv = x if context is None else context
         offset = cache.cached(layer) if cache is not None else 0
-        q = self.split_heads(self.w_q(x))  # (B, H, N, d_k)
-        k = self.split_heads(self.w_k(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
+        q, k = self.w_q(x), self.w_k(kv)  # (B, N, H·d_k), (B, M, H_kv·d_k)
+        whole = self.q_norm is not None and self.k_norm is not None and self.qk_whole
+        if whole:
+            q, k = self.q_norm(q), self.k_norm(k)  # over the whole projection, each position apart (OLMo 2)
+        q = self.split_heads(q)  # (B, H, N, d_k)
+        k = self.split_heads(k, self.n_kv_heads)  # (B, H_kv, M, d_k)
         v = self.split_heads(self.w_v(kv), self.n_kv_heads)  # (B, H_kv, M, d_k)
-        if self.q_norm is not None and self.k_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None and not whole:
             q, k = self.q_norm(q), self.k_norm(k)  # over d_k, each head and position apart
         if self.rope is not None and positions:
             q, k = self.rope(q, offset), self.rope(k, offset)

@@ -7,16 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from model.config_checks import MAX_PARAMETERS, MAX_SEQ_LEN_LIMIT  # noqa: F401  (re-exported)
+
 NormPlacement = Literal["pre", "post"]
 PositionalKind = Literal["sinusoidal", "learned", "rope", "none"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm"]
 RopeStyle = Literal["interleaved", "half"]
-
-#: Largest model the project agrees to build; checked before any memory is allocated,
-#: so a hostile config cannot make the server allocate gigabytes.
-MAX_PARAMETERS = 400_000_000
-MAX_SEQ_LEN_LIMIT = 65_536
 
 
 @dataclass(frozen=True)
@@ -86,114 +83,22 @@ class TransformerConfig:
     head_dim: int = 0  # width of one head; 0: d_model // n_heads (Qwen3 and Gemma set it apart: H·d_k ≠ d_model)
     first_attn_norm: bool = True  # False: layer 0's attention reads the stream as it is (ModernBERT: its
     #                               embeddings end in a norm already)
+    nope_layers: tuple[int, ...] = ()  # layers whose attention gets no RoPE: no positions at all (SmolLM3's NoPE)
+    input_norms: bool = True  # False: the sublayers read the stream as it is, only their outputs are normed
+    #                           (OLMo 2: x + N(attn(x)), with sandwich_norm)
+    qk_norm_scope: str = "head"  # QK-norm over each head's d_k ("head": Qwen3, Gemma 3) or the whole projection
+    #                              ("all": OLMo 2, an RMSNorm of H·d_k for q and of H_kv·d_k for k)
+    embed_multiplier: float = 1.0  # token embeddings × this (Granite's embedding_multiplier), after any √d_model
+    residual_multiplier: float = 1.0  # each sublayer's output × this as it joins the stream (Granite)
+    logit_divisor: float = 1.0  # next-token logits ÷ this (Granite's logits_scaling), before any soft cap
     cross_attention: bool = False  # each block also attends to an encoder's output (the decoder of Vaswani et al.)
     attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
     #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
 
     def __post_init__(self) -> None:
-        if self.cross_attention and (self.parallel_residual or self.sandwich_norm):
-            raise ValueError("cross-attention is built for plain pre- or post-norm blocks")
-        for name in ("layer_types", "rope_short_factor", "rope_long_factor"):  # from JSON: tuples keep it hashable
-            if isinstance(getattr(self, name), list):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.layer_types and (
-            len(self.layer_types) != self.n_layers or set(self.layer_types) - {"global", "sliding"}
-        ):
-            raise ValueError(
-                f"layer_types must name 'global' or 'sliding' for each of the {self.n_layers} layers, got "
-                f"{list(self.layer_types)}"
-            )
-        if "sliding" in self.layer_types and not (isinstance(self.sliding_window, int) and self.sliding_window >= 1):
-            raise ValueError(f"sliding layers need sliding_window ≥ 1, got {self.sliding_window!r}")
-        if (
-            isinstance(self.position_offset, bool)
-            or not isinstance(self.position_offset, int)
-            or self.position_offset < 0
-        ):
-            raise ValueError(f"position_offset must be a non-negative integer, got {self.position_offset!r}")
-        ints = (
-            "vocab_size",
-            "d_model",
-            "n_heads",
-            "n_layers",
-            "d_ff",
-            "max_seq_len",
-            "n_token_types",
-            "n_kv_heads",
-            "rotary_dim",
-            "head_dim",
-        )
-        for name in ints:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_seq_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.n_token_types < 0:
-            raise ValueError("n_token_types must be 0 (off) or positive")
-        if self.head_dim < 0:
-            raise ValueError(f"head_dim must be 0 (d_model // n_heads) or positive, got {self.head_dim}")
-        if not self.head_dim and self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}); "
-                f"try n_heads in {[h for h in range(1, 17) if self.d_model % h == 0]}"
-            )
-        if self.n_kv_heads < 0 or (self.n_kv_heads and self.n_heads % self.n_kv_heads):
-            raise ValueError(
-                f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads}) so every key/value head "
-                f"serves the same number of query heads; use 0 for one per query head"
-            )
-        if self.norm_kind not in ("layernorm", "rmsnorm"):
-            raise ValueError(f"norm_kind must be 'layernorm' or 'rmsnorm', got {self.norm_kind!r}")
-        if self.rope_style not in ("interleaved", "half"):
-            raise ValueError(f"rope_style must be 'interleaved' or 'half', got {self.rope_style!r}")
-        if self.mlm_activation not in ("gelu", "gelu_tanh", "relu"):
-            raise ValueError(f"mlm_activation must be gelu, gelu_tanh or relu; got {self.mlm_activation!r}")
-        if self.mlm_head and self.lm_head:
-            raise ValueError("a model has either a masked-language-model head or a next-token head, not both")
-        if self.norm not in ("pre", "post"):
-            raise ValueError(f"norm must be 'pre' or 'post', got {self.norm!r}")
-        if self.positional not in ("sinusoidal", "learned", "rope", "none"):
-            raise ValueError(f"positional must be one of sinusoidal, learned, rope, none; got {self.positional!r}")
-        if self.activation not in ("gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"):
-            raise ValueError(
-                f"activation must be gelu, gelu_tanh, relu, swiglu, geglu or geglu_tanh; got {self.activation!r}"
-            )
-        if self.sandwich_norm and (self.norm != "pre" or self.parallel_residual):
-            raise ValueError("sandwich norms wrap pre-norm sublayers: they need norm='pre' and no parallel residual")
-        for name in ("attn_scale", "rope_local_base", "logit_softcap", "attn_softcap", "norm_offset"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-        if self.rotary_dim < 0 or self.rotary_dim > self.d_k or self.rotary_dim % 2:
-            raise ValueError(f"rotary_dim must be an even number from 0 to d_k = {self.d_k}, got {self.rotary_dim}")
-        if self.rope_scaling:
-            from model.rope_scaling import check
+        from model.config_checks import check
 
-            check(self.rope_spec, self.rope_dims)
-        if self.parallel_residual and self.norm != "pre":
-            raise ValueError("a parallel residual reads the normalised input of the block: it needs norm='pre'")
-        if self.positional == "rope" and self.d_k % 2:
-            raise ValueError(
-                f"RoPE rotates pairs of dimensions, so d_k = d_model / n_heads must be even "
-                f"(got {self.d_k}); change d_model or n_heads"
-            )
-        if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"sinusoidal encoding needs an even d_model, got {self.d_model}")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not float(self.layer_norm_eps) > 0:
-            raise ValueError("layer_norm_eps must be positive")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"pad_token_id {self.pad_token_id} is outside the vocabulary")
-        if self.max_seq_len > MAX_SEQ_LEN_LIMIT:
-            raise ValueError(f"max_seq_len {self.max_seq_len} is above the limit {MAX_SEQ_LEN_LIMIT}")
-        if self.parameter_count() > MAX_PARAMETERS:
-            raise ValueError(
-                f"this config has {self.parameter_count():,} parameters, above the limit "
-                f"{MAX_PARAMETERS:,}; reduce d_model, d_ff, n_layers or vocab_size"
-            )
+        check(self)
 
     @property
     def d_k(self) -> int:
@@ -251,27 +156,9 @@ class TransformerConfig:
 
     def parameter_count(self) -> int:
         """Exact number of parameters, computed without building the model."""
-        d, f = self.d_model, self.d_ff
-        kv = self.kv_heads * self.d_k
-        a = self.attn_width
-        attn = 2 * d * a + 2 * d * kv + ((a + 2 * kv) if self.bias else 0) + (d if self.use_o_bias else 0)
-        gated = self.gated
-        ff = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if self.ff_bias else 0)
-        norm = d if self.norm_kind == "rmsnorm" else 2 * d
-        qk = 2 * (self.d_k if self.norm_kind == "rmsnorm" else 2 * self.d_k) if self.qk_norm else 0
-        block = attn + ff + (4 if self.sandwich_norm else 2) * norm + qk
-        emb = self.vocab_size * d + self.n_token_types * d - (0 if self.first_attn_norm else norm)
-        if self.positional == "learned":
-            emb += (self.max_seq_len + self.position_offset) * d
-        if self.embedding_layer_norm:
-            emb += norm
-        final = norm if self.use_final_layer_norm else 0
-        head = (d * d + d + 2 * d + self.vocab_size) if self.mlm_head else 0
-        if self.mlm_head and not self.tie_mlm_head:
-            head += self.vocab_size * d
-        if self.lm_head and not self.tie_lm_head:
-            head += self.vocab_size * d  # a tied LM head has no parameters of its own
-        return emb + self.n_layers * block + final + head
+        from model.config_checks import parameter_count
+
+        return parameter_count(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -282,36 +169,9 @@ class TransformerConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
         """Build a config from untrusted data: unknown keys and wrong types raise ValueError."""
-        if not isinstance(data, dict):
-            raise ValueError(f"config must be a JSON object, got {type(data).__name__}")
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(names))
-        if unknown:
-            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
-        clean: dict[str, Any] = {}
-        for key, value in data.items():
-            default = names[key].default
-            if isinstance(default, bool) or key in ("final_layer_norm", "o_bias"):
-                if value is not None and not isinstance(value, bool):
-                    raise ValueError(f"{key} must be true or false, got {value!r}")
-            elif isinstance(default, float):
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise ValueError(f"{key} must be a number, got {value!r}")
-                value = float(value)
-            elif isinstance(default, str) and not isinstance(value, str):
-                raise ValueError(f"{key} must be a string, got {value!r}")
-            elif key in ("rope_short_factor", "rope_long_factor"):
-                if not isinstance(value, list | tuple) or any(
-                    isinstance(v, bool) or not isinstance(v, int | float) for v in value
-                ):
-                    raise ValueError(f"{key} must be a list of numbers, got {value!r}")
-                value = tuple(float(v) for v in value)
-            elif isinstance(default, tuple):
-                if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-                    raise ValueError(f"{key} must be a list of strings, got {value!r}")
-                value = tuple(value)
-            clean[key] = value
-        return cls(**clean)
+        from model.config_checks import parse
+
+        return cls(**parse(cls, data))
 
     def replace(self, **changes: Any) -> TransformerConfig:
         return dataclasses.replace(self, **changes)

@@ -8,42 +8,15 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
+from model.feedforward import FeedForward
 from model.heads import MLMHead
 from model.hooks import HookPoint
 from model.norms import RMSNorm, make_norm
 from model.positional import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
-
-_TANH = {"geglu_tanh": "tanh", "geglu": "none"}
-
-
-class FeedForward(nn.Module):
-    """Position-wise Linear -> activation -> Linear; SwiGLU (Shazeer, 2020) gates the hidden layer:
-    fc2(silu(gate(x)) · fc1(x))."""
-
-    def __init__(self, cfg: TransformerConfig) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias)  # "up" in LLaMA
-        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)  # "down"
-        self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.gated else None
-        self.activation = cfg.activation
-        self.hook_hidden = HookPoint()  # (B, N, d_ff), after the activation (and the gate): what fc2 reads
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.fc1(x)  # (B, N, d_ff)
-        if self.gate is not None:  # SwiGLU: silu(gate) · up; GeGLU (Gemma, ModernBERT): gelu(gate) · up
-            g = self.gate(x)
-            act = F.silu(g) if self.activation == "swiglu" else F.gelu(g, approximate=_TANH[self.activation])
-            h = act * h
-        elif self.activation == "relu":
-            h = F.relu(h)
-        else:
-            h = F.gelu(h, approximate="tanh" if self.activation == "gelu_tanh" else "none")
-        return self.fc2(self.hook_hidden(h))  # (B, N, d_model)
 
 
 class TransformerBlock(nn.Module):
@@ -57,7 +30,10 @@ class TransformerBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig, rope: nn.Module | None = None, index: int = 0) -> None:
         super().__init__()
         self.norm = cfg.norm
-        qk_norm = (make_norm(cfg, cfg.d_k), make_norm(cfg, cfg.d_k)) if cfg.qk_norm else None
+        # QK-norm per head (d_k) or over the whole projection (OLMo 2: H·d_k for q, H_kv·d_k for k)
+        whole = cfg.qk_norm_scope == "all"
+        widths = (cfg.attn_width, cfg.kv_heads * cfg.d_k) if whole else (cfg.d_k, cfg.d_k)
+        qk_norm = (make_norm(cfg, widths[0]), make_norm(cfg, widths[1])) if cfg.qk_norm else None
         self.attn = MultiHeadAttention(
             cfg.d_model,
             cfg.n_heads,
@@ -67,6 +43,7 @@ class TransformerBlock(nn.Module):
             n_kv_heads=cfg.kv_heads,
             o_bias=cfg.o_bias,
             qk_norm=qk_norm,
+            qk_norm_whole=whole,
             scale_factor=cfg.attn_scale,
             softcap=cfg.attn_softcap,
             head_dim=cfg.head_dim,
@@ -79,9 +56,11 @@ class TransformerBlock(nn.Module):
         # when a call passes no memory, so every page can run a finished decoder on the source it was opened with
         self.register_buffer("memory", None, persistent=False)
         self.parallel = cfg.parallel_residual
-        self.ln1 = make_norm(cfg) if cfg.first_attn_norm or index else nn.Identity()
+        inputs = cfg.input_norms  # OLMo 2: no norm on what a sublayer reads, only on what it writes
+        self.ln1 = make_norm(cfg) if inputs and (cfg.first_attn_norm or index) else nn.Identity()
         self.ff = None if cfg.attn_only else FeedForward(cfg)
-        self.ln2 = nn.Identity() if cfg.attn_only else make_norm(cfg)
+        self.ln2 = nn.Identity() if cfg.attn_only or not inputs else make_norm(cfg)
+        self.res = float(cfg.residual_multiplier)  # Granite: what a sublayer adds is scaled as it joins
         # Gemma's sandwich: a norm on each sublayer's output too, before it joins the residual stream
         self.ln1_post = make_norm(cfg) if cfg.sandwich_norm else None
         self.ln2_post = make_norm(cfg) if cfg.sandwich_norm else None
@@ -118,13 +97,13 @@ class TransformerBlock(nn.Module):
 
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
             h = self.hook_attn_in(self.ln1(x))
-            mid = self.hook_resid_mid(x + self.drop(attend(h)))
-            return self.hook_resid_post(mid + self.drop(self.mlp(self.ln2(x))))
+            mid = self.hook_resid_mid(x + self.join(attend(h)))
+            return self.hook_resid_post(mid + self.join(self.mlp(self.ln2(x))))
         if self.ln1_post is not None and self.ln2_post is not None:
             h = self.hook_attn_in(self.ln1(x))
-            x = self.hook_resid_mid(x + self.drop(self.ln1_post(attend(h))))
+            x = self.hook_resid_mid(x + self.join(self.ln1_post(attend(h))))
             ff = self.mlp(self.ln2(x))
-            return self.hook_resid_post(x + self.drop(self.ln2_post(ff)))
+            return self.hook_resid_post(x + self.join(self.ln2_post(ff)))
         if self.cross is not None:
             memory = self.memory if memory is None else memory
             if memory is None:
@@ -133,15 +112,21 @@ class TransformerBlock(nn.Module):
                 memory = memory.expand(x.size(0), -1, -1)  # (B, S, d_model)
         if self.norm == "pre":
             h = self.hook_attn_in(self.ln1(x))
-            x = self.hook_resid_mid(x + self.drop(attend(h)))
+            x = self.hook_resid_mid(x + self.join(attend(h)))
             if self.cross is not None:
-                x = x + self.drop(self.cross(self.ln_cross(x), context=memory))
-            return self.hook_resid_post(x + self.drop(self.mlp(self.ln2(x))))
+                x = x + self.join(self.cross(self.ln_cross(x), context=memory))
+            return self.hook_resid_post(x + self.join(self.mlp(self.ln2(x))))
         h = self.hook_attn_in(x)
-        x = self.hook_resid_mid(self.ln1(x + self.drop(attend(h))))
+        x = self.hook_resid_mid(self.ln1(x + self.join(attend(h))))
         if self.cross is not None:
-            x = self.ln_cross(x + self.drop(self.cross(x, context=memory)))
-        return self.hook_resid_post(self.ln2(x + self.drop(self.mlp(x))))
+            x = self.ln_cross(x + self.join(self.cross(x, context=memory)))
+        return self.hook_resid_post(self.ln2(x + self.join(self.mlp(x))))
+
+    def join(self, t: torch.Tensor) -> torch.Tensor:
+        """A sublayer's output (B, N, d_model) as it joins the stream: dropped out in training, × the residual
+        multiplier (1 except Granite)."""
+        t = self.drop(t)
+        return t if self.res == 1.0 else t * self.res
 
     def mlp(self, h: torch.Tensor) -> torch.Tensor:
         """The feed-forward sublayer on what it reads, h (B, N, d_model), through its hooks; zeros (B, N, d_model)
@@ -176,16 +161,20 @@ class Transformer(nn.Module):
         self.emb_ln = make_norm(cfg) if cfg.embedding_layer_norm else None
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_embed = HookPoint()  # (B, N, d_model), input to the first block
-        self.blocks = nn.ModuleList(
-            TransformerBlock(cfg, local if local is not None and cfg.is_sliding(i) else rope, i)
-            for i in range(cfg.n_layers)
-        )
+        self.blocks = nn.ModuleList(TransformerBlock(cfg, self.rope_of(i), i) for i in range(cfg.n_layers))
         self.ln_f = make_norm(cfg) if cfg.use_final_layer_norm else None
         self.hook_final = HookPoint()  # (B, N, d_model), the stream after the final norm: what the head reads
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
         untied = cfg.lm_head and not cfg.tie_lm_head
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if untied else None  # (V, d_model)
         self.reset_parameters()
+
+    def rope_of(self, layer: int) -> nn.Module | None:
+        """The rotary embedding ``layer`` turns q and k with: Gemma 3's local one on its sliding layers, none on a
+        NoPE layer (SmolLM3) or without RoPE."""
+        if layer in self.cfg.nope_layers:
+            return None
+        return self.rope_local if self.rope_local is not None and self.cfg.is_sliding(layer) else self.rope
 
     def reset_parameters(self) -> None:
         """The classic recipe: N(0, d_model^-0.5) embeddings, Xavier-uniform linears, zero biases."""
@@ -242,6 +231,8 @@ class Transformer(nn.Module):
             # Embeddings start at std d^-0.5; multiplying by sqrt(d) puts them on the same unit scale
             # as the sinusoidal table instead of letting position drown the token.
             x = x * math.sqrt(self.cfg.d_model)
+        if self.cfg.embed_multiplier != 1.0:  # Granite
+            x = x * self.cfg.embed_multiplier
         if self.type_emb is not None:
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
             x = x + self.type_emb(types)
@@ -299,6 +290,8 @@ class Transformer(nn.Module):
         if not self.cfg.lm_head:
             raise ValueError("this model has no next-token head")
         logits = hidden @ (self.tok_emb.weight if self.lm_head is None else self.lm_head.weight).t()  # (B, N, V)
+        if self.cfg.logit_divisor != 1.0:  # Granite's logits_scaling
+            logits = logits / self.cfg.logit_divisor
         c = self.cfg.logit_softcap
         return torch.tanh(logits / c) * c if c else logits
 

@@ -37,12 +37,16 @@ from transformers import (
     GPT2LMHeadModel,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
+    GraniteConfig,
+    GraniteForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
     ModernBertConfig,
     ModernBertModel,
+    Olmo2Config,
+    Olmo2ForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     PreTrainedTokenizerFast,
@@ -52,6 +56,8 @@ from transformers import (
     Qwen3ForCausalLM,
     RobertaConfig,
     RobertaModel,
+    SmolLM3Config,
+    SmolLM3ForCausalLM,
     XLMRobertaConfig,
     XLMRobertaModel,
 )
@@ -193,6 +199,26 @@ def families():
         **{**DECODER, "num_hidden_layers": 4},
     )
     yield "gemma2", Gemma2ForCausalLM(gemma2), llama_tok, {}
+    four = {**DECODER, "num_hidden_layers": 4}
+    # layers 1 and 3 without RoPE (SmolLM3's NoPE layers: 1 = rotate, 0 = no positions)
+    smol = SmolLM3Config(
+        vocab_size=VOCAB, no_rope_layers=[1, 0, 1, 0], tie_word_embeddings=True, pad_token_id=0, **four
+    )
+    yield "smollm3", SmolLM3ForCausalLM(smol), gpt_tok, {}
+    olmo2 = Olmo2Config(vocab_size=VOCAB, tie_word_embeddings=False, pad_token_id=0, **DECODER)
+    yield "olmo2", Olmo2ForCausalLM(olmo2), gpt_tok, {}
+    granite = GraniteConfig(
+        vocab_size=VOCAB,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.5,  # not 1/√8
+        logits_scaling=4.0,
+        pad_token_id=0,
+        attention_bias=True,
+        tie_word_embeddings=True,
+        **DECODER,
+    )
+    yield "granite", GraniteForCausalLM(granite), gpt_tok, {}
 
 
 def main() -> None:

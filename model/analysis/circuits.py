@@ -59,6 +59,7 @@ def head_matrices(model: Transformer, layer: int, head: int) -> dict[str, torch.
         return lin.weight.detach().double()[h * d_k : (h + 1) * d_k].t()  # (d_model, d_k)
 
     w_o = attn.w_o.weight.detach().double()[:, head * d_k : (head + 1) * d_k].t()  # (d_k, d_model)
+    w_o = w_o * model.cfg.residual_multiplier  # what the head writes as it joins the stream (Granite: × m)
     return {
         "q": gamma * cols(attn.w_q, head),
         "k": gamma * cols(attn.w_k, kv),
@@ -72,7 +73,8 @@ def unembedding(model: Transformer) -> torch.Tensor:
     """U (d_model, V) with the final norm's weight folded in: the decoder's unembedding, or the tied embeddings
     for a masked-language model (its head's dense layer and norm left out)."""
     w = model.tok_emb.weight if model.lm_head is None else model.lm_head.weight  # (V, d_model)
-    return _gamma(model.ln_f, w.size(1))[:, None] * w.detach().double().t()
+    u = _gamma(model.ln_f, w.size(1))[:, None] * w.detach().double().t()
+    return u / model.cfg.logit_divisor  # Granite's logits_scaling
 
 
 _round_trips: weakref.WeakKeyDictionary[Transformer, torch.Tensor] = weakref.WeakKeyDictionary()

@@ -121,7 +121,8 @@ def attribution_problem(model: Transformer) -> str | None:
 def _direction(model: Transformer, target: int, foil: int | None) -> torch.Tensor:
     w = model.tok_emb.weight if model.lm_head is None else model.lm_head.weight  # (V, d_model)
     u = w[target].double()
-    return u - w[foil].double() if foil is not None else u
+    u = u - w[foil].double() if foil is not None else u
+    return u / model.cfg.logit_divisor  # Granite's logits_scaling divides every logit
 
 
 def _frozen_norm(model: Transformer, x: torch.Tensor) -> tuple[torch.Tensor, float, bool]:
@@ -166,24 +167,27 @@ def direct_logit_attribution(
             c = c - c.mean(-1, keepdim=True) if centre else c
             return c @ w_eff
 
+        def joined(c: torch.Tensor) -> torch.Tensor:  # a sublayer's output as it joins the stream (Granite: × m)
+            return share(c) * cfg.residual_multiplier
+
         heads, mlps, biases, value_biases = [], [], [], []
         for i, block in enumerate(model.blocks):
             attn = block.attn
             z = kept[f"blocks.{i}.attn.hook_z"]  # (H, d_k)
             w_o = attn.w_o.weight.double().view(cfg.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
             per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d_model)
-            heads.append(share(per_head))
+            heads.append(joined(per_head))
             # the value every key hands over whatever the text: W_V of the norm's bias, plus b_V
             beta = getattr(block.ln1, "bias", None) if cfg.norm == "pre" else None
             const = attn.w_v(beta) if beta is not None else attn.w_v.bias
             if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
                 const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0]  # (H, d_k)
-                value_biases.append(share(torch.einsum("hk,dhk->hd", const, w_o)))
+                value_biases.append(joined(torch.einsum("hk,dhk->hd", const, w_o)))
             else:
                 value_biases.append(torch.zeros(attn.n_heads, dtype=torch.float64))
             b = attn.w_o.bias
-            biases.append(float(share(b.double())) if b is not None else 0.0)
-            mlps.append(float(share(kept[f"blocks.{i}.hook_mlp_out"])))
+            biases.append(float(joined(b.double())) if b is not None else 0.0)
+            mlps.append(float(joined(kept[f"blocks.{i}.hook_mlp_out"])))
         embed = float(share(kept["hook_embed"]))
         beta = getattr(model.ln_f, "bias", None) if model.ln_f is not None else None
         norm_bias = float(u @ beta.double()) if beta is not None else 0.0

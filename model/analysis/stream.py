@@ -115,9 +115,9 @@ def residual_stream(
 
 def embedding_parts(model: torch.nn.Module, ids: list[int]) -> dict[str, np.ndarray | None]:
     """What the first layer starts from, piece by piece, each (N, d_model): "token" (the embedding rows, × √d
-    when the config scales them), "position" (what the position table adds; None for RoPE or no positions),
-    "added" (token + position + type: the sum before any embedding norm) and "sum" (the model's own embedding
-    output: that sum, then the embedding norm if any)."""
+    when the config scales them, × the embedding multiplier), "position" (what the position table adds; None for
+    RoPE or no positions), "added" (token + position + type: the sum before any embedding norm) and "sum" (the
+    model's own embedding output: that sum, then the embedding norm if any)."""
     cfg = model.cfg
     device = next(model.parameters()).device
     x = torch.tensor([ids], device=device)
@@ -125,6 +125,7 @@ def embedding_parts(model: torch.nn.Module, ids: list[int]) -> dict[str, np.ndar
         token = model.tok_emb(x)
         if cfg.scale_embeddings:
             token = token * cfg.d_model**0.5
+        token = token * cfg.embed_multiplier  # Granite's embedding_multiplier (1 elsewhere)
         position = model.pos_enc(torch.zeros_like(token)) if model.pos_enc is not None else None
         total = model.embed(x)
         added = token + (position if position is not None else 0)

@@ -1,6 +1,7 @@
 """Every page of the dashboard on the families that brought new behaviour into the stack — heads wider than
 d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE
-encoder with local layers (ModernBERT), a parallel residual with partial rotary (GPT-NeoX): no page fails on them;
+encoder with local layers (ModernBERT), a parallel residual with partial rotary (GPT-NeoX), NoPE layers (SmolLM3),
+norms on the outputs only (OLMo 2), multipliers (Granite): no page fails on them;
 on Qwen3 (the widest change) every section of every sectioned page too."""
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ ROPE = FIXTURES.parent / "hf_rope"
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "family", ["qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "rope:dynamic", "rope:longrope"]
+    "family",
+    [
+        *("qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "smollm3", "olmo2", "granite"),
+        *("rope:dynamic", "rope:longrope"),
+    ],
 )
 def test_every_page_renders_on_the_family(family, monkeypatch):
     """(rope:…: a decoder with a scaled RoPE whose angles depend on the text's length, tests/fixtures/hf_rope.)"""

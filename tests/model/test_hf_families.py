@@ -75,6 +75,11 @@ EXPECTED = {
         attn_softcap=0.25,
         logit_softcap=3.0,
     ),
+    "smollm3": dict(nope_layers=(1, 3), layer_types=(), rope_base=2e6, tie_lm_head=True),
+    "olmo2": dict(input_norms=False, sandwich_norm=True, qk_norm=True, qk_norm_scope="all", tie_lm_head=False),
+    "granite": dict(
+        embed_multiplier=12.0, residual_multiplier=0.22, attn_scale=0.5, logit_divisor=4.0, bias=True, o_bias=None
+    ),
 }
 
 
@@ -116,18 +121,31 @@ def test_matches_transformers(family, key):
         assert (hidden[0] - ref[f"{key}.hidden"]).abs().max() <= 1e-4
 
 
-def test_gemma2_matches_only_with_its_score_cap():
-    """The fixture's cap (0.25) bends its scores: the same weights without it are off by ~1e-2."""
+#: a feature each fixture exercises, and the config without it: the same weights must then miss transformers
+WITHOUT = {
+    "gemma2": {"attn_softcap": 0.0},  # the fixture's cap (0.25) bends its scores
+    "smollm3": {"nope_layers": ()},
+    "granite": {"residual_multiplier": 1.0, "embed_multiplier": 1.0, "attn_scale": 0.0, "logit_divisor": 1.0},
+}
+
+
+@pytest.mark.parametrize(("name", "field"), [(n, f) for n, fields in WITHOUT.items() for f in fields])
+def test_the_fixture_matches_only_with_the_feature(name, field):
     import dataclasses
 
-    folder = FIXTURES / "gemma2"
+    folder = FIXTURES / name
     loaded, ref = load_checkpoint(folder), load_file(str(folder / "reference.safetensors"))
-    uncapped = type(loaded.model)(dataclasses.replace(loaded.model.cfg, attn_softcap=0.0)).eval()
-    uncapped.load_state_dict(loaded.model.state_dict())
+    cfg = dataclasses.replace(loaded.model.cfg, **{field: WITHOUT[name][field]})
+    without = type(loaded.model)(cfg).eval()
+    without.load_state_dict(loaded.model.state_dict())
     ids = ref["long.ids"]
-    _, trace = run_with_cache(uncapped, ids[None], kinds=["pattern"])
-    off = max(float((trace.get("pattern", i)[0] - ref["long.attentions"][i]).abs().max()) for i in range(4))
-    assert off > 1e-3
+    hidden, trace = run_with_cache(without, ids[None], kinds=["pattern"])
+    attention = max(
+        float((trace.get("pattern", i)[0] - ref["long.attentions"][i]).abs().max()) for i in range(cfg.n_layers)
+    )
+    with torch.inference_mode():
+        logits = float((without.lm_logits(hidden)[0] - ref["long.logits"]).abs().max())
+    assert attention > 1e-3 or logits > 1e-2, (attention, logits)
 
 
 def _dtypes(folder: Path) -> set[str]:

@@ -22,6 +22,11 @@ DECODERS = {
     "gpt2": dict(positional="learned", bias=True, ff_bias=True, activation="gelu_tanh"),
     "neox": dict(parallel_residual=True, positional="rope"),
     "untied": dict(norm_kind="rmsnorm", tie_lm_head=False),
+    # Granite's multipliers: what a sublayer adds and every logit are scaled
+    "granite": dict(
+        norm_kind="rmsnorm", positional="rope", residual_multiplier=0.3, embed_multiplier=5.0, logit_divisor=4.0
+    ),
+    "nope": dict(norm_kind="rmsnorm", positional="rope", nope_layers=(1,)),
 }
 
 

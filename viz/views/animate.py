@@ -99,7 +99,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     s = STEPS[step]
     if s == "embeddings":
         parts = embedding_parts(src.loaded.model, obs.ids)
-        items = [(parts["token"][a:b], rows, None, "token embedding" + (" × √d" if cfg.scale_embeddings else ""))]
+        items = [(parts["token"][a:b], rows, None, "token embedding" + _times(cfg))]
         if parts["position"] is not None:
             items.append((parts["position"][a:b], rows, None, f"+ {cfg.positional} position"))
         if cfg.embedding_layer_norm:  # BERT's: the sum is normalised next (X shows it): its values are another scale
@@ -202,10 +202,18 @@ TITLES = (
 )
 
 
+def _times(cfg) -> str:
+    """What the token embedding rows are multiplied by before layer 0 reads them."""
+    return (" × √d" if cfg.scale_embeddings else "") + (
+        f" × {cfg.embed_multiplier:g}" if cfg.embed_multiplier != 1 else ""
+    )
+
+
 def _embed_caption(parts, q: int, name: str, token_id: int, cfg) -> str:
     tok = float(np.linalg.norm(parts["token"][q]))
     total = float(np.linalg.norm(parts["sum"][q]))
     scaled = f" times √{cfg.d_model}" if cfg.scale_embeddings else ""
+    scaled += f" times {cfg.embed_multiplier:g} (its embedding multiplier)" if cfg.embed_multiplier != 1 else ""
     if parts["position"] is not None:
         pos = f" plus its position's vector (norm {np.linalg.norm(parts['position'][q]):.2f})"
     elif cfg.positional == "rope":

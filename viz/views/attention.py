@@ -20,7 +20,7 @@ from viz.figures.text import pct
 from viz.views import long as long_views
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.focus import focus_caption, score_label, softcap_caption
-from viz.views.windows import window_caption
+from viz.views.windows import layer_kinds, layer_labels, window_caption
 
 MODES = ("weights", "scores")
 
@@ -81,6 +81,7 @@ def attention(
         raise ValueError(f"mode must be one of {MODES}")
     cfg = src.loaded.model.cfg
     name = f"Layer {layer} (sliding window {cfg.sliding_window})" if cfg.is_sliding(layer) else f"Layer {layer}"
+    name += " (NoPE)" if layer in cfg.nope_layers else ""
     if mode == "scores":
         full = obs if obs.scores is not None else src.full()  # one head's scores come from its q and k
         label = score_label(cfg, src.options.scale)
@@ -112,6 +113,11 @@ def attention(
     caption = focus_caption(obs.shown_tokens(hide), matrix, q, k, layer, head, mode)
     if cfg.is_sliding(layer):
         caption += " " + window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal)
+    if layer in cfg.nope_layers:
+        caption += (
+            f" Layer {layer} gets no positions (NoPE): its q and k are not rotated, so only the tokens' content and "
+            "the mask tell its keys apart."
+        )
     if mode == "scores" and cfg.attn_softcap:
         caption += " " + softcap_caption(matrix, cfg.attn_softcap)
     return Captioned(fig, caption)
@@ -180,10 +186,8 @@ def mean(src: Source, theme: Theme, *, layer: int = 0, query: int = -1, key: int
 def overview(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     """The focus head (layer, head) is outlined."""
     cfg = src.loaded.model.cfg
-    title = f"{src.loaded.name}: every head" + (
-        f" (w{cfg.sliding_window}: a sliding window of {cfg.sliding_window})" if "sliding" in cfg.layer_types else ""
-    )
-    labels = [f"L{i} w{cfg.sliding_window}" if cfg.is_sliding(i) else f"L{i}" for i in range(cfg.n_layers)]
+    title = f"{src.loaded.name}: every head" + layer_kinds(cfg)
+    labels = layer_labels(cfg)
     if src.long is not None:
         return long_views.overview(src, theme, layer, head, title, labels, subtitle(src))
     fig = model_overview(

@@ -67,6 +67,14 @@ def rope_views(src, theme: Theme, real: np.ndarray, length: int) -> dict:
             theme=theme,
         ),
     }
+    if cfg.nope_layers:  # SmolLM3: some layers skip these rotations
+        rotated = cfg.n_layers - len(cfg.nope_layers)
+        out["angles"] = Captioned(
+            out["angles"],
+            f"These angles turn q and k in {rotated} of {cfg.n_layers} layers; layer "
+            f"{', '.join(map(str, cfg.nope_layers))} skip{'s' if len(cfg.nope_layers) == 1 else ''} them (NoPE): "
+            "their attention sees no positions, only content and the causal mask.",
+        )
     spec = cfg.rope_spec
     if spec is not None:
         plain = 2 * math.pi / frequencies(None, cfg.rope_dims, cfg.rope_base)[0].double().numpy()

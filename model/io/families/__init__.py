@@ -17,13 +17,16 @@ from model.io.families import (
     gemma3,
     gpt2,
     gpt_neox,
+    granite,
     llama,
     mistral,
     modernbert,
+    olmo2,
     phi3,
     qwen2,
     qwen3,
     roberta,
+    smollm3,
 )
 from model.io.state import LoadedModel
 
@@ -43,6 +46,9 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "phi3": phi3.load,
     "gemma3_text": gemma3.load,
     "gemma2": gemma2.load,
+    "smollm3": smollm3.load,
+    "olmo2": olmo2.load,
+    "granite": granite.load,
 }
 
 
