@@ -67,8 +67,25 @@ def _attention_detail(cfg: TransformerConfig) -> str:
 
 
 def _ff_detail(cfg: TransformerConfig) -> str:
-    names = {"swiglu": "SwiGLU", "geglu": "GeGLU", "geglu_tanh": "GeGLU", "relu": "ReLU"}
-    return f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}, {names.get(cfg.activation, 'GELU')}"
+    names = {
+        "swiglu": "SwiGLU",
+        "geglu": "GeGLU",
+        "geglu_tanh": "GeGLU",
+        "relu": "ReLU",
+        "swiglu_oss": "clamped SwiGLU",
+    }
+    act = names.get(cfg.activation, "GELU")
+    if not cfg.n_experts:
+        return f"{cfg.d_model} → {cfg.d_ff} → {cfg.d_model}, {act}"
+    layers = sum(cfg.is_moe(i) for i in range(cfg.n_layers))
+    where = (
+        "" if layers == cfg.n_layers else f" in {layers} of {cfg.n_layers} layers (the others dense, d_ff {cfg.d_ff})"
+    )
+    mix = "renormalised" if cfg.router_norm_topk else "their softmax shares"
+    return (
+        f"a router scores {cfg.n_experts} experts per token and runs the top {cfg.experts_per_token}, mixed by "
+        f"{mix}: each {cfg.d_model} → {cfg.expert_width} → {cfg.d_model}, {act}{where}"
+    )
 
 
 def _embed_detail(cfg: TransformerConfig) -> tuple[str, str]:
@@ -104,7 +121,7 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         edges.append((last, "emb_norm"))
         row, last = row + 1, "emb_norm"
     attn = ("attn", "multi-head attention", _attention_detail(cfg), "attention")
-    ff = ("ff", "feed-forward", _ff_detail(cfg), "ff")
+    ff = ("ff", "mixture of experts" if cfg.n_experts else "feed-forward", _ff_detail(cfg), "ff")
 
     def add(key, label, detail, kind, lane, r, page=""):
         page = page or {"attention": "attention", "ff": "mixing", "norm": "mixing", "add": "mixing"}[kind]

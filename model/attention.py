@@ -54,6 +54,17 @@ def masked_softmax(scores: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores, dim=-1)
 
 
+def softmax_with_sink(scores: torch.Tensor, sinks: torch.Tensor) -> torch.Tensor:
+    """Softmax over the M keys and one more logit per head that belongs to no token (gpt-oss's learned sink): the
+    sink's share is the last column, the tokens' weights sum to 1 − it. scores (B, H, N, M), sinks (H,) ->
+    (B, H, N, M + 1)."""
+    B, H, N, _ = scores.shape
+    sink = sinks.to(scores.dtype).view(1, H, 1, 1).expand(B, H, N, 1)  # (B, H, N, 1)
+    both = torch.cat([scores, sink], dim=-1)  # (B, H, N, M + 1)
+    both = both - both.amax(dim=-1, keepdim=True)  # as transformers does; the sink keeps every row finite
+    return torch.softmax(both, dim=-1)
+
+
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -130,6 +141,7 @@ class MultiHeadAttention(nn.Module):
         scale_factor: float = 0.0,
         head_dim: int = 0,
         softcap: float = 0.0,
+        sinks: bool = False,
     ) -> None:
         super().__init__()
         if not head_dim and d_model % n_heads:
@@ -142,6 +154,8 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.scale_factor = scale_factor  # 0: 1/√d_k
         self.softcap = softcap  # Gemma 2's attention-logit soft-capping; 0: none
+        # gpt-oss: one learned logit per head in every row's softmax, belonging to no token (H,)
+        self.sinks = nn.Parameter(torch.zeros(n_heads)) if sinks else None
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # H·d_k = d_model unless head_dim is set
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
@@ -154,7 +168,8 @@ class MultiHeadAttention(nn.Module):
         self.hook_k = HookPoint()  # (B, H_kv, M, d_k), after RoPE; every cached position when generating
         self.hook_v = HookPoint()  # (B, H_kv, M, d_k)
         self.hook_scores = HookPoint()  # (B, H, N, M), scaled and masked (-inf = blocked)
-        self.hook_pattern = HookPoint()  # (B, H, N, M), rows sum to 1
+        self.hook_pattern = HookPoint()  # (B, H, N, M), rows sum to 1 (1 − the sink's share with sinks)
+        self.hook_sink = HookPoint()  # (B, H, N), the share of each row the learned sink takes (sinks only)
         self.hook_z = HookPoint()  # (B, H, N, d_k), each head's output before W_o
         self.hook_out = HookPoint()  # (B, N, d_model)
 
@@ -217,7 +232,13 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
         scores = attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor, self.softcap)  # (B, H, N, M)
         scores = self.hook_scores(scores)
-        pattern = self.hook_pattern(masked_softmax(scores))  # (B, H, N, M)
+        if self.sinks is None:
+            weights = masked_softmax(scores)  # (B, H, N, M)
+        else:
+            both = softmax_with_sink(scores, self.sinks)  # (B, H, N, M + 1)
+            weights = both[..., :-1]
+            self.hook_sink(both[..., -1])  # (B, H, N)
+        pattern = self.hook_pattern(weights)  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)
         z = self.hook_z(pattern @ self.expand_kv(v))  # (B, H, N, d_k)
@@ -228,7 +249,8 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor:
         """q (B, H, N, d_k), k and v (B, H_kv, M, d_k) -> (B, N, d_model) through torch's fused kernel."""
         factor = (self.scale_factor or q.size(-1) ** -0.5) if scale else 1.0
-        if self.softcap:  # the fused kernel cannot soft-cap: the same sum, exactly, a block of queries at a time
+        if self.softcap or self.sinks is not None:  # the fused kernel has neither a cap nor a sink: the same sum, a
+            # block of queries at a time
             return self.hook_out(self.w_o(self.merge_heads(self.hook_z(self._capped(q, k, v, mask, scale, causal)))))
         p = self.dropout if self.training else 0.0
         if mask is not None and mask.dtype != torch.bool:
@@ -241,7 +263,8 @@ class MultiHeadAttention(nn.Module):
     def _capped(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: bool, causal: bool
     ) -> torch.Tensor:
-        """Soft-capped attention (B, H, N, d_k) in blocks of 512 queries: memory linear in N, as the fused path."""
+        """Soft-capped or sinked attention (B, H, N, d_k) in blocks of 512 queries: memory linear in N, as the fused
+        path."""
         N, M = q.size(-2), k.size(-2)
         k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, M, d_k)
         out = []
@@ -253,5 +276,6 @@ class MultiHeadAttention(nn.Module):
                 tri = torch.arange(M, device=q.device)[None, :] <= rows  # (R, M)
                 block = tri if block is None else block & tri
             scores = attention_scores(q[..., a:b, :], k, block, scale, self.scale_factor, self.softcap)
-            out.append(masked_softmax(scores) @ v)  # (B, H, R, d_k)
+            weights = masked_softmax(scores) if self.sinks is None else softmax_with_sink(scores, self.sinks)[..., :-1]
+            out.append(weights @ v)  # (B, H, R, d_k)
         return torch.cat(out, dim=-2)  # (B, H, N, d_k)

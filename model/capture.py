@@ -43,6 +43,9 @@ KIND_PATHS: dict[str, str] = {
     "mlp_in": "hook_mlp_in",  # (B, N, d_model), what the feed-forward reads (LN(x) in a pre-norm block)
     "mlp_hidden": "ff.hook_hidden",  # (B, N, d_ff), after the activation (SwiGLU: silu(gate) · up)
     "mlp_out": "hook_mlp_out",  # (B, N, d_model), the feed-forward's output before it joins the stream
+    "router_logits": "ff.hook_router",  # (B, N, E), a mixture-of-experts layer's router (model/moe.py)
+    "expert_weights": "ff.hook_weights",  # (B, N, E), each expert's weight on each token: k nonzero per row
+    "sink": "attn.hook_sink",  # (B, H, N), the share of each row a learned sink takes (gpt-oss)
 }
 KINDS: tuple[str, ...] = tuple(KIND_PATHS)
 

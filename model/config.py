@@ -11,7 +11,7 @@ from model.config_checks import MAX_PARAMETERS, MAX_SEQ_LEN_LIMIT  # noqa: F401 
 
 NormPlacement = Literal["pre", "post"]
 PositionalKind = Literal["sinusoidal", "learned", "rope", "none"]
-Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh", "swiglu_oss"]
 NormKind = Literal["layernorm", "rmsnorm"]
 RopeStyle = Literal["interleaved", "half"]
 
@@ -91,6 +91,18 @@ class TransformerConfig:
     embed_multiplier: float = 1.0  # token embeddings × this (Granite's embedding_multiplier), after any √d_model
     residual_multiplier: float = 1.0  # each sublayer's output × this as it joins the stream (Granite)
     logit_divisor: float = 1.0  # next-token logits ÷ this (Granite's logits_scaling), before any soft cap
+    attn_sinks: bool = False  # a learned logit per head in every row's softmax that belongs to no token (gpt-oss):
+    #                           the weights on the tokens sum to less than 1
+    swiglu_limit: float = 7.0  # swiglu_oss (gpt-oss): the gate clamped at ≤ limit and up at ±limit…
+    swiglu_alpha: float = 1.702  # …and gate · σ(alpha · gate) · (up + 1)
+    # mixture of experts (model/moe.py): a router picks experts_per_token of n_experts feed-forwards per token
+    n_experts: int = 0  # 0: every feed-forward is dense
+    experts_per_token: int = 0  # top-k
+    moe_layers: tuple[int, ...] = ()  # the layers whose feed-forward is a mixture; (): every layer (Qwen3-MoE: some)
+    moe_d_ff: int = 0  # one expert's hidden width; 0: d_ff (Qwen3-MoE's experts are narrower than its dense layers)
+    router_norm_topk: bool = True  # the chosen experts' softmax weights renormalised to sum to 1 (Mixtral, gpt-oss)
+    router_bias: bool = False  # a bias on the router's logits (gpt-oss)
+    expert_bias: bool = False  # biases in the experts' projections (gpt-oss)
     cross_attention: bool = False  # each block also attends to an encoder's output (the decoder of Vaswani et al.)
     attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
     #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
@@ -128,7 +140,16 @@ class TransformerConfig:
     @property
     def gated(self) -> bool:
         """A gated feed-forward: act(gate(x)) · up(x) (SwiGLU, GeGLU)."""
-        return self.activation in ("swiglu", "geglu", "geglu_tanh")
+        return self.activation in ("swiglu", "geglu", "geglu_tanh", "swiglu_oss")
+
+    def is_moe(self, layer: int) -> bool:
+        """Is ``layer``'s feed-forward a mixture of experts (model/moe.py)?"""
+        return bool(self.n_experts) and (not self.moe_layers or layer in self.moe_layers)
+
+    @property
+    def expert_width(self) -> int:
+        """The hidden width of one expert."""
+        return self.moe_d_ff or self.d_ff
 
     @property
     def rope_dims(self) -> int:

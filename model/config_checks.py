@@ -16,7 +16,13 @@ def check(cfg) -> None:
     """Raise ValueError, naming the field and what would fix it, for a config the model cannot be built from."""
     if cfg.cross_attention and (cfg.parallel_residual or cfg.sandwich_norm):
         raise ValueError("cross-attention is built for plain pre- or post-norm blocks")
-    for name in ("layer_types", "rope_short_factor", "rope_long_factor", "nope_layers"):  # tuples stay hashable
+    for name in (
+        "layer_types",
+        "rope_short_factor",
+        "rope_long_factor",
+        "nope_layers",
+        "moe_layers",
+    ):  # tuples stay hashable
         if isinstance(getattr(cfg, name), list):
             object.__setattr__(cfg, name, tuple(getattr(cfg, name)))
     if cfg.layer_types and (len(cfg.layer_types) != cfg.n_layers or set(cfg.layer_types) - {"global", "sliding"}):
@@ -73,9 +79,9 @@ def check(cfg) -> None:
         raise ValueError(f"norm must be 'pre' or 'post', got {cfg.norm!r}")
     if cfg.positional not in ("sinusoidal", "learned", "rope", "none"):
         raise ValueError(f"positional must be one of sinusoidal, learned, rope, none; got {cfg.positional!r}")
-    if cfg.activation not in ("gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh"):
+    if cfg.activation not in ("gelu", "gelu_tanh", "relu", "swiglu", "geglu", "geglu_tanh", "swiglu_oss"):
         raise ValueError(
-            f"activation must be gelu, gelu_tanh, relu, swiglu, geglu or geglu_tanh; got {cfg.activation!r}"
+            f"activation must be gelu, gelu_tanh, relu, swiglu, geglu, geglu_tanh or swiglu_oss; got {cfg.activation!r}"
         )
     if cfg.sandwich_norm and (cfg.norm != "pre" or cfg.parallel_residual):
         raise ValueError("sandwich norms wrap pre-norm sublayers: they need norm='pre' and no parallel residual")
@@ -87,6 +93,7 @@ def check(cfg) -> None:
         value = getattr(cfg, name)
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ValueError(f"{name} must be a positive number, got {value!r}")
+    _check_moe(cfg)
     if cfg.nope_layers:
         if cfg.positional != "rope":
             raise ValueError("nope_layers names layers without RoPE: it needs positional='rope'")
@@ -126,6 +133,26 @@ def check(cfg) -> None:
         )
 
 
+def _check_moe(cfg) -> None:
+    ints = ("n_experts", "experts_per_token", "moe_d_ff")
+    if any(isinstance(getattr(cfg, n), bool) or not isinstance(getattr(cfg, n), int) for n in ints):
+        raise ValueError("n_experts, experts_per_token and moe_d_ff must be integers")
+    if not cfg.n_experts:
+        if cfg.moe_layers or cfg.experts_per_token:
+            raise ValueError("moe_layers and experts_per_token need n_experts > 0")
+        return
+    if not 1 <= cfg.experts_per_token <= cfg.n_experts or cfg.n_experts > 1024:
+        raise ValueError(
+            f"experts_per_token must be 1 … n_experts ({cfg.n_experts}, at most 1024), got {cfg.experts_per_token}"
+        )
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < cfg.n_layers for i in cfg.moe_layers):
+        raise ValueError(f"moe_layers must list layers 0 … {cfg.n_layers - 1}, got {list(cfg.moe_layers)}")
+    if not cfg.gated:
+        raise ValueError("experts are gated feed-forwards (swiglu, geglu, swiglu_oss); set activation to one")
+    if cfg.moe_d_ff < 0 or cfg.attn_only or cfg.parallel_residual:
+        raise ValueError("experts need a feed-forward sublayer of their own (no attn_only, no parallel residual)")
+
+
 def parameter_count(cfg) -> int:
     """Exact number of parameters, computed without building the model."""
     d, f = cfg.d_model, cfg.d_ff
@@ -137,6 +164,11 @@ def parameter_count(cfg) -> int:
     norm = d if cfg.norm_kind == "rmsnorm" else 2 * d
     qk_width = (a + kv) if cfg.qk_norm_scope == "all" else 2 * cfg.d_k  # q's norm and k's
     qk = (qk_width if cfg.norm_kind == "rmsnorm" else 2 * qk_width) if cfg.qk_norm else 0
+    attn += cfg.n_heads if cfg.attn_sinks else 0
+    moe = sum(cfg.is_moe(i) for i in range(cfg.n_layers))
+    experts = cfg.n_experts * (3 * d * cfg.expert_width + ((2 * cfg.expert_width + d) if cfg.expert_bias else 0))
+    router = cfg.n_experts * d + (cfg.n_experts if cfg.router_bias else 0)
+    moe_extra = moe * (experts + router - ff)  # a mixture's layers hold experts and a router instead of one FF
     block = attn + ff + ((2 if cfg.input_norms else 0) + (2 if cfg.sandwich_norm else 0)) * norm + qk
     emb = cfg.vocab_size * d + cfg.n_token_types * d - (0 if cfg.first_attn_norm or not cfg.input_norms else norm)
     if cfg.positional == "learned":
@@ -149,7 +181,7 @@ def parameter_count(cfg) -> int:
         head += cfg.vocab_size * d
     if cfg.lm_head and not cfg.tie_lm_head:
         head += cfg.vocab_size * d  # a tied LM head has no parameters of its own
-    return emb + cfg.n_layers * block + final + head
+    return emb + cfg.n_layers * block + moe_extra + final + head
 
 
 def parse(cls, data: Any) -> dict[str, Any]:
@@ -178,7 +210,7 @@ def parse(cls, data: Any) -> dict[str, Any]:
             ):
                 raise ValueError(f"{key} must be a list of numbers, got {value!r}")
             value = tuple(float(v) for v in value)
-        elif key == "nope_layers":
+        elif key in ("nope_layers", "moe_layers"):
             if not isinstance(value, list | tuple) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
                 raise ValueError(f"{key} must be a list of layer numbers, got {value!r}")
             value = tuple(value)

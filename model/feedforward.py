@@ -12,6 +12,16 @@ from model.hooks import HookPoint
 _TANH = {"geglu_tanh": "tanh", "geglu": "none"}
 
 
+def gated(kind: str, g: torch.Tensor, up: torch.Tensor, limit: float = 0.0, alpha: float = 1.702) -> torch.Tensor:
+    """A gated unit's hidden layer from the gate's and the up projection's outputs (…, d_ff): SwiGLU silu(g)·up,
+    GeGLU gelu(g)·up, or gpt-oss's clamped form (g ≤ limit, |up| ≤ limit) g·σ(alpha·g)·(up + 1)."""
+    if kind == "swiglu_oss":
+        g, up = g.clamp(max=limit), up.clamp(min=-limit, max=limit)
+        return g * torch.sigmoid(g * alpha) * (up + 1)
+    act = F.silu(g) if kind == "swiglu" else F.gelu(g, approximate=_TANH[kind])
+    return act * up
+
+
 class FeedForward(nn.Module):
     """Position-wise Linear -> activation -> Linear; SwiGLU (Shazeer, 2020) gates the hidden layer:
     fc2(silu(gate(x)) · fc1(x))."""
@@ -22,14 +32,13 @@ class FeedForward(nn.Module):
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ff_bias)  # "down"
         self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ff_bias) if cfg.gated else None
         self.activation = cfg.activation
+        self.limit, self.alpha = cfg.swiglu_limit, cfg.swiglu_alpha
         self.hook_hidden = HookPoint()  # (B, N, d_ff), after the activation (and the gate): what fc2 reads
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.fc1(x)  # (B, N, d_ff)
         if self.gate is not None:  # SwiGLU: silu(gate) · up; GeGLU (Gemma, ModernBERT): gelu(gate) · up
-            g = self.gate(x)
-            act = F.silu(g) if self.activation == "swiglu" else F.gelu(g, approximate=_TANH[self.activation])
-            h = act * h
+            h = gated(self.activation, self.gate(x), h, self.limit, self.alpha)
         elif self.activation == "relu":
             h = F.relu(h)
         else:

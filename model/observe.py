@@ -14,6 +14,7 @@ import torch
 
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
+from model.capture_size import capture_bytes
 from model.config import TransformerConfig
 from model.devices import model_on_cpu
 from model.io.tokenizer import Encoded, Tokenizer
@@ -23,7 +24,7 @@ from model.transformer import Transformer
 
 # raw scores are not captured by default: Observation.score_matrix recomputes one head's from q and k (the
 # scores of every head cost as much memory as the patterns: 283 MB for SmolLM2 at 512 tokens)
-ATTENTION_KINDS = ("attn_in", "q", "k", "v", "pattern", "z", "attn_out")
+ATTENTION_KINDS = ("attn_in", "q", "k", "v", "pattern", "z", "attn_out", "sink", "expert_weights")
 
 
 #: every head's pattern is kept in memory for at most this many tokens (SmolLM2: 283 MB at 512); a longer text is
@@ -79,6 +80,10 @@ class Observation:
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
     softcap: float = 0.0  # the scores were capped to c·tanh(s / c) (Gemma 2); 0: not
     cross: np.ndarray | None = None  # (L, H, N, S): a decoder's cross-attention on its source's S tokens
+    sink: np.ndarray | None = None  # (L, H, N): the share of each row a learned sink takes (gpt-oss); rows of
+    #                                 ``patterns`` then sum to 1 − it
+    experts: np.ndarray | None = None  # (L_moe, N, E): each expert's router weight on each token, per MoE layer
+    expert_layers: tuple[int, ...] = ()  # the layers ``experts`` holds, in order
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _finite: np.ndarray | None = field(default=None, repr=False)
@@ -95,7 +100,7 @@ class Observation:
         """Head metrics {name: (L, H)}, computed on first use (0.2 s for SmolLM2's 270 heads at 512 tokens: a
         text change on the attention map does not pay for the metrics page)."""
         if self._metrics is None:
-            self._metrics = head_metrics(self.patterns, special=self.special, rows_out=self._rows)
+            self._metrics = head_metrics(self.patterns, special=self.special, rows_out=self._rows, sink=self.sink)
         return self._metrics
 
     @property
@@ -177,13 +182,6 @@ def expected_bytes(model: Transformer, enc: Encoded, options: Options = Options(
     return 2 * capture_bytes(model.cfg, len(enc), (*options.kinds, "pattern"))
 
 
-def capture_bytes(cfg: TransformerConfig, n: int, kinds) -> int:
-    """Bytes of float32 activations a capture of ``kinds`` keeps for ``n`` tokens (one text, every layer)."""
-    per_token = {"q": cfg.n_heads * cfg.d_k, "z": cfg.n_heads * cfg.d_k, "k": cfg.kv_heads * cfg.d_k}
-    per_token |= {"v": per_token["k"], "pattern": cfg.n_heads * n, "scores": cfg.n_heads * n}  # (H, N) per token
-    return 4 * cfg.n_layers * n * sum(per_token.get(k, cfg.d_model) for k in set(kinds))
-
-
 def observe(
     model: Transformer, tokenizer: Tokenizer, text: str, options: Options = Options(), device: str = "cpu"
 ) -> Observation:
@@ -209,6 +207,11 @@ def observe_encoded(
     """:func:`observe` of a text already encoded (the app keys its cache by the token ids)."""
     cfg = model.cfg
     ids = torch.tensor([enc.ids], dtype=torch.long)
+    if enc.truncated and cfg.attn_sinks:
+        notices.append(
+            f"This model has learned attention sinks, which the whole-text reader does not carry yet: the pages show "
+            f"its first {len(enc.ids):,} tokens, read exactly."
+        )
     bad = [i for i in enc.ids if i >= cfg.vocab_size]
     if bad:
         raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
@@ -227,7 +230,7 @@ def observe_encoded(
     special = np.array(enc.special, dtype=bool)
 
     def stacked(kind: str) -> np.ndarray | None:
-        return _np(trace.stack(kind)[:, 0]) if kind in kinds else None
+        return _np(trace.stack(kind)[:, 0]) if kind in kinds and trace.layers(kind) else None
 
     return Observation(
         tokens=list(enc.tokens),
@@ -259,6 +262,9 @@ def observe_encoded(
         score_factor=cfg.attn_scale,
         softcap=cfg.attn_softcap,
         cross=stacked("cross_pattern"),
+        sink=stacked("sink"),
+        experts=stacked("expert_weights"),
+        expert_layers=tuple(trace.layers("expert_weights")),
     )
 
 

@@ -15,6 +15,7 @@ from model.config import TransformerConfig
 from model.feedforward import FeedForward
 from model.heads import MLMHead
 from model.hooks import HookPoint
+from model.moe import MoE
 from model.norms import RMSNorm, make_norm
 from model.positional import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
 
@@ -46,6 +47,7 @@ class TransformerBlock(nn.Module):
             qk_norm_whole=whole,
             scale_factor=cfg.attn_scale,
             softcap=cfg.attn_softcap,
+            sinks=cfg.attn_sinks,
             head_dim=cfg.head_dim,
         )
         # the seq2seq decoder's second sublayer: queries from the stream, keys and values from the encoder's output
@@ -58,7 +60,7 @@ class TransformerBlock(nn.Module):
         self.parallel = cfg.parallel_residual
         inputs = cfg.input_norms  # OLMo 2: no norm on what a sublayer reads, only on what it writes
         self.ln1 = make_norm(cfg) if inputs and (cfg.first_attn_norm or index) else nn.Identity()
-        self.ff = None if cfg.attn_only else FeedForward(cfg)
+        self.ff = None if cfg.attn_only else MoE(cfg) if cfg.is_moe(index) else FeedForward(cfg)
         self.ln2 = nn.Identity() if cfg.attn_only or not inputs else make_norm(cfg)
         self.res = float(cfg.residual_multiplier)  # Granite: what a sublayer adds is scaled as it joins
         # Gemma's sandwich: a norm on each sublayer's output too, before it joins the residual stream
@@ -189,6 +191,8 @@ class Transformer(nn.Module):
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
+            elif isinstance(module, MoE):
+                module.experts.reset_parameters()
             elif isinstance(module, RMSNorm):
                 nn.init.constant_(module.weight, 1.0 - module.offset)  # a unit scale, whatever the storage
 

@@ -29,24 +29,18 @@ from transformers import (
     DistilBertModel,
     ElectraConfig,
     ElectraModel,
-    Gemma2Config,
-    Gemma2ForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     GPT2Config,
     GPT2LMHeadModel,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
-    GraniteConfig,
-    GraniteForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
     ModernBertConfig,
     ModernBertModel,
-    Olmo2Config,
-    Olmo2ForCausalLM,
     Phi3Config,
     Phi3ForCausalLM,
     PreTrainedTokenizerFast,
@@ -56,15 +50,14 @@ from transformers import (
     Qwen3ForCausalLM,
     RobertaConfig,
     RobertaModel,
-    SmolLM3Config,
-    SmolLM3ForCausalLM,
     XLMRobertaConfig,
     XLMRobertaModel,
 )
 
+from scripts.hf_decoders_2026 import DECODER, VOCAB, decoders_2026, liven_2026
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "hf"
-VOCAB = 512
 TEXTS = {
     "short": "The animal didn't cross the street because it was too tired.",
     "long": "The query asks, the keys answer, and the values come back weighted by how well each key fits the query.",
@@ -119,14 +112,6 @@ def enliven(model: torch.nn.Module, seed: int) -> None:
 
 
 ENCODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
-DECODER = dict(
-    hidden_size=32,
-    num_hidden_layers=3,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=64,
-    max_position_embeddings=128,
-)
 
 
 #: a tiny ModernBERT: local layers of 8 keys between global ones, its special tokens in the 512-word vocabulary
@@ -189,36 +174,7 @@ def families():
     yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
     modern = ModernBertConfig(**{**MODERNBERT, "num_hidden_layers": 4})
     yield "modernbert", ModernBertModel(modern), bert_tok, {}
-    gemma2 = Gemma2Config(
-        vocab_size=VOCAB,
-        head_dim=12,
-        query_pre_attn_scalar=6,
-        sliding_window=6,
-        attn_logit_softcapping=0.25,  # low enough that the cap bends this tiny model's scores (at most ~0.3 uncapped)
-        final_logit_softcapping=3.0,
-        **{**DECODER, "num_hidden_layers": 4},
-    )
-    yield "gemma2", Gemma2ForCausalLM(gemma2), llama_tok, {}
-    four = {**DECODER, "num_hidden_layers": 4}
-    # layers 1 and 3 without RoPE (SmolLM3's NoPE layers: 1 = rotate, 0 = no positions)
-    smol = SmolLM3Config(
-        vocab_size=VOCAB, no_rope_layers=[1, 0, 1, 0], tie_word_embeddings=True, pad_token_id=0, **four
-    )
-    yield "smollm3", SmolLM3ForCausalLM(smol), gpt_tok, {}
-    olmo2 = Olmo2Config(vocab_size=VOCAB, tie_word_embeddings=False, pad_token_id=0, **DECODER)
-    yield "olmo2", Olmo2ForCausalLM(olmo2), gpt_tok, {}
-    granite = GraniteConfig(
-        vocab_size=VOCAB,
-        embedding_multiplier=12.0,
-        residual_multiplier=0.22,
-        attention_multiplier=0.5,  # not 1/√8
-        logits_scaling=4.0,
-        pad_token_id=0,
-        attention_bias=True,
-        tie_word_embeddings=True,
-        **DECODER,
-    )
-    yield "granite", GraniteForCausalLM(granite), gpt_tok, {}
+    yield from decoders_2026(llama_tok, gpt_tok)
 
 
 def main() -> None:
@@ -232,6 +188,7 @@ def main() -> None:
         torch.manual_seed(seed)
         model.config._attn_implementation = "eager"
         enliven(model, seed)
+        liven_2026(model, seed)
         dtype = how.get("dtype")
         if dtype is not None:  # weights exactly representable in the stored dtype; computed in float32
             with torch.no_grad():
@@ -243,12 +200,19 @@ def main() -> None:
         for key, text in TEXTS.items():
             ids = fast(text, return_tensors="pt")["input_ids"]
             with torch.no_grad():
-                out = model(ids, output_attentions=True, output_hidden_states=True)
+                moe = (
+                    {"output_router_logits": True}
+                    if getattr(model.config, "output_router_logits", None) is not None
+                    else {}
+                )
+                out = model(ids, output_attentions=True, output_hidden_states=True, **moe)
             reference[f"{key}.ids"] = ids[0]
             reference[f"{key}.attentions"] = torch.stack([a[0] for a in out.attentions]).contiguous()  # (L, H, N, N)
             if hasattr(out, "logits"):
                 reference[f"{key}.logits"] = out.logits[0].contiguous()  # (N, V)
             reference[f"{key}.hidden"] = out.hidden_states[-1][0].contiguous()  # (N, d)
+            if getattr(out, "router_logits", None):  # mixtures of experts: (L_moe, N, E), the router of each MoE layer
+                reference[f"{key}.router_logits"] = torch.stack([r.reshape(len(ids[0]), -1) for r in out.router_logits])
         if dtype is not None:
             model = model.to(dtype)
         model.save_pretrained(folder, max_shard_size=how.get("shard", "50GB"))

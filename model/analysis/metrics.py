@@ -1,6 +1,7 @@
 """Per-head summary statistics of attention patterns.
 
-Pattern arrays are (..., N, M) with rows summing to 1 (or 0 for fully-masked rows).
+Pattern arrays are (..., N, M) with rows summing to 1 (or 0 for fully-masked rows) — or, with a learned sink
+(gpt-oss), to 1 − the sink's share, which the metrics count as the weight on no token.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ METRIC_HELP = {
     "next": f"Weight on the token just after the query (key i + 1), {QUERIES}; the last token has none.",
     "special": f"Weight a query puts on special tokens ([CLS], [SEP], <s> …) together, {QUERIES}.",
     "max_weight": f"The largest weight in a query's row, {QUERIES}.",
+    "sink": f"Share of a query's attention the head's learned sink takes (a logit of no token), {QUERIES}.",
 }
 
 
@@ -44,6 +46,7 @@ def head_metrics(
     special: np.ndarray | None = None,
     query_mask: np.ndarray | None = None,
     rows_out: dict | None = None,
+    sink: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-head summary statistics, averaged over query rows as :data:`METRIC_HELP` says.
 
@@ -52,7 +55,9 @@ def head_metrics(
     such a neighbour — the same numbers as Find heads' "previous"/"next" relations.
     query_mask: (N,) bool, rows to average over (default: every ordinary row that attends somewhere).
     Returns {metric: float32 array of shape pattern.shape[:-2]} for each name in METRICS:
-    entropy (nats), mean |i - j| distance, mass on self / previous / next / special tokens, max weight.
+    entropy (nats), mean |i - j| distance, mass on self / previous / next / special tokens, max weight; with
+    ``sink`` (pattern.shape[:-1], a learned sink's share of each row) also "sink", and the entropy counts the sink
+    as one more outcome (a row's distribution is over the keys and the sink).
     ``rows_out``: a dict that receives the per-row "entropy" and "visible" (keys with weight > 0), each
     pattern.shape[:-1], for measures that need rows rather than means (the kinds' normalised entropy).
     """
@@ -61,6 +66,10 @@ def head_metrics(
     sums = _row_reductions(p, special)  # the passes over every cell, in torch, one block of heads at a time
     if rows_out is not None:
         rows_out.update(entropy=sums["entropy"], visible=sums["visible"])
+    if sink is not None:  # the sink is part of every row's distribution: one more outcome
+        s = np.array(sink, dtype=np.float32)  # a writable copy for torch
+        sums["total"] = sums["total"] + s
+        sums["entropy"] = sums["entropy"] + torch.special.entr(torch.from_numpy(s)).numpy()
     rows = sums["total"] > 0.5  # (..., N): rows that attend somewhere
     shape = (1,) * (rows.ndim - 1) + (n,)
     if query_mask is not None:
@@ -77,7 +86,9 @@ def head_metrics(
         "max_weight": _row_mean(sums["max"], rows),
         "special": _row_mean(sums["special"], rows) if special is not None else np.zeros(rows.shape[:-1]),
     }
-    return {k: out[k].astype(np.float32) for k in METRICS}
+    if sink is not None:
+        out["sink"] = _row_mean(np.asarray(sink, dtype=np.float32), rows)
+    return {k: out[k].astype(np.float32) for k in (*METRICS, *(("sink",) if sink is not None else ()))}
 
 
 def _row_reductions(p: np.ndarray, special: np.ndarray | None) -> dict[str, np.ndarray]:
@@ -107,8 +118,9 @@ def _row_reductions(p: np.ndarray, special: np.ndarray | None) -> dict[str, np.n
 def metrics_table(metrics: dict[str, np.ndarray]) -> list[dict]:
     """One row per head from {metric: (L, H)}: layer, head and every metric."""
     n_layers, n_heads = metrics[METRICS[0]].shape
+    extra = [m for m in ("sink",) if m in metrics]  # a learned sink's share, for models that have one
     return [
-        {"layer": layer, "head": head, **{m: float(metrics[m][layer, head]) for m in METRICS}}
+        {"layer": layer, "head": head, **{m: float(metrics[m][layer, head]) for m in (*METRICS, *extra)}}
         for layer in range(n_layers)
         for head in range(n_heads)
     ]

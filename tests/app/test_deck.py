@@ -7,6 +7,7 @@ import plotly.io as pio
 import pytest
 
 from tests.app.conftest import new_app
+from viz.export.lecture import LECTURE
 from viz.session import dump_session, load_session
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -118,7 +119,8 @@ def test_build_the_lecture_in_one_click(default_run, monkeypatch):
     at.button(key="deck_build_lecture").click().run()
     assert not at.exception, at.exception
     deck = at.session_state["deck"]
-    assert len(deck) == 18 and all(item.get("takeaway") for item in deck)
+    n = len(LECTURE) + 3  # the post's story, then the induction head forming: its curves, moments and a frame
+    assert len(deck) == n and all(item.get("takeaway") for item in deck)
     assert deck[0]["provenance"]["text"] == TEXT
-    assert any("Built the lecture: 18 figures, slides 2 to 19." in t.value for t in at.toast)
-    assert any("18 figures · 21 slides" in m.value for m in at.markdown)  # a title and two question slides
+    assert any(f"Built the lecture: {n} figures, slides 2 to {n + 1}." in t.value for t in at.toast)
+    assert any(f"{n} figures · {n + 3} slides" in m.value for m in at.markdown)  # a title and two question slides

@@ -1,7 +1,8 @@
 """Every page of the dashboard on the families that brought new behaviour into the stack — heads wider than
 d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE
 encoder with local layers (ModernBERT), a parallel residual with partial rotary (GPT-NeoX), NoPE layers (SmolLM3),
-norms on the outputs only (OLMo 2), multipliers (Granite): no page fails on them;
+norms on the outputs only (OLMo 2), multipliers (Granite), mixtures of experts (Mixtral, Qwen3-MoE) and learned
+sinks (gpt-oss): no page fails on them;
 on Qwen3 (the widest change) every section of every sectioned page too."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ ROPE = FIXTURES.parent / "hf_rope"
     "family",
     [
         *("qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "smollm3", "olmo2", "granite"),
-        *("rope:dynamic", "rope:longrope"),
+        *("mixtral", "qwen3_moe", "gpt_oss", "rope:dynamic", "rope:longrope"),
     ],
 )
 def test_every_page_renders_on_the_family(family, monkeypatch):

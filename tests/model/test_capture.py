@@ -12,8 +12,10 @@ from model.transformer import Transformer
 def test_expected_names_and_shapes(tiny_model, ids):
     _, trace = run_with_cache(tiny_model, ids)
     for layer in (0, 1):
-        for kind in KINDS:  # every kind this model has: cross-attention only in a decoder of an encoder–decoder
-            assert (hook_name(kind, layer) in trace) == (kind != "cross_pattern")
+        for kind in KINDS:  # every kind this model has: not cross-attention (an encoder–decoder's decoder), a router
+            # (a mixture of experts) or a learned sink (gpt-oss)
+            theirs = ("cross_pattern", "router_logits", "expert_weights", "sink")
+            assert (hook_name(kind, layer) in trace) == (kind not in theirs)
     assert "blocks.0.attn.hook_pattern" in trace.names and "hook_embed" in trace.names
     assert trace.get("q", 0).shape == (2, 4, 10, 8)
     assert trace.get("scores", 1).shape == (2, 4, 10, 10)
@@ -23,6 +25,22 @@ def test_expected_names_and_shapes(tiny_model, ids):
     assert trace.stack("pattern").shape == (2, 2, 4, 10, 10)
     for t in trace.activations.values():
         assert t.device.type == "cpu" and not t.requires_grad
+
+
+def test_a_mixture_of_experts_and_a_learned_sink_have_their_hooks():
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=48, activation="swiglu", n_experts=4,
+        experts_per_token=2, moe_layers=(1,), attn_sinks=True, causal=True,
+    )  # fmt: skip
+    model = Transformer(cfg).eval()
+    _, trace = run_with_cache(model, torch.tensor([[1, 2, 3, 4, 5]]))
+    assert trace.layers("router_logits") == [1] and trace.get("router_logits", 1).shape == (1, 5, 4)
+    weights = trace.get("expert_weights", 1)[0]  # (N, E)
+    assert ((weights > 0).sum(-1) == 2).all() and torch.allclose(weights.sum(-1), torch.ones(5))
+    sink = trace.get("sink", 0)  # (B, H, N)
+    assert sink.shape == (1, 4, 5)
+    assert torch.allclose(trace.get("pattern", 0).sum(-1) + sink, torch.ones(1, 4, 5), atol=1e-6)
 
 
 def test_selective_capture_holds_only_what_was_asked(tiny_model, ids):

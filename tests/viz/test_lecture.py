@@ -31,7 +31,11 @@ def built(default_run):
 def test_the_lecture_tells_the_posts_story(built):
     items, notes = built
     keys = [i["key"] for i in items]
-    assert keys[: len(LECTURE)] == [r.key for r in LECTURE] and keys[-2:] == ["learn.curves", "learn.moments"]
+    assert keys[: len(LECTURE)] == [r.key for r in LECTURE] and keys[len(LECTURE) :] == [
+        "learn.curves",
+        "learn.moments",
+        "learn.frame",
+    ]
     assert not notes  # every model it draws on is installed here
     asked = [i["notes"]["ask"] for i in items]
     assert len(set(asked)) == len(items)  # a question of its own for every slide, no boilerplate

@@ -108,6 +108,14 @@ def seq2seq_src():
     return decoder_source()
 
 
+@pytest.fixture(scope="module")
+def moe_src():
+    """gpt-oss in miniature (experts, learned sinks, alternating sliding layers): the mixture-of-experts views."""
+    from tests.hf_fixtures import FIXTURES
+
+    return DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt_oss")), "the then the then there")
+
+
 def built(view_key, src, **selection):
     selection = {**REQUIRED.get(view_key, {}), **selection}
     if view_key.startswith("corpus.") and "profile" not in selection and src.spec.kind in PROFILES:
@@ -122,12 +130,12 @@ def spec_of(view) -> str:
     return json.dumps(view.figure.to_plotly_json(), sort_keys=True, default=str)
 
 
-def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src, seq2seq_src):
+def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src, seq2seq_src, moe_src):
     """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder (cross-attention:
-    an encoder–decoder's)."""
+    an encoder–decoder's; experts: a mixture of experts)."""
     names = []
     for key in REGISTRY:
-        views = built(key, src) or built(key, decoder_src) or built(key, seq2seq_src)
+        views = built(key, src) or built(key, decoder_src) or built(key, seq2seq_src) or built(key, moe_src)
         assert views, key
         for v in views:
             assert v.title and v.name and len(v.name) <= MAX_NAME, key
@@ -138,9 +146,9 @@ def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_s
 
 @pytest.mark.parametrize("key", list(REGISTRY))
 @pytest.mark.slow
-def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, seq2seq_src, key):
+def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, seq2seq_src, moe_src, key):
     defaults = REGISTRY[key].selection
-    src = next((s for s in (src, decoder_src) if built(key, s)), seq2seq_src)  # decoder-only views on the decoder
+    src = next((s for s in (src, decoder_src, seq2seq_src) if built(key, s)), moe_src)  # each view where it draws
     base = {v.key: v for v in built(key, src)}
     for param in defaults:
         assert param in ALTERNATIVES, f"no alternative value for {param!r}: add one"

@@ -40,6 +40,7 @@ def head_view(
     title: str | None = None,
     theme: Theme | None = None,
     focus: int = -1,
+    sink=None,
 ) -> go.Figure:
     """Lines from each query token (left) to each key token (right) for one or several heads.
 
@@ -47,7 +48,8 @@ def head_view(
     ``focus``: a query token (position among ``tokens``, -1: none) whose lines are drawn as on screen when it
     is picked: its own lines in the heads' colours, every other line faint grey, its label bold.
     ``window`` = (start, stop) shows only those tokens on both sides (default: the first WINDOW tokens), so
-    the view keeps a readable height at any length; the title says which tokens are shown.
+    the view keeps a readable height at any length; the title says which tokens are shown. ``sink`` (H, N): a
+    learned sink's share of each row (gpt-oss), drawn as dashed, faded lines to a target below the keys.
     """
     w = as_array("weights", weights, 3).astype(np.float32)
     h, n, m = w.shape
@@ -61,6 +63,7 @@ def head_view(
     if (start, stop) != (0, n):
         title = f"{title} — tokens {start}–{stop - 1} of {n}" if title else f"tokens {start}–{stop - 1} of {n}"
     w, labels, n = w[:, start:stop, start:stop], labels[start:stop], stop - start
+    sink = None if sink is None else np.asarray(sink, dtype=np.float32)[:, start:stop]  # (H, n)
     focus = focus - start if start <= focus < stop else -1
     head_labels = [f"head {i}" for i in range(h)] if head_labels is None else [str(x) for x in head_labels]
     ys = -np.arange(n, dtype=float)
@@ -95,6 +98,8 @@ def head_view(
                     )
                 )
                 first = first and faint
+    if sink is not None:
+        _sink_lines(fig, sink, ys, threshold, max(top, float(sink.max(initial=0))), head_labels, theme)
     for x, anchor, side in ((0.0, "left", "query"), (1.0, "right", "key")):  # labels outside the lines
         fig.add_trace(
             go.Scatter(
@@ -110,9 +115,12 @@ def head_view(
             )
         )
     update_axes(fig, "x", visible=False, range=[-0.6, 1.6])
-    update_axes(fig, "y", visible=False, range=[-n + 0.3, 0.8])
+    update_axes(fig, "y", visible=False, range=[-n + 0.3 - (sink is not None), 0.8])
     row = 30 if theme.presentation else 22
     return style(fig, theme, title=title, height=max(380, row * n + 160), legend=True)
+
+
+SINK_TARGET = "⟨learned sink⟩"
 
 
 def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) -> dict[str, list]:
@@ -129,9 +137,36 @@ def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) ->
     return {"q": rows[keep].tolist(), "k": cols[keep].tolist(), "w": np.round(vals[keep], 3).tolist()}
 
 
-def head_view_data(patterns, tokens, heads, threshold: float, theme: Theme, query: int = -1, key: int = -1) -> dict:
+def _sink_lines(fig, sink: np.ndarray, ys: np.ndarray, threshold: float, top: float, names, theme: Theme) -> None:
+    """Each head's rows to the learned sink (H, N): dashed, faded, to a target of its own below the keys."""
+    target = float(ys[-1] - 1) if len(ys) else -1.0
+    for i in range(sink.shape[0]):
+        rows = np.flatnonzero(sink[i] >= max(threshold, 1e-12))
+        for q in rows:
+            fig.add_trace(
+                go.Scatter(
+                    x=[0.0, 1.0], y=[ys[q], target], mode="lines", hoverinfo="skip", showlegend=False,
+                    line={"color": HEAD_COLOURS[i % len(HEAD_COLOURS)], "width": 2 * theme.line_scale, "dash": "dash"},
+                    opacity=0.6 * (0.15 + 0.85 * float(sink[i, q]) / max(top, 1e-12)), legendgroup=str(names[i]),
+                )
+            )  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[1.0], y=[target], mode="markers+text", text=[f"<i>{SINK_TARGET}</i>"], textposition="middle right",
+            textfont={"size": theme.sizes.tick, "color": theme.colors["muted"]}, showlegend=False,
+            marker={"size": 6, "color": theme.colors["muted"]}, hovertemplate="a learned sink: no token<extra></extra>",
+        )
+    )  # fmt: skip
+
+
+def head_view_data(
+    patterns, tokens, heads, threshold: float, theme: Theme, query: int = -1, key: int = -1, sink=None
+) -> dict:
     """What the interactive head view (viz/shell/components/head_view.js) draws: the tokens, each offered head's
-    strongest lines and colour, the threshold, the focus and the sizes. patterns: (H, N, N)."""
+    strongest lines and colour, the threshold, the focus and the sizes. patterns: (H, N, N); ``sink`` (H, N): a
+    learned sink's share of each row (gpt-oss), drawn as one more, faded target below the keys (key index N)."""
+    if sink is not None:
+        patterns = np.concatenate([np.asarray(patterns), np.asarray(sink)[..., None]], axis=-1)  # (H, N, N + 1)
     return {
         "tokens": [str(t) for t in tokens],
         "heads": [
@@ -151,4 +186,5 @@ def head_view_data(patterns, tokens, heads, threshold: float, theme: Theme, quer
         "lineWidth": 2.0 * theme.line_scale,
         "maxHeight": 680,
         "dark": theme.dark,
+        "sinkLabel": SINK_TARGET if sink is not None else "",
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.figures.cells import FOCUS_KEY, FOCUS_QUERY, add_cell_targets, outline_focus  # noqa: F401 (re-exported)
 from viz.figures.common import (
     MAX_TICKS,
     Theme,
@@ -18,13 +19,13 @@ from viz.figures.common import (
     tick_budget,
     token_labels,
 )
-from viz.figures.layout import add_shapes, figure, relayout, update_axes
+from viz.figures.layout import figure, update_axes
+from viz.figures.sinks import add_sink_column, sink_rows
 
 # Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable (a transparent marker each);
 # beyond, 5,184 markers cost ~1 s to draw without a GPU: the token strip and the tables offer the same choices.
 CLICK_MAX = 48
 CLICK_MAX_HEADS = 36
-FOCUS_QUERY, FOCUS_KEY = "#3b5bdb", "#e8590c"  # the colours of the focus row and column everywhere
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"
 HOVER_SCORE = "query: %{y}<br>key: %{x}<br>score: %{z:.4f}<extra></extra>"
 GREY = [[0, "#bdbdbd"], [1, "#bdbdbd"]]
@@ -84,6 +85,7 @@ def attention_heatmap(
     cell_ids=None,
     masked=None,
     axis_titles: tuple[str, str] = ("key token", "query token"),
+    sink=None,
 ) -> go.Figure:
     """One head's attention as a heatmap: queries down the side, keys along the bottom.
 
@@ -93,7 +95,8 @@ def attention_heatmap(
     ``focus``: (row, column) to outline, -1 for none. ``cell_ids``: (N, M) ids to report when a cell is
     clicked (each row and column's token position); up to CLICK_MAX tokens the cells become clickable.
     ``masked``: (N, M) bool, cells the mask blocks: drawn grey, not as the colour of a zero weight.
-    ``axis_titles``: (x, y), e.g. ("source token (key)", "target token (query)") for cross-attention."""
+    ``axis_titles``: (x, y), e.g. ("source token (key)", "target token (query)") for cross-attention.
+    ``sink``: (N,) the share of each row a learned sink takes (gpt-oss): its own column right of the map."""
     w = as_array("weights", weights, 2).astype(np.float32)
     if masked is not None and mode == "weights":  # a blocked cell is not a small weight: grey, as for scores
         w = np.where(np.asarray(masked, dtype=bool), -np.inf, w)
@@ -106,6 +109,7 @@ def attention_heatmap(
     if theme.window and theme.box and n == m and theme.window != (0, n):  # a slide of the tokens around the focus
         a, b = max(0, theme.window[0]), min(n, theme.window[1])
         w, y, x = w[a:b, a:b], y[a:b], x[a:b]
+        sink = None if sink is None else sink_rows(sink, slice(a, b))
         focus = tuple(f - a if a <= f < b else -1 for f in focus)
         cell_ids = None if cell_ids is None else np.asarray(cell_ids)[a:b, a:b]
         title = f"{title} — tokens {a}–{b - 1} of {n}" if title else None
@@ -116,10 +120,12 @@ def attention_heatmap(
         focus = (block_of(focus[0], row_edges), block_of(focus[1], col_edges))
         cell_ids = None
         n, m = w.shape
+        sink = None if sink is None else sink_rows(sink, edges=row_edges)
     finite = np.where(np.isfinite(w), w, np.nan)
     if mode == "weights":
         zmin = 0.0 if zmin is None else zmin
         zmax = float(np.nanmax(finite)) if zmax is None and np.isfinite(finite).any() else (zmax or 1.0)
+        zmax = max(zmax, float(np.max(sink))) if sink is not None and len(sink) else zmax  # one scale for both
         scale = colorscale or theme.colorscale
     else:
         bound = float(np.nanmax(np.abs(finite))) if np.isfinite(finite).any() else 1.0
@@ -150,55 +156,9 @@ def attention_heatmap(
         add_cell_targets(fig, x, y, finite, cell_ids, "weight" if mode == "weights" else "score", size)
     _label_axes(fig, x, y, height, theme, *axis_titles, focus)
     outline_focus(fig, focus, n, m, theme)
+    if sink is not None and mode == "weights":  # after the axes: its own x axis keeps its own label
+        add_sink_column(fig, sink_rows(sink), y, zmin, zmax, scale, theme)
     return style(fig, theme, title=title, height=height)
-
-
-def add_cell_targets(
-    fig: go.Figure,
-    x: list[str],
-    y: list[str],
-    z: np.ndarray,
-    ids,
-    name: str,
-    size: float = 14,
-    where: str = "query: %{y}<br>key: %{x}",
-) -> None:
-    """Transparent square markers over every cell: plotly selects markers (not heatmap cells) on click, so a
-    click reports the cell's ids; the markers carry the hover text (the heatmap's own is switched off). WebGL
-    draws thousands of them on one canvas; they are for the screen only (the offline bundle has no WebGL)."""
-    ids = np.asarray(ids)  # (N, M, j): what a click on each cell reports, e.g. its (query, key) positions
-    rows, cols = np.meshgrid(np.arange(len(y)), np.arange(len(x)), indexing="ij")
-    values = z[rows, cols].ravel()
-    width = ids.shape[-1]
-    for trace in fig.data:
-        if trace.type == "heatmap":
-            trace.hoverinfo = "skip"
-    fig.add_trace(
-        go.Scattergl(
-            x=[x[j] for j in cols.ravel()],
-            y=[y[i] for i in rows.ravel()],
-            mode="markers",
-            marker={"symbol": "square", "size": size, "color": "rgba(0,0,0,0)"},
-            # nested lists, not a 2-D array: plotly.js reads a 2-D typed array's rows wrongly in click events
-            customdata=np.column_stack([ids.reshape(-1, width), np.round(np.nan_to_num(values, nan=0.0), 5)]).tolist(),
-            hovertemplate=f"{where}<br>{name}: %{{customdata[{width}]:.5f}}<extra></extra>",
-            showlegend=False,
-            name="cells",
-        )
-    )
-    relayout(fig, clickmode="event+select")
-
-
-def outline_focus(fig: go.Figure, focus: tuple[int, int], n: int, m: int, theme: Theme) -> None:
-    """Outline the focus query's row and the focus key's column (category positions; -1: none)."""
-    row, col = focus
-    line = {"width": 2.5 * theme.line_scale}
-    shapes = []
-    if 0 <= row < n:
-        shapes.append(dict(x0=-0.5, x1=m - 0.5, y0=row - 0.5, y1=row + 0.5, line={**line, "color": FOCUS_QUERY}))
-    if 0 <= col < m:
-        shapes.append(dict(x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=n - 0.5, line={**line, "color": FOCUS_KEY}))
-    add_shapes(fig, *({**s, "type": "rect", "layer": "above"} for s in shapes))
 
 
 def difference_heatmap(

@@ -6,7 +6,7 @@ import streamlit as st
 from model.anatomy import anatomy
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import clicked, follow_open_page, open_page, plain, show_view
+from viz.shell.widgets import clicked, follow_open_page, open_page, plain, show_view, show_views
 
 #: parts whose view is on another page (the others are explained here, beside the stream chart)
 PAGE_FILES = {
@@ -61,3 +61,8 @@ st.caption(
     "each sublayer adds, divided by the norm of the stream it is added to (post-norm: before the norm rescales the "
     "sum). The lesson *Pre- or post-norm* puts the bundled model beside MiniLM on this text."
 )
+
+if obs.expert_layers:  # a mixture of experts: where the router sends each token
+    st.subheader("The experts: where the router sends each token")
+    layer = st.selectbox("Layer", obs.expert_layers, key="block_expert_layer")
+    show_views(views(ctx, "experts", layer=int(layer)), "block_experts")

@@ -39,7 +39,8 @@ elif long is not None:  # a window of the whole text: each of its queries' exact
     st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
     start = max(0, min(max(0, focus) - WINDOW // 2, n - WINDOW))
 else:
-    head_view(ctx.patterns(layer), ctx.tokens, heads, threshold, ctx.theme, key="hv_component")
+    sink = None if ctx.obs.sink is None else ctx.obs.sink[layer][:, ctx.obs.keep(ctx.hide_special)]  # (H, N)
+    head_view(ctx.patterns(layer), ctx.tokens, heads, threshold, ctx.theme, key="hv_component", sink=sink)
     st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
     focus = st.session_state["focus_query"]  # the token clicked on screen: its lines stand out in the download
     start = max(0, min(max(0, focus) - WINDOW // 2, len(ctx.tokens) - WINDOW))

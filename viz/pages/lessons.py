@@ -168,9 +168,11 @@ elif part == "Attention sinks":
             (int(where[0]), int(where[1])) if where is not None else strongest_sink(obs.patterns)
         )
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="sink_")
-    grid, one = views(ctx, "lesson.sinks", layer=layer, head=head)
+    grid, one, *given = views(ctx, "lesson.sinks", layer=layer, head=head)  # given: a learned sink (gpt-oss)
     show_view(grid, "sinks_grid", on_select=lambda: open_clicked("sinks_grid"), selection_mode="points")
     show_view(one, "sinks_head")
+    for view in given:
+        show_view(view, "sinks_given")
 
 elif part == "Induction heads":
     st.markdown(

@@ -104,6 +104,12 @@ st.caption(
     "Click a column header to sort; click a row to open that head on the attention map."
 )
 table = pd.DataFrame(metrics_table(ctx.source.metrics()))
+if "sink" in table:
+    st.caption(
+        "**sink**: this model gives every head a learned sink, a logit in each row's softmax that belongs to no token; "
+        "the column is its share of a row, and every other mass here is a share of the same whole (entropy counts "
+        "the sink as one more outcome)."
+    )
 st.session_state["_metrics_rows"] = list(zip(table["layer"], table["head"]))
 broken = int(table["entropy"].isna().sum())
 if broken:

@@ -22,9 +22,16 @@ WHOLE = "whole text"  # what a page that reads the whole text says in its title'
 
 
 def reads_whole(ctx: PageContext) -> bool:
-    """Whether this text is longer than the patterns kept for pages (and the model reads more of it)."""
+    """Whether this text is longer than the patterns kept for pages (and the model reads more of it). Not with
+    learned attention sinks (gpt-oss): the whole-text reader does not carry them, so the pages keep the first
+    tokens, exactly (the observation's notice says so)."""
     obs, cfg = ctx.obs, ctx.loaded.model.cfg
-    return obs.truncated and min(obs.n_tokens_full, cfg.max_seq_len) > LONG_FROM and cfg.max_seq_len > LONG_FROM
+    return (
+        not cfg.attn_sinks
+        and obs.truncated
+        and min(obs.n_tokens_full, cfg.max_seq_len) > LONG_FROM
+        and cfg.max_seq_len > LONG_FROM
+    )
 
 
 def whole_status(ctx: PageContext) -> str | None:

@@ -19,7 +19,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import pct
 from viz.views import long as long_views
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.focus import focus_caption, score_label, softcap_caption
+from viz.views.focus import focus_caption, score_label, sink_caption, softcap_caption
 from viz.views.windows import layer_kinds, layer_labels, window_caption
 
 MODES = ("weights", "scores")
@@ -105,6 +105,7 @@ def attention(
             focus=shown_focus(src, query, key),
             cell_ids=cell_ids(src),
             masked=obs.shown(obs.blocked(layer), hide),
+            sink=None if obs.sink is None else obs.sink[layer, head][obs.keep(hide)],
         )
     fig = with_subtitle(fig, subtitle(src), theme)
     # the numbers drawn, whole (a slide may show a window of them; scores: −inf shown grey)
@@ -113,6 +114,8 @@ def attention(
     caption = focus_caption(obs.shown_tokens(hide), matrix, q, k, layer, head, mode)
     if cfg.is_sliding(layer):
         caption += " " + window_caption(layer, cfg.sliding_window, obs.patterns[layer, head], obs.causal)
+    if obs.sink is not None and mode != "scores":
+        caption += " " + sink_caption(obs.sink[layer, head][obs.keep(hide)], obs.shown_tokens(hide))
     if layer in cfg.nope_layers:
         caption += (
             f" Layer {layer} gets no positions (NoPE): its q and k are not rotated, so only the tokens' content and "

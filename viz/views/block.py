@@ -1,5 +1,6 @@
 """Views of the block: the model's own diagram (from its config), its residual stream's size through the
-blocks, and the lesson "pre-norm or post-norm" (the bundled model beside MiniLM on the same text)."""
+blocks, the lesson "pre-norm or post-norm" (the bundled model beside MiniLM on the same text), and a mixture of
+experts' routing."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from dataclasses import asdict
 
 import numpy as np
 
+from model.analysis.experts import routing
 from model.analysis.stream import Stream
 from model.anatomy import anatomy
 from model.io.catalog import ModelSpec, available
 from viz.figures.block import block_diagram, growth_chart, stream_chart
 from viz.figures.common import Theme, with_subtitle
+from viz.figures.experts import expert_load, expert_matrix, routed_text
+from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
@@ -104,3 +108,48 @@ def lesson_norms(src: Source, theme: Theme):
         f"×{post.min():.2f} and ×{post.max():.2f} and ends at ×{post[-1]:.2f}.",
     )
     return Captioned(with_subtitle(fig, subtitle(src, name="bundled and MiniLM"), theme), " ".join(captions))
+
+
+@view("experts", page="block")
+def experts(src: Source, theme: Theme, *, layer: int = -1):
+    """A mixture-of-experts layer's routing (``layer``: a layer with experts; −1: the first): the text coloured by
+    each token's first choice, the token × expert router weights, and each expert's share of the choices."""
+    obs, cfg = src.obs, src.loaded.model.cfg
+    if obs.experts is None or not obs.expert_layers:
+        raise ViewUnavailableError(f"{src.loaded.name} has no mixture of experts: every feed-forward is dense")
+    layer = obs.expert_layers[0] if layer < 0 else layer
+    if layer not in obs.expert_layers:
+        dense = f"layer {layer} has a dense feed-forward" if 0 <= layer < cfg.n_layers else f"no layer {layer}"
+        raise ViewUnavailableError(f"{dense}; the experts are in layer {', '.join(map(str, obs.expert_layers))}")
+    r = routing(obs.experts[obs.expert_layers.index(layer)])
+    tokens = obs.tokens
+    top = int(np.argmax(r.load))
+    share = float(r.weights[np.arange(len(r.first)), r.first].mean())
+    text = routed_text(
+        tokens, r.first, r.weights[np.arange(len(r.first)), r.first], cfg.n_experts,
+        title=f"Layer {layer}: each token in the colour of its first-choice expert", theme=theme,
+    )  # fmt: skip
+    firsts = np.bincount(r.first, minlength=cfg.n_experts)
+    text_caption = (
+        f"The router sends each token to {cfg.experts_per_token} of {cfg.n_experts} experts; coloured here by the "
+        f"one it weighs most (on average {pct(share)} of the mix). Expert {int(np.argmax(firsts))} is the first "
+        f"choice of {int(firsts.max())} of {len(tokens)} tokens."
+    )
+    matrix = expert_matrix(r.weights, tokens, title=f"Layer {layer}: router weight on each chosen expert", theme=theme)
+    matrix_caption = (
+        f"Each row holds {cfg.experts_per_token} nonzero weights, the experts the token was routed to"
+        + (", summing to 1 (renormalised over the chosen)." if cfg.router_norm_topk else
+           "; they keep their share of the softmax over all experts, so a row sums to less than 1.")
+    )  # fmt: skip
+    load = expert_load(r.load, title=f"Layer {layer}: how evenly the experts are used", theme=theme)
+    unused = f" Unused here: expert {', '.join(map(str, r.unused))}." if r.unused else " Every expert is used."
+    load_caption = (
+        f"Expert {top} takes the most choices ({pct(r.load[top])}; even would be {pct(1 / cfg.n_experts)}); the "
+        f"load's evenness is {r.evenness:.2f} (its entropy ÷ log {cfg.n_experts}: 1 is perfectly even).{unused}"
+    )
+    sub = subtitle(src)
+    return {
+        "text": Captioned(with_subtitle(text, sub, theme), text_caption),
+        "matrix": Captioned(with_subtitle(matrix, sub, theme), matrix_caption),
+        "load": Captioned(with_subtitle(load, sub, theme), load_caption),
+    }

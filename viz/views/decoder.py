@@ -152,9 +152,11 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         shared_rows=True,
     )
     rest = pattern[1:, 1:].sum(-1)
-    left = 1 - mass[layer, head]
+    given = float(obs.sink[layer, head, 1:].mean()) if obs.sink is not None else 0.0  # a learned sink's share
+    left = 1 - mass[layer, head] - given
+    also = f" (and {pct(given)} to its learned sink, which no panel draws)" if obs.sink is not None else ""
     panel_caption = (
-        f"This head puts {pct(mass[layer, head])} of its weight on position 0. Taking that away and rescaling "
+        f"This head puts {pct(mass[layer, head])} of its weight on position 0{also}. Taking that away and rescaling "
         f"shows where the other {left:.1%} goes; the rescaling magnifies rows whose rest was small (least rest: "
         f"{rest.min():.1%} of a row). "
         + (
@@ -165,10 +167,35 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         )
         + "This is a view, not the model: the model itself attends as on the left."
     )
-    return {
+    out = {
         "grid": Captioned(with_subtitle(grid, subtitle(src), theme), grid_caption),
         "head": Captioned(with_subtitle(panels, subtitle(src), theme), panel_caption),
     }
+    if obs.sink is not None:  # gpt-oss: a sink the model was given, beside the one it invents on position 0
+        out["given"] = _given_sink(src, theme, mass)
+    return out
+
+
+def _given_sink(src: Source, theme: Theme, invented: np.ndarray) -> Captioned:
+    """Each head's mean share on its learned sink (L, H), and how it compares with position 0's."""
+    given = src.obs.metrics["sink"]
+    grid = head_scores(
+        given,
+        title="A sink the model was given: each head's learned sink, mean share of a row",
+        value_name="learned sink",
+        threshold=SINK_THRESHOLD,
+        theme=theme,
+    )
+    strongest = top_heads(given, 3)
+    n = int((given > SINK_THRESHOLD).sum())
+    caption = (
+        f"Besides any token it may pick as a sink, this model was given one: a learned logit per head that takes "
+        f"part in every row's softmax and belongs to no token. {n} of {given.size} heads give it more than "
+        f"{pct(SINK_THRESHOLD)} of a row on average (the strongest: {heads_text(given, strongest)}); position 0 "
+        f"takes {pct(float(invented.mean()))} on average, the learned sink {pct(float(given.mean()))}. The weights "
+        "on the tokens above are what is left: no row is rescaled."
+    )
+    return Captioned(with_subtitle(grid, subtitle(src), theme), caption)
 
 
 @view("lesson.induction", page="lessons")

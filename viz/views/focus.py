@@ -115,3 +115,14 @@ def softcap_caption(matrix: np.ndarray, cap: float) -> str:
         f"This model caps every score at ±{cap:g} (c·tanh(s/c), before the mask): the largest drawn here is "
         f"{top:.3g} ({before:.3g} before the cap), {near} of {seen.size} within 10 % of the cap."
     )
+
+
+def sink_caption(share: np.ndarray, tokens: list[str]) -> str:
+    """What a head's learned sink takes of the drawn rows (N,): on average, at most and where."""
+    share = np.asarray(share, dtype=np.float64)
+    top = int(np.argmax(share))
+    return (
+        f"This head has a learned sink (a logit that belongs to no token, drawn as its own column): it takes "
+        f"{pct(share.mean())} of a row on average, at most {pct(share[top])} (query {quoted(tokens[top])}); each "
+        "row's weights on the tokens sum to 1 minus that — nothing here is renormalised."
+    )

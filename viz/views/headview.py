@@ -43,6 +43,7 @@ def headview(
         head_labels=[f"head {h}" for h in heads],
         threshold=threshold,
         window=(start, min(n, start + WINDOW)),
+        sink=None if obs.sink is None else obs.sink[layer][list(heads)][:, obs.keep(src.hide_special)],
         title=f"Layer {layer}: head{'s' * (len(heads) > 1)} {', '.join(map(str, heads))}"
         + (f" — {quoted(tokens[q])} in focus" if (q := shown_focus(src, focus, -1)[0]) >= 0 else ""),
         theme=theme,

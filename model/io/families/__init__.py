@@ -17,14 +17,17 @@ from model.io.families import (
     gemma3,
     gpt2,
     gpt_neox,
+    gpt_oss,
     granite,
     llama,
     mistral,
+    mixtral,
     modernbert,
     olmo2,
     phi3,
     qwen2,
     qwen3,
+    qwen3_moe,
     roberta,
     smollm3,
 )
@@ -49,6 +52,9 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "smollm3": smollm3.load,
     "olmo2": olmo2.load,
     "granite": granite.load,
+    "mixtral": mixtral.load,
+    "qwen3_moe": qwen3_moe.load,
+    "gpt_oss": gpt_oss.load,
 }
 
 

@@ -57,12 +57,20 @@ def token_strip(tokens: list[str], special, key: str = "focus_strip") -> None:
 
 
 def head_view(
-    patterns: np.ndarray, tokens: list[str], heads: list[int], threshold: float, theme: Theme, key: str, offset: int = 0
+    patterns: np.ndarray,
+    tokens: list[str],
+    heads: list[int],
+    threshold: float,
+    theme: Theme,
+    key: str,
+    offset: int = 0,
+    sink: np.ndarray | None = None,
 ):
     """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on);
-    ``offset``: the text position of the first token (a window of a long text)."""
+    ``offset``: the text position of the first token (a window of a long text); ``sink`` (H, N): a learned
+    sink's share of each row, a faded target of its own."""
     query, focus_key = (int(st.session_state[k]) - offset for k in ("focus_query", "focus_key"))
     n = len(tokens)
     data = head_view_data(patterns, tokens, heads, threshold, theme, query if 0 <= query < n else -1,
-                          focus_key if 0 <= focus_key < n else -1)  # fmt: skip
+                          focus_key if 0 <= focus_key < n else -1, sink)  # fmt: skip
     _mount("head_view", data, key, offset)

@@ -6,6 +6,8 @@ export default function (component) {
   const data = component.data[0]; // sent as [data] (see _mount in __init__.py)
   parentElement.querySelector(".al-hv")?.remove(); // our previous drawing (the injected <style> stays)
   const n = data.tokens.length;
+  // a learned sink (gpt-oss): one more target below the keys, faded, that belongs to no token (key index n)
+  const rows = data.sinkLabel ? n + 1 : n;
   const rowH = data.rowHeight;
   const font = `${data.fontSize}px "DejaVu Sans", Arial, sans-serif`;
   const colours = { text: data.dark ? "#f8f9fa" : "#111111", muted: data.dark ? "#adb5bd" : "#6c757d",
@@ -48,10 +50,10 @@ export default function (component) {
 
   const scroller = document.createElement("div");
   scroller.className = "al-hv-scroll";
-  const height = Math.min(n * rowH + 8, data.maxHeight);
+  const height = Math.min(rows * rowH + 8, data.maxHeight);
   scroller.style.height = `${height}px`;
   const spacer = document.createElement("div");
-  spacer.style.height = `${Math.max(0, n * rowH + 8 - height)}px`; // the sticky canvas takes the first screen
+  spacer.style.height = `${Math.max(0, rows * rowH + 8 - height)}px`; // the sticky canvas takes the first screen
   const canvas = document.createElement("canvas");
   canvas.className = "al-hv-canvas";
   // one keyboard stop: Tab / Shift+Tab and the arrow keys move through the tokens (queries, then keys), isolating
@@ -105,13 +107,19 @@ export default function (component) {
         if ((q < top || q > bottom) && (k < top || k > bottom)) continue;
         const touches = act && ((act.side === "query" && q === act.index) || (act.side === "key" && k === act.index));
         const alpha = 0.15 + 0.85 * (w / maxW);
-        ctx.globalAlpha = act && !touches ? 0.04 : alpha;
+        ctx.globalAlpha = (act && !touches ? 0.04 : alpha) * (k === n ? 0.6 : 1); // the sink's lines: faded, dashed
         if (act && !touches) faint++; else strong++;
+        ctx.setLineDash(k === n ? [5, 4] : []);
         ctx.beginPath(); ctx.moveTo(xLeft(), rowY(q)); ctx.lineTo(xRight(), rowY(k)); ctx.stroke();
       }
     });
+    ctx.setLineDash([]);
     ctx.globalAlpha = 1;
     ctx.font = font; ctx.textBaseline = "middle";
+    if (data.sinkLabel && n >= top && n < bottom) {
+      ctx.fillStyle = colours.muted; ctx.textAlign = "left"; ctx.font = "italic " + font;
+      ctx.fillText(data.sinkLabel, width - labelW, rowY(n));
+    }
     for (let i = Math.max(0, top); i < Math.min(n, bottom); i++) {
       for (const side of ["query", "key"]) {
         const isAct = act && act.side === side && act.index === i;
