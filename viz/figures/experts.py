@@ -72,7 +72,9 @@ def routed_text(
     relayout(fig, shapes=shapes)
     update_axes(fig, "x", visible=False, range=[-0.5, per_line + 0.5])
     update_axes(fig, "y", visible=False, range=[-row - 0.7, 0.7])
-    return style(fig, theme, title=title, height=140 + 38 * (row + 1), legend=True)
+    line = 3.2 * (theme.sizes.tick + 2)  # a line of chips and the gap to the next, at the chips' font size
+    margins = 12 * (theme.sizes.tick + 2)  # title, subtitle and the legend below, at the theme's sizes
+    return style(fig, theme, title=title, height=int(margins + line * (row + 1)), legend=True)
 
 
 def expert_matrix(weights, tokens, *, title: str | None = None, theme: Theme | None = None) -> go.Figure:
