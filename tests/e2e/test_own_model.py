@@ -71,3 +71,35 @@ def test_open_a_folder_with_its_mlm_head(server, browser):
     page.screenshot(path=str(SHOTS / "own-model-mlm.png"), full_page=True)
     assert not errors, errors
     page.close()
+
+
+def test_a_learned_sink_is_a_faded_target_in_the_head_view(server, browser):
+    """gpt-oss's sink belongs to no token: the head view draws it as one more, faded target below the keys, with
+    lines from every query (their weight is what the tokens' rows lack), and a hovered query keeps its sink line."""
+    folder = ROOT / "tests" / "fixtures" / "hf" / "gpt_oss"
+    page, errors = open_tab(browser, server, 1400, 1100)
+    open_source_list(page)
+    page.get_by_role("option", name="Local folder or file path").click()
+    wait_idle(page)
+    path = page.get_by_label("Path to a checkpoint file or folder")
+    path.fill(str(folder))
+    path.press("Enter")
+    wait_idle(page)
+    type_text(page, "the then the then there")
+    nav_to(page, "Head view")
+    wait_idle(page)
+    view = page.locator(".al-hv")
+    view.wait_for(timeout=30_000)
+    page.wait_for_timeout(300)
+    sink_lines = int(view.get_attribute("data-sink-lines"))
+    assert sink_lines > 0, "no line reaches the sink"
+    canvas = page.locator("canvas.al-hv-canvas")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 20, box["y"] + 4 + 20 * 2 + 10)  # the query in row 2
+    page.wait_for_timeout(150)
+    assert view.get_attribute("data-active") == "query:2"
+    assert 0 < int(view.get_attribute("data-sink-lines")) <= sink_lines
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    canvas.screenshot(path=str(SHOTS / "head-view-sink.png"))
+    assert not errors, errors
+    page.close()

@@ -70,7 +70,10 @@ export default function (component) {
 
   const ctx = canvas.getContext("2d");
   ctx.font = font;
-  const labelW = Math.min(220, Math.max(...data.tokens.map((t) => ctx.measureText(t).width), 20)) + 10;
+  ctx.font = "italic " + font; // the sink's label is set in italics: measured so, it is not cut off
+  const sinkW = data.sinkLabel ? ctx.measureText(data.sinkLabel).width : 0;
+  ctx.font = font;
+  const labelW = Math.min(220, Math.max(...data.tokens.map((t) => ctx.measureText(t).width), sinkW, 20)) + 10;
   let width = 0;
   function layout() {
     width = scroller.clientWidth || 600;
@@ -94,7 +97,7 @@ export default function (component) {
     ctx.fillStyle = colours.bg; ctx.fillRect(0, 0, width, height);
     const top = Math.floor(scroller.scrollTop / rowH) - 1, bottom = top + Math.ceil(height / rowH) + 2;
     const act = active();
-    let strong = 0, faint = 0;
+    let strong = 0, faint = 0, sinkLines = 0;
     let maxW = 1e-9;
     data.heads.forEach((head, h) => { if (visible[h]) head.w.forEach((w) => { if (w > maxW) maxW = w; }); });
     data.heads.forEach((head, h) => {
@@ -109,6 +112,7 @@ export default function (component) {
         const alpha = 0.15 + 0.85 * (w / maxW);
         ctx.globalAlpha = (act && !touches ? 0.04 : alpha) * (k === n ? 0.6 : 1); // the sink's lines: faded, dashed
         if (act && !touches) faint++; else strong++;
+        if (k === n) sinkLines++;
         ctx.setLineDash(k === n ? [5, 4] : []);
         ctx.beginPath(); ctx.moveTo(xLeft(), rowY(q)); ctx.lineTo(xRight(), rowY(k)); ctx.stroke();
       }
@@ -139,6 +143,7 @@ export default function (component) {
     root.dataset.active = act ? `${act.side}:${act.index}` : "";
     root.dataset.strong = String(strong);
     root.dataset.faint = String(faint);
+    root.dataset.sinkLines = String(sinkLines); // lines drawn to the learned sink (0 without one)
     root.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }
 
