@@ -38,6 +38,19 @@ def test_the_curves_draw_the_loss_and_every_heads_score(progress):
     assert not any("formed at" in (a.text or "") for a in entropy.layout.annotations)
 
 
+def test_no_two_heads_curves_look_alike_without_colour():
+    """Each head's line differs from every other's in its dash or its marker, not only in hue (a reader with a
+    colour-vision deficiency, or a grey printout), and its hue is the CVD-safe head palette."""
+    from viz.figures.headview import HEAD_COLOURS
+
+    L, H, K = 4, 4, 6
+    fig = learning_curves(np.ones(30), np.arange(K) * 5, np.ones(K), np.random.default_rng(0).random((K, L, H)))
+    heads = [t for t in fig.data if re.fullmatch(r"L\d+H\d+", t.name or "")]
+    looks = {(t.line.dash, t.marker.symbol) for t in heads}
+    assert len(heads) == L * H and len(looks) == L * H
+    assert {t.line.color for t in heads} <= set(HEAD_COLOURS)
+
+
 def test_the_phase_change_is_marked_where_the_detector_puts_it():
     losses = np.r_[np.full(200, 3.0), np.full(200, 0.5)]
     fig = learning_curves(losses, [0, 200, 400], [3.0, 1.5, 0.5], np.zeros((3, 1, 2)), phase=201)

@@ -7,11 +7,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, as_array, check_labels, style
+from viz.figures.headview import HEAD_COLOURS
 from viz.figures.heatmaps import attention_heatmap
 from viz.figures.layout import add_annotations, add_shapes, relayout, subplots, update_axes
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")  # fmt: skip
+#: heads told apart three ways, so no two look alike under colour-vision deficiency or in grey print: the head view's
+#: palette (chosen for deuteranopia, protanopia and tritanopia; tests/viz/test_palette.py), a dash per head of a
+#: layer and a marker per layer
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
 
 
 def learning_curves(
@@ -53,7 +57,7 @@ def learning_curves(
                 x=x,
                 y=sm,
                 mode="lines",
-                line={"color": "#1f77b4", "width": 2.5},
+                line={"color": theme.colors["text"], "width": 2.5},
                 name="training loss, smoothed",
                 hovertemplate="step %{x}: smoothed %{y:.3f}<extra></extra>",
             ),
@@ -66,11 +70,13 @@ def learning_curves(
     for layer in range(L):
         for head in range(H):
             bold = chosen == (layer, head)
-            color = PALETTE[(layer * H + head) % len(PALETTE)]
+            color = HEAD_COLOURS[(layer * H + head) % len(HEAD_COLOURS)]
             fig.add_trace(
                 go.Scatter(
-                    x=steps, y=s[:, layer, head], mode="lines", name=f"L{layer}H{head}",
-                    line={"color": color, "width": 4 if bold else 1.6, "dash": "solid" if layer % 2 == 0 else "dot"},
+                    x=steps, y=s[:, layer, head], mode="lines+markers", name=f"L{layer}H{head}",
+                    line={"color": color, "width": 4 if bold else 1.8, "dash": DASHES[head % len(DASHES)]},
+                    marker={"symbol": SYMBOLS[layer % len(SYMBOLS)], "size": 9 if bold else 7, "color": color,
+                            "maxdisplayed": 10},
                     hovertemplate=f"L{layer}H{head}, step %{{x}}: {score_name} %{{y:.2f}}<extra></extra>",
                 ),
                 row=2, col=1,
