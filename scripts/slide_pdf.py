@@ -56,8 +56,9 @@ def to_pdf(pptx: bytes, folder: Path | None = None) -> Path:
     src = folder / "deck.pptx"
     src.write_bytes(pptx)
     profile = (folder / "profile").resolve().as_uri()
+    command = [exe, f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir", str(folder)]
     subprocess.run(
-        [exe, f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir", str(folder), str(src)],
+        [*command, str(src)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -70,21 +71,19 @@ def pages(pdf: Path) -> list[Page]:
     from pdfminer.high_level import extract_pages
     from pdfminer.layout import LTChar, LTFigure, LTImage, LTTextContainer, LTTextLine
 
+    def walk(node, page: Page) -> None:
+        for child in node:
+            if isinstance(child, LTImage):
+                page.pictures.append((child.bbox, tuple(int(v) for v in child.srcsize)))
+            elif isinstance(child, LTTextLine):
+                sizes = [c.size for c in child if isinstance(c, LTChar)]
+                if sizes and child.get_text().strip():
+                    page.lines.append((child.get_text().strip(), min(sizes), child.bbox))
+            elif isinstance(child, LTFigure | LTTextContainer):
+                walk(child, page)
+
     out = []
     for layout in extract_pages(str(pdf)):
-        page = Page(layout.width, layout.height)
-
-        def walk(node) -> None:
-            for child in node:
-                if isinstance(child, LTImage):
-                    page.pictures.append((child.bbox, tuple(int(v) for v in child.srcsize)))
-                elif isinstance(child, LTTextLine):
-                    sizes = [c.size for c in child if isinstance(c, LTChar)]
-                    if sizes and child.get_text().strip():
-                        page.lines.append((child.get_text().strip(), min(sizes), child.bbox))
-                elif isinstance(child, LTFigure | LTTextContainer):
-                    walk(child)
-
-        walk(layout)
-        out.append(page)
+        out.append(Page(layout.width, layout.height))
+        walk(layout, out[-1])
     return out
