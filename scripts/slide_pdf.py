@@ -32,10 +32,11 @@ class Page:
                 out.append(f"{name} at {tuple(round(v) for v in box)}")
         return out
 
-    def tick_pt(self, tick_px: float) -> float:
-        """How large ``tick_px``-pixel text inside the largest picture prints, in points."""
-        box, (w_px, _) = max(self.pictures, key=lambda p: (p[0][2] - p[0][0]) * (p[0][3] - p[0][1]))
-        return tick_px * (box[2] - box[0]) / w_px
+    def tick_pt(self, tick_px: float, width_px: float = 1920) -> float:
+        """How large text ``tick_px`` high in a figure ``width_px`` wide prints in the largest picture, in points
+        (an animation's frames may be stored smaller than the figure was laid out: its text scales with them)."""
+        box = max((b for b, _ in self.pictures), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]))
+        return tick_px * (box[2] - box[0]) / width_px
 
     def picture_share(self) -> float:
         """The largest picture's printed height as a share of the page's height."""

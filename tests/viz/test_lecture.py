@@ -128,3 +128,30 @@ def test_the_command_line_writes_the_lecture(default_run, tmp_path, monkeypatch,
     page = out.read_text(encoding="utf-8")
     assert page.count("class='slide'") >= 19 and "The cat sat on the mat" in page
     assert "wrote" in capsys.readouterr().out
+
+
+def test_the_lecture_reads_from_the_back_row_as_libreoffice_prints_it(built, tmp_path):
+    """The real slides (figures rendered at 1920 × 1080) printed by LibreOffice to PDF and measured there: every
+    picture ≥ 80 % of the slide's height, all slide text ≥ 20 pt, nothing past an edge, the title slide whole. Tick
+    labels inside the figures print at 13 pt (32 of 1920 px across a 10.9-inch picture): issue 46 asks 18, not yet
+    met."""
+    from scripts.slide_pdf import pages, soffice, to_pdf
+    from viz.export.render import render_image
+
+    if soffice() is None:
+        if os.environ.get("CI"):
+            pytest.fail("LibreOffice is missing: scripts/test.sh installs libreoffice-impress")
+        pytest.skip("LibreOffice is not installed (apt-get install -y libreoffice-impress)")
+    items, _ = built
+    data = deck_pptx(items, title="Attention from scratch", render=lambda fig: render_image(fig, "png", size="slide"))
+    printed = pages(to_pdf(data, tmp_path))
+    assert len(printed) == 1 + len(slides(items))
+    title = " ".join(text for text, _, _ in printed[0].lines)
+    assert "Attention from scratch" in title and f"{len(items)} figures" in title
+    for number, page in enumerate(printed, start=1):
+        assert not page.outside(), (number, page.outside())
+        small = [(text[:30], round(size, 1)) for text, size, _ in page.lines if size < 20]
+        assert not small, (number, small)
+        if page.pictures:
+            assert page.picture_share() >= 0.8, (number, page.picture_share())
+            assert page.tick_pt(32) >= 12.9, (number, page.tick_pt(32))  # the slide's 32-px ticks
