@@ -8,6 +8,7 @@ import pytest
 
 from model.io.catalog import ModelSpec
 from scripts.browser import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
+from tests.hf_fixtures import FIXTURES
 from tests.viz.seq2seq import CROSS_VIEWS, decoder_source
 from viz.export.render import render_view
 from viz.figures import Theme
@@ -27,6 +28,7 @@ UNAVAILABLE = {
     "causes.attribution",  # needs a decoder's linear unembedding
     "causes.patching",  # needs a corrupted prompt
 }
+MOE_VIEWS = {"experts": {"layer": 2}}  # on Qwen3-MoE's fixture: layer 2 has experts (layer 1 is dense)
 #: a decoder's views laid out on SmolLM2 (the others stay on the bundled encoder), with their selection
 DECODER_VIEWS = {"lesson.needle": {"lengths": (256, 320), "depths": (0, 100)}}
 MASKED = TEXT.replace("tired", "[MASK]")  # the logit lens of an encoder reads its answer at a [MASK]
@@ -43,11 +45,14 @@ def test_every_slide_is_readable_from_the_back_row(page):
     plain = DirectSource.for_text(ModelSpec("bundled"), TEXT)
     masked = DirectSource.for_text(ModelSpec("bundled"), MASKED)
     decoder = DirectSource.for_text(ModelSpec("smollm2"), TEXT)
+    experts = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "qwen3_moe")), TEXT)  # with a dense layer
     problems, checked, titles = [], 0, 0
     for key in REGISTRY:
         src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" else plain
         src = decoder_source() if key in CROSS_VIEWS else src  # an encoder–decoder's decoder
-        selection = DECODER_VIEWS.get(key, {"layer": 1} if "layer" in REGISTRY[key].selection else {})
+        src = experts if key in MOE_VIEWS else src  # a mixture of experts' routing
+        default = {"layer": 1} if "layer" in REGISTRY[key].selection else {}
+        selection = DECODER_VIEWS.get(key, MOE_VIEWS.get(key, default))
         try:
             views = build(key, src, Theme(), **selection)
         except ViewUnavailableError:
