@@ -85,6 +85,34 @@ def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
             assert Image.open(path).n_frames == 12
 
 
+def test_play_pause_keeps_the_keyboard_and_answers_its_shortcuts(server, page):
+    """Enter on Play starts it and the keyboard stays on the button (now Pause), so Enter again pauses; K plays and
+    pauses from anywhere on the page, L and J step on and back."""
+    open_page(page, server, "animate", "Step through a head")
+    focused = "() => document.activeElement && document.activeElement.innerText || ''"
+    page.get_by_role("button", name=re.compile("^Play")).focus()
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name=re.compile("^Pause")).wait_for(timeout=15_000)
+    page.wait_for_timeout(300)
+    assert "Pause" in page.evaluate(focused), page.evaluate(focused)
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name=re.compile("^Play")).wait_for(timeout=15_000)
+    wait_idle(page)
+    assert "Play" in page.evaluate(focused), page.evaluate(focused)
+    at = step_shown(page)
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("l")
+    wait_idle(page)
+    assert step_shown(page) == min(at + 1, 12)
+    page.keyboard.press("j")
+    wait_idle(page)
+    assert step_shown(page) == at
+    page.keyboard.press("k")
+    page.get_by_role("button", name=re.compile("^Pause")).wait_for(timeout=15_000)
+    page.keyboard.press("k")
+    page.get_by_role("button", name=re.compile("^Play")).wait_for(timeout=15_000)
+
+
 def test_a_claim_on_start_here_opens_its_view(server, page):
     open_page(page, server, "start", "Start here")
     page.get_by_role("button", name=re.compile(r"^5\. The pre-norm block")).click()

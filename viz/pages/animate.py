@@ -60,9 +60,13 @@ row.button(
     on_click=toggle,
     type="primary",
     icon=":material/pause:" if playing else ":material/play_arrow:",
+    shortcut="K",
+    help="Play or pause (K)",
 )
-row.button("Back", key="anim_back", on_click=move, args=(-1,), icon=":material/skip_previous:")
-row.button("Next", key="anim_next", on_click=move, args=(1,), icon=":material/skip_next:")
+row.button("Back", key="anim_back", on_click=move, args=(-1,), icon=":material/skip_previous:", shortcut="J",
+           help="One step back (J)")  # fmt: skip
+row.button("Next", key="anim_next", on_click=move, args=(1,), icon=":material/skip_next:", shortcut="L",
+           help="One step on (L)")  # fmt: skip
 
 
 @st.fragment(run_every=seconds if playing else None)
