@@ -32,3 +32,39 @@ def test_heatmaps_fit_their_labels_before_the_browser_measures_them(page, server
             seen += 1
             assert not grown, (title, name, grown)
     assert seen >= 5
+
+
+OVERPRINTED = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g => {
+  const title = (g.layout.title || {}).text || '';
+  return ['xtick', 'ytick'].flatMap(kind => {
+    const boxes = Array.from(g.querySelectorAll(`g.${kind} text`)).map(t => [t.textContent, t.getBoundingClientRect()])
+      .filter(([, b]) => b.width > 0);
+    const out = [];
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [a, p] = boxes[i], [b, q] = boxes[j];
+      const w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+      const h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+      if (w > 1 && h > 1) out.push(`${title.slice(0, 30)}: ${kind} ${a} over ${b}`);
+    }
+    return out;
+  });
+})"""
+
+
+def test_on_a_phone_no_label_overprints_another(server, browser):
+    """At 390 × 844 the Attention map's charts are a third of a desktop's width: their token labels stand upright
+    rather than run into each other, and nothing is wider than the phone."""
+    from scripts.browser import wait_idle
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    try:
+        page.goto(server)
+        wait_idle(page)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(500)
+        assert page.locator(".js-plotly-plot").count() >= 3
+        assert page.evaluate(OVERPRINTED) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()

@@ -33,7 +33,8 @@ BAR_TICKS, BAR_TITLE, BAR_PAD = 91, 60, 24  # a colour bar's width beside its wi
 # padding more takes 2 px more)
 TITLE_LINE = 1.2  # a title line's height in em, as plotly reserves it
 SLACK = 3  # px more than measured: rounding in the browser
-NARROW_PLOT = 480  # px: labels that fit side by side on a plot this narrow are laid flat on any screen
+NARROW_PLOT = 200  # px: labels that fit side by side on a plot this narrow (a 390-px phone's, less the query labels
+# and the colour bar) are laid flat on any screen; the others stand upright everywhere, so none overprint on a phone
 
 
 @lru_cache(maxsize=1)
