@@ -6,9 +6,11 @@ No Streamlit here.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from model.io.budget import parse_json
 from viz.export.deck import MAX_ITEMS, check_item
 from viz.settings import BY_KEY, SETTINGS
 
@@ -29,10 +31,7 @@ def load_session(text: str | bytes) -> tuple[dict, str | None, list[str]]:
 
     Raises ValueError when the file is not a session file at all.
     """
-    try:
-        data = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not a session file: {exc}") from None
+    data = parse_json(text, "the session file", "session")  # its size, count and nesting before it is parsed
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("settings"), dict):
         raise ValueError(f"not an Attention Lab session file (expected format {FORMAT!r})")
     settings, notes = {}, []
@@ -49,12 +48,17 @@ def load_session(text: str | bytes) -> tuple[dict, str | None, list[str]]:
         if note:
             notes.append(note)
     if isinstance(data.get("deck"), list):
-        deck = []
+        deck, seen = [], set()
         for item in data["deck"][:MAX_ITEMS]:
             try:
-                deck.append(check_item(item))
+                clean = check_item(item)
             except ValueError as exc:
                 notes.append(f"skipped a deck figure: {exc}")
+                continue
+            if clean["id"] in seen:  # two figures under one id would share the deck page's widgets
+                clean["id"] = uuid.uuid4().hex[:10]
+            seen.add(clean["id"])
+            deck.append(clean)
         settings["deck"] = deck
     if settings.get("model_kind") == "upload":
         notes.append("uploaded checkpoints are not stored in session files: upload the file again")

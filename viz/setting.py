@@ -4,6 +4,7 @@ every setting is :mod:`viz.settings`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,7 @@ class Setting:
     saved: bool = True
     page: str | None = None
     url: bool = False  # kept in the page's URL, so a reload or a shared link restores it
+    bounds: tuple[float, float] | None = None  # a number's range, as its widget's: a value outside is clamped
 
     def initial(self, shape: Shape | None = None, state: Mapping[str, Any] | None = None) -> Any:
         """The default, or None when it needs a shape that is not known yet."""
@@ -70,8 +72,14 @@ class Setting:
                 raise ValueError(f"ignored {self.key!r}: expected a list of indices")
         if self.allowed is not None and value not in self.allowed:
             raise ValueError(f"ignored {self.key!r}: {value!r} is not one of {self.allowed}")
+        if self.type is float and not math.isfinite(value):
+            raise ValueError(f"ignored {self.key!r}: {value!r} is not a finite number")
         if self.type is int and not (-1 if self.fits in ("token_or_none", "unset") else 0) <= value <= 10**9:
             raise ValueError(f"ignored {self.key!r}: out of range")
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            lo, hi = self.bounds
+            clamped = self.type(min(max(value, lo), hi))
+            return clamped, f"the {self.key} {value!r} was outside {lo:g}–{hi:g}: {clamped!r} is used"
         if self.type is str and len(value) > MAX_TEXT:
             return value[:MAX_TEXT], f"the {self.key} was cut to {MAX_TEXT:,} characters"
         return value, None
@@ -84,8 +92,9 @@ class Setting:
             return ",".join(str(v) for v in value)
         return str(value)
 
-    def from_url(self, text: str) -> Any:
-        """A query-parameter string back to a clean value; raises ValueError when it is not one."""
+    def from_url(self, text: str) -> tuple[Any, str | None]:
+        """A query-parameter string back to (a clean value, a note when it was clamped or cut); raises ValueError
+        when it is not one."""
         try:
             if self.type is bool:
                 if text not in ("1", "0", "true", "false"):
@@ -101,7 +110,7 @@ class Setting:
                 value = text
         except ValueError:
             raise ValueError(f"ignored {self.key!r}: {text[:40]!r} is not a {self.type.__name__}") from None
-        return self.clean(value)[0]
+        return self.clean(value)
 
     def fit(self, value: Any, shape: Shape, state: Mapping[str, Any]) -> Any:
         """``value`` made valid for ``shape`` (unchanged when it already is); ``state`` feeds defaults."""

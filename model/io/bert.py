@@ -4,12 +4,12 @@ the sentence embedding sentence-transformers computes from it."""
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import torch
 
 from model.errors import CheckpointError
+from model.io.budget import load_json_file
 from model.io.families.bert import bert_config  # noqa: F401  (the BERT config translation, for callers of old)
 from model.io.state import LoadedModel
 
@@ -23,9 +23,11 @@ def load_bert_folder(folder: str | Path) -> LoadedModel:
 
     folder = Path(folder)
     try:
-        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"could not read {folder.name}/config.json: {exc}") from None
+        raw = load_json_file(folder / "config.json")
+    except OSError as exc:
+        raise CheckpointError(f"config.json cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     if not isinstance(raw, dict):
         raise CheckpointError("config.json must hold a JSON object")
     return load_hf_folder(folder, {"model_type": "bert", **raw})

@@ -26,6 +26,7 @@ from safetensors.torch import save as st_save
 
 from model.errors import CheckpointError, foreign_module
 from model.io.archive import unpacked
+from model.io.budget import load_json_file
 from model.io.contents import FORMAT, Contents, Questions, file_kind, questions, read_contents, unrecognised
 from model.io.families import load_hf_folder
 from model.io.formats import foreign_folder
@@ -213,9 +214,9 @@ def _read_config(folder: Path) -> dict | None:
     if not cfg_path.is_file():
         return None
     try:
-        raw = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"config.json is not valid JSON: {exc}") from None
+        raw = load_json_file(cfg_path)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     if not isinstance(raw, dict):
         raise CheckpointError("config.json must hold a JSON object")
     return raw

@@ -14,6 +14,7 @@ from tokenizers import Tokenizer as _HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers
 
 from model.errors import CheckpointError
+from model.io.budget import read_budgeted
 
 BUNDLED_TOKENIZER = Path(__file__).resolve().parents[2] / "assets" / "tokenizer.json"  # BERT uncased (bundled)
 MAX_TEXT_CHARS = 200_000  # longer text is cut before tokenising (a 512-token model sees ~2k chars)
@@ -111,8 +112,12 @@ class Tokenizer:
     def from_file(cls, path: str | Path) -> Tokenizer:
         path = Path(path)
         if not path.is_file():
-            raise CheckpointError(f"tokenizer file not found: {path}")
-        return cls.from_str(path.read_text(encoding="utf-8", errors="replace"))
+            raise CheckpointError(f"tokenizer file not found: {path.name}")
+        try:
+            data = read_budgeted(path, path.name, kind="tokenizer.json")
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from None
+        return cls.from_str(data.decode("utf-8", errors="replace"))
 
     def to_str(self) -> str:
         return self.inner.to_str()

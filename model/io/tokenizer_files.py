@@ -7,7 +7,6 @@ never handed a default whose vocabulary merely has the right size."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as _HFTokenizer
 
 from model.errors import CheckpointError
+from model.io.budget import parse_json
 from model.io.spm import CONTROL, read_spm, spm_tokenizer
 from model.io.tokenizer import Tokenizer
 
@@ -33,8 +33,10 @@ def _text(path: Path) -> str:
         raise CheckpointError(f"{path.name} is larger than {MAX_VOCAB_FILE_BYTES // 2**20} MB; real ones are smaller")
     try:
         return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path.name} cannot be read: {exc}") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except UnicodeDecodeError as exc:
+        raise CheckpointError(f"{path.name} is not UTF-8 text: {exc.reason}") from None
 
 
 def tokenizer_config(folder: Path) -> dict[str, Any]:
@@ -42,9 +44,9 @@ def tokenizer_config(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        raw = json.loads(_text(path))
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"tokenizer_config.json is not valid JSON: {exc}") from None
+        raw = parse_json(_text(path), "tokenizer_config.json", "vocab")
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     return raw if isinstance(raw, dict) else {}
 
 
@@ -106,9 +108,9 @@ def wordpiece(folder: Path, conf: Mapping[str, Any]) -> _HFTokenizer:
 def byte_bpe(folder: Path, conf: Mapping[str, Any], style: str) -> _HFTokenizer:
     """GPT-2's or RoBERTa's byte-level BPE from vocab.json + merges.txt, as transformers 5 builds them."""
     try:
-        vocab = json.loads(_text(folder / "vocab.json"))
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"vocab.json is not valid JSON: {exc}") from None
+        vocab = parse_json(_text(folder / "vocab.json"), "vocab.json", "vocab")
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
     if not isinstance(vocab, dict) or not all(isinstance(v, int) for v in vocab.values()):
         raise CheckpointError("vocab.json must map each token to its id")
     lines = [m for m in _text(folder / "merges.txt").splitlines() if m and not m.startswith("#version")]

@@ -166,7 +166,7 @@ def test_session_round_trip():
 @pytest.mark.parametrize(
     "payload, message",
     [
-        ("not json", "not a session file"),
+        ("not json", "the session file is not valid JSON"),
         (json.dumps({"format": "x"}), "not an Attention Lab session"),
         (json.dumps([1, 2]), "not an Attention Lab session"),
     ],

@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -77,9 +78,22 @@ def check_item(item) -> dict:
     plain = all(isinstance(v, str | int) and not isinstance(v, bool) for v in values)
     if plain and motion.get("kind") in ("steps", "run"):
         clean["motion"] = dict(motion)
+    if not re.fullmatch(r"[0-9a-f]{1,32}", clean["id"]):  # ids key the deck page's widgets: ours, or a new one
+        clean["id"] = uuid.uuid4().hex[:10]
     for k in ("slide", "figure"):
-        pio.from_json(clean[k])  # a figure that does not parse is refused here, not at export
+        clean[k] = _offline(pio.from_json(clean[k]), clean[k])  # one that does not parse is refused here
     return clean
+
+
+def _offline(fig: go.Figure, spec: str) -> str:
+    """A figure read back from a file without any picture it would fetch from elsewhere (``layout.images`` whose
+    source is a URL, not inline data): an exported deck must make no outside request."""
+    images = list(fig.layout.images or [])
+    kept = [im for im in images if isinstance(im.source, str) and im.source.startswith("data:image/")]
+    if len(kept) == len(images):
+        return spec
+    fig.layout.images = kept
+    return fig.to_json()
 
 
 def slide_figure(item: dict, part: str = "slide") -> go.Figure:

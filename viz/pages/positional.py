@@ -17,7 +17,10 @@ part = section("pe_section", PE_SECTIONS)
 
 if part == PE_SECTIONS[0]:
     d = cfg.d_model - cfg.d_model % 2  # the formula needs an even width
-    n = st.slider("Positions", 16, max(512, min(cfg.max_seq_len, MAX_TABLE_ROWS)), step=16, key="pe_positions")
+    top = max(512, min(cfg.max_seq_len, MAX_TABLE_ROWS))
+    if st.session_state.get("pe_positions", 0) > top:  # a link's value for a longer model: this one's longest
+        st.session_state["pe_positions"] = top
+    n = st.slider("Positions", 16, top, step=16, key="pe_positions")
     st.latex(
         r"PE_{(pos,2i)} = \sin\left(pos / 10000^{2i/d}\right),\quad PE_{(pos,2i+1)} = \cos\left(pos / 10000^{2i/d}"
         r"\right)"

@@ -9,6 +9,7 @@ import zlib
 
 import streamlit as st
 
+from model.io.budget import parse_json
 from viz.export.deck import MAX_ITEMS, make_item, predict_question
 from viz.export.provenance import provenance
 from viz.figures.theme import SLIDE_TOKENS
@@ -187,7 +188,7 @@ def restore_url_deck() -> str | None:
         return None
     try:
         packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        recipes = json.loads(zlib.decompressobj().decompress(packed, 2**16))  # at most 64 KiB however it unpacks
+        recipes = parse_json(zlib.decompressobj().decompress(packed, 2**16), "the link's deck")  # ≤ 64 KiB unpacked
         if not isinstance(recipes, list):
             raise ValueError("not a list")
     except (ValueError, zlib.error, UnicodeDecodeError):  # a malformed link: say so, keep the app working
@@ -200,7 +201,7 @@ def restore_url_deck() -> str | None:
             selection = {k: _tuples(v) for k, v in dict(recipe.get("s", {})).items()}
             built = {v.key: v for v in views(ctx, key, **selection)}
             view = built[recipe["v"]]
-        except (KeyError, TypeError, ValueError, ViewUnavailableError):
+        except (KeyError, TypeError, ValueError, RecursionError, ViewUnavailableError):
             skipped += 1
             continue
         question = predict_question(view, ctx.obs.tokens) if view.key == "lesson.predict" else ""

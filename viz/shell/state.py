@@ -67,10 +67,12 @@ def load_url_state() -> list[str]:
     for setting in SETTINGS:
         if setting.url and setting.key in st.query_params:
             try:
-                value = setting.from_url(st.query_params[setting.key])
+                value, note = setting.from_url(st.query_params[setting.key])
             except ValueError as exc:
                 notes.append(f"The link's setting was {exc}.")
                 continue
+            if note:
+                notes.append(f"The link's {note}.")
             if setting.key == "model_kind" and value in NOT_IN_LINKS:
                 continue
             st.session_state[setting.key] = value

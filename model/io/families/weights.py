@@ -4,13 +4,13 @@ family's plain names for them, whatever wrapper or TensorFlow-era names a file c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from model.errors import CheckpointError
+from model.io.budget import load_json_file
 from model.io.formats import foreign_folder
 from model.io.state import read_safetensors
 from model.io.torchfile import read_torch
@@ -24,9 +24,11 @@ LEGACY = (("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm
 
 def _read_index(folder: Path) -> list[str]:
     try:
-        weight_map = json.loads((folder / "model.safetensors.index.json").read_text(encoding="utf-8"))["weight_map"]
+        weight_map = load_json_file(folder / "model.safetensors.index.json")["weight_map"]
         shards = sorted(set(weight_map.values()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except OSError as exc:
+        raise CheckpointError(f"model.safetensors.index.json cannot be read ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CheckpointError(f"model.safetensors.index.json cannot be read: {exc}") from None
     if len(shards) > MAX_SHARDS or any(
         not isinstance(s, str) or "/" in s or "\\" in s or s.startswith(".") for s in shards
