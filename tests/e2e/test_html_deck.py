@@ -60,3 +60,31 @@ def test_the_html_deck_on_a_phone_offline(browser, tmp_path):
     assert not outside, outside
     assert not problems, problems
     context.close()
+
+
+@pytest.mark.parametrize("embed", [True, False])
+def test_an_exported_figure_page_asks_nothing_of_the_network(browser, tmp_path, embed):
+    """A figure page (one file, or a pack's page with plotly.js beside it) carrying a picture from elsewhere, as a
+    hostile session file could put in a figure: the page still draws, and its Content-Security-Policy stops the
+    request before it leaves (0 requests outside the files)."""
+    import shutil
+
+    import plotly.graph_objects as go
+
+    from viz.export.offline import LIBRARY, LIBRARY_NAME, page_html
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]))
+    fig.add_layout_image(source="https://example.com/track.png", x=0, y=1, sizex=1, sizey=1, xref="x", yref="y")
+    (tmp_path / "page.html").write_text(page_html([("a map", fig)], title="t", embed=embed), encoding="utf-8")
+    if not embed:
+        shutil.copy(LIBRARY, tmp_path / LIBRARY_NAME)
+    page = browser.new_page()
+    sent: list[str] = []  # requests that left the page: any but those the policy stopped in the browser
+    page.on("requestfinished", lambda r: sent.append(r.url))
+    page.on("requestfailed", lambda r: None if "csp" in (r.failure or "").lower() else sent.append(r.url))  # stopped
+    page.goto((tmp_path / "page.html").as_uri())
+    page.locator(".main-svg").first.wait_for(timeout=30_000)  # plotly.js ran, inline or from beside the page
+    page.wait_for_timeout(500)
+    outside = [u for u in sent if not u.startswith(("file://", "data:"))]
+    assert not outside, outside
+    page.close()

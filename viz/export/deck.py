@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from viz.export.notes import lecture_notes, speaker_notes
-from viz.export.offline import library
+from viz.export.offline import CSP, library
 from viz.export.provenance import app_version, provenance_line
 from viz.figures.text import wrap
 from viz.views.captions import quoted
@@ -260,10 +260,6 @@ def deck_html(items: Sequence[dict], *, title: str, animate: Callable[[dict], by
 
 
 #: the file asks for nothing outside itself: every script, style and image is inline (or a data: URI plotly makes)
-CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
-)
 
 
 _CSS = (

@@ -23,6 +23,20 @@ TRACE_TYPES = frozenset(
 )
 
 
+#: what an exported page may load: its own inline script, styles and data: pictures — nothing from anywhere else
+#: (a figure read back from a hostile file cannot make it call out); a pack's pages also their plotly.js beside them
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+
+def csp_meta(beside: bool = False) -> str:
+    """The Content-Security-Policy as a meta tag; ``beside``: also the pack's own plotly.js next to the page."""
+    policy = CSP.replace("script-src 'unsafe-inline'", "script-src 'unsafe-inline' 'self'") if beside else CSP
+    return f"<meta http-equiv='Content-Security-Policy' content=\"{policy}\">"
+
+
 @cache
 def library() -> str:
     """The plotly.js bundle's source (read once)."""
@@ -55,7 +69,7 @@ def page_html(figures: Sequence[tuple], *, title: str, caption: str = "", embed:
         note = f"<p>{html.escape(said[0])}</p>" if said and said[0] else ""
         parts.append(f"<section><h2>{html.escape(name)}</h2>{div}{note}</section>")
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{csp_meta(beside=not embed)}"
         f"<title>{html.escape(title)}</title>"
         "<style>body{font-family:sans-serif;margin:24px;max-width:1500px} h2{font-size:1.1em}</style>"
         f"{_script(embed)}</head><body>"
