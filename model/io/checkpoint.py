@@ -252,7 +252,7 @@ def _load_folder(folder: Path, n_heads: int | None, norm: str | None) -> LoadedM
         raise CheckpointError(foreign)
     if weights is None:
         what = "config.json but no weights file" if raw is not None else "no config.json and no single weights file"
-        raise CheckpointError(f"{folder} has {what} (model.safetensors, or one .safetensors / .pt / .pth file)")
+        raise CheckpointError(f"the folder has {what} (model.safetensors, or one .safetensors / .pt / .pth file)")
     contents = read_contents(weights.read_bytes(), weights.name)
     if contents.config is None and raw is not None and not is_post_state(contents.state):
         contents.config = raw  # a native folder: config.json is our config

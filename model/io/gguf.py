@@ -108,7 +108,7 @@ def _check_header(path: Path) -> int:
         with path.open("rb") as fh:
             head = fh.read(24)
     except OSError as exc:
-        raise CheckpointError(f"could not read {path}: {exc}") from None
+        raise CheckpointError(f"the GGUF file cannot be read ({exc.strerror or type(exc).__name__})") from None
     if size > MAX_GGUF_BYTES:
         raise CheckpointError(f"the GGUF file is larger than the {MAX_GGUF_BYTES // 2**30} GB limit")
     if len(head) < 24 or head[:4] != b"GGUF":

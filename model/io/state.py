@@ -103,7 +103,7 @@ def _read_header(data: bytes) -> dict[str, Any]:
         )
     try:
         header = json.loads(data[8 : 8 + n])
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested deeper than any real header
         raise CheckpointError("not a safetensors checkpoint: its header is not valid JSON") from None
     if not isinstance(header, dict):
         raise CheckpointError("not a safetensors checkpoint: its header is not a JSON object")

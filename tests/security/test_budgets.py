@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import shutil
 import time
 import tracemalloc
@@ -126,3 +127,25 @@ def test_a_links_numbers_are_clamped_to_their_widget_or_dropped(key, text, value
         return
     clean, note = setting.from_url(text)
     assert clean == value and said in note and math.isfinite(clean)
+
+
+def test_refusals_name_what_the_user_gave_not_the_servers_folders(tmp_path):
+    """An uploaded .zip is unpacked in a temporary folder: a refusal says "the folder", never that path; a file
+    that is not a model says so without numbers read from its bytes or its size."""
+    from model.io.catalog import ModelSpec, digest, load
+
+    data = _zip({"m/config.json": b"{}", "m/notes.txt": b"not weights"})
+    with pytest.raises(CheckpointError) as err:
+        load(ModelSpec("upload", digest=digest(data), name="m.zip"), data)
+    assert "/tmp" not in str(err.value) and "attention-lab-" not in str(err.value), err.value
+    secret = tmp_path / "secret.safetensors"
+    secret.write_bytes(b"password=hunter2\n" * 40)
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(secret)
+    said = str(err.value)
+    assert "hunter2" not in said and not re.search(r"\d{3,}|\d,\d", said), said  # no number read from the bytes
+    deep = tmp_path / "deep.safetensors"
+    header = b"[" * 100_000 + b"]" * 100_000
+    deep.write_bytes(len(header).to_bytes(8, "little") + header)
+    with pytest.raises(CheckpointError, match="header is not valid JSON"):
+        load_checkpoint(deep)
