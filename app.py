@@ -12,6 +12,10 @@ if "torch" not in sys.modules or "_preloaded" not in st.session_state:  # a sess
     _charts = st.empty()
     _charts.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}}, key="_preload")
 
+from viz.shell.boot import import_once  # noqa: E402
+
+import_once()  # the heavy imports, once per process, one session at a time (two at once broke pandas' import)
+
 from model.memory import keep_freed_memory  # noqa: E402
 from viz.export.render import warm_up_renderer  # noqa: E402
 from viz.shell import prepare  # noqa: E402

@@ -3,7 +3,6 @@ app.py`, served by a server that first imports the app's code (torch among it) a
 it accepts a browser: students who arrive after the lecturer started it do not wait for either (a cold server's first
 chart 3.6 s instead of 4.5 s, bench/cold_start.py). It starts 2 s later; ``ATTENTION_LAB_WARM=0`` skips the warming."""
 
-import importlib
 import logging
 import os
 from contextlib import asynccontextmanager
@@ -19,8 +18,9 @@ def warm() -> None:
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # the cache's spinner has no page to show on here: nothing to warn about
     try:
-        for name in ("viz.shell.prepare", "viz.shell.sidebar", "viz.views"):  # torch, the model code, the views
-            importlib.import_module(name)
+        from viz.shell.boot import import_once
+
+        import_once()  # torch, pandas, the model code, the views: before anyone arrives
         from model.io.catalog import ModelSpec
         from viz.shell.services import get_model
 

@@ -35,20 +35,24 @@ def load_requested(spec: ModelSpec | None, data: bytes | None) -> tuple[ModelSpe
     Returns (the active spec, error messages, whether the previous model is still shown).
     """
     failed: dict = st.session_state["failed"]
-    errors = []
+    errors, transient = [], False
     if spec is not None and spec != st.session_state["active_spec"]:
         if spec not in failed:
             try:
                 get_model(spec, "cpu", data)
                 st.session_state["active_spec"] = spec
-            except CheckpointError as exc:
+            except CheckpointError as exc:  # the file itself: remembered, so it is not read again on every rerun
                 failed[spec] = f"Could not load this model: {exc}"
-            except Exception as exc:
-                failed[spec] = f"Could not load this model ({type(exc).__name__}): {exc}"
+            except Exception as exc:  # the moment (memory, I/O, a module another session was importing): said
+                transient = True  # now, and tried again on the next run instead of being remembered
+                errors.append(
+                    f"Could not load this model ({type(exc).__name__}): {exc}. It is tried again on the next change "
+                    "or reload."
+                )
         if spec in failed:
             errors.append(failed[spec])
     active = st.session_state["active_spec"]
-    still_previous = active is not None and spec is not None and active != spec and spec in failed
+    still_previous = active is not None and spec is not None and active != spec and (spec in failed or transient)
     return active, errors, still_previous
 
 
