@@ -107,6 +107,11 @@ class Run:
     snapshot_seconds: float = 0.0  # of which recording snapshots
     stride: int = 1  # snapshots kept every stride × snapshot_every steps (doubles when the budget is reached)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # while it trains: the optimizer and the batches' generator (model.learn.store writes them into a run that can
+    # be resumed); read back: their state, which train() continues from
+    opt: torch.optim.Optimizer | None = field(default=None, repr=False)
+    gen: torch.Generator | None = field(default=None, repr=False)
+    resume: dict | None = field(default=None, repr=False)
 
     @property
     def step(self) -> int:
@@ -210,16 +215,23 @@ def train(
     """Train ``spec`` to its last step, recording snapshots (the first at step 0, the last at the end). ``run``: a
     fresh :func:`start` whose progress others read meanwhile. ``cancel()`` true raises :class:`Cancelled`;
     while ``paused()`` is true the loop waits (its time not counted); ``rest``: after each step, sleep this
-    fraction of the step's time (a server leaves the CPU to its pages)."""
+    fraction of the step's time (a server leaves the CPU to its pages). A run read back with its training state
+    (``run.resume``: model.learn.store) continues from its last step, exactly as if it had not stopped."""
     run = run or start(spec)
     model, task = run.model, TASKS[spec.task]
     gen = torch.Generator().manual_seed(spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    if run.resume is not None:  # the optimizer's moments and the generator where the run stopped
+        opt.load_state_dict(run.resume["opt"])
+        gen.set_state(run.resume["gen"])
+        run.resume = None
+    run.opt, run.gen = opt, gen
     model.train()
-    t0 = time.perf_counter()
-    run.keep(snapshot(model, run.probe, 0, task.causal))
-    run.snapshot_seconds += time.perf_counter() - t0
-    for step in range(1, spec.steps + 1):
+    if run.step == 0:
+        t0 = time.perf_counter()
+        run.keep(snapshot(model, run.probe, 0, task.causal))
+        run.snapshot_seconds += time.perf_counter() - t0
+    for step in range(run.step + 1, spec.steps + 1):
         while paused is not None and paused():
             if cancel is not None and cancel():
                 raise Cancelled
@@ -247,6 +259,7 @@ def train(
         if progress is not None:
             progress(step, spec.steps)
     model.eval()
+    run.opt = run.gen = None
     return run
 
 

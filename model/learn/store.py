@@ -4,6 +4,7 @@ atomically (a temporary file renamed into place), so a cancelled or crashed run 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -20,6 +21,7 @@ from model.learn.tasks import Batch
 
 FORMAT = "attention-lab-training-run/1"
 LIVE = ".live"  # <key>.live.safetensors: a run still training, rewritten as it goes (viz/shell/training.py)
+STOPPED = ".stopped"  # <key>.stopped.safetensors: a run stopped before its end (a crash, nobody watching): resumable
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -100,8 +102,9 @@ def stored_runs(folder: str | Path | None = None) -> list[str]:
     return [k for k in keys if spec_of(k, folder) is not None]
 
 
-def to_bytes(run: Run) -> bytes:
-    """The run as safetensors bytes (what the page offers to download and what :func:`write` stores)."""
+def to_bytes(run: Run, state: bool = False) -> bytes:
+    """The run as safetensors bytes (what the page offers to download and what :func:`write` stores); ``state``:
+    with what it needs to go on training (the optimizer's moments, the batches' generator), when it is training."""
     snaps = run.view()
     if not snaps:
         raise ValueError("the run has no snapshot yet")
@@ -129,7 +132,14 @@ def to_bytes(run: Run) -> bytes:
         "spec": json.dumps(asdict(run.spec)),
         "seconds": repr(run.seconds),
         "snapshot_seconds": repr(run.snapshot_seconds),
+        "stride": str(run.stride),
     }
+    if state and run.opt is not None and run.gen is not None:
+        tensors["losses"] = torch.tensor(run.losses, dtype=torch.float64)  # exact: the run goes on from them
+        tensors["gen"] = run.gen.get_state()  # (5056,) uint8: the batches' generator
+        for i, moments in run.opt.state_dict()["state"].items():
+            for name, value in moments.items():
+                tensors[f"opt.{i}.{name}"] = value.detach().contiguous()  # AdamW's step, exp_avg, exp_avg_sq
     return save(tensors, metadata=meta)
 
 
@@ -156,7 +166,22 @@ def from_bytes(data: bytes) -> Run:
         run.snapshots.append(Snapshot(step, loss, acc, scores, tensors["patterns"][i], seconds))
     run.seconds = float(meta.get("seconds", 0.0))
     run.snapshot_seconds = float(meta.get("snapshot_seconds", 0.0))
+    run.stride = max(1, int(meta.get("stride", "1")))
+    if "gen" in tensors:  # written while it trained: what train() needs to go on exactly
+        moments: dict[int, dict] = {}
+        for name, value in tensors.items():
+            if name.startswith("opt."):
+                _, index, part = name.split(".", 2)
+                moments.setdefault(int(index), {})[part] = value
+        run.resume = {"gen": tensors["gen"], "opt": {"state": moments, "param_groups": _groups(run)}}
     return run
+
+
+def _groups(run: Run) -> list[dict]:
+    """The optimizer's parameter groups as train() makes them (from the spec: nothing of them is stored)."""
+    spec = run.spec
+    opt = torch.optim.AdamW(run.model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    return opt.state_dict()["param_groups"]
 
 
 def spec_of(key: str, folder: str | Path | None = None) -> TrainSpec | None:
@@ -172,16 +197,17 @@ def spec_of(key: str, folder: str | Path | None = None) -> TrainSpec | None:
         return None
 
 
-def write(run: Run, folder: str | Path, live: bool = False) -> Path:
+def write(run: Run, folder: str | Path, live: bool = False, suffix: str = "") -> Path:
     """Store the run as ``folder/<spec key>.safetensors``, atomically; ``live``: as ``<key>.live.safetensors``, the
-    run so far while it trains, which replicas sharing the folder read (:func:`read_live`)."""
+    run so far while it trains, which replicas sharing the folder read, with its training state so that it can be
+    resumed after a crash; ``suffix`` (STOPPED): a run stopped before its end, resumable."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{run.spec.key}{LIVE if live else ''}.safetensors"
+    path = folder / f"{run.spec.key}{LIVE if live else suffix}.safetensors"
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=".safetensors")
     try:
         with os.fdopen(handle, "wb") as f:
-            f.write(to_bytes(run))
+            f.write(to_bytes(run, state=live or bool(suffix)))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -214,3 +240,35 @@ def _path(folder: str | Path | None, key: str, suffix: str = "") -> Path | None:
     if len(key) != 12 or any(c not in "0123456789abcdef" for c in key):
         return None  # a key from a link is never a path
     return (Path(folder) if folder is not None else runs_root()) / f"{key}{suffix}.safetensors"
+
+
+def stopped_file_of(folder: str | Path | None, key: str) -> Path | None:
+    """Where run ``key`` is kept when it stopped before its end (None for a key that is not a run's)."""
+    return _path(folder, key, STOPPED)
+
+
+def recover(folder: str | Path | None, stale: float) -> list[str]:
+    """After a restart: a live file nobody has written for ``stale`` seconds belonged to a server that stopped — kept
+    as a stopped run when it can go on (it holds its training state), else removed — and half-written files are
+    removed. Returns the keys of the runs kept."""
+    root = Path(folder) if folder is not None else runs_root()
+    kept, now = [], time.time()
+    if not root.is_dir():
+        return kept
+    for path in root.glob(f"*{LIVE}.safetensors"):
+        key = path.name.removesuffix(f"{LIVE}.safetensors")
+        try:
+            if now - path.stat().st_mtime <= stale:
+                continue  # still being written: a run training here or on another replica
+            run = from_bytes(path.read_bytes())
+            if run.resume is None:
+                raise ValueError("no training state")
+            os.replace(path, root / f"{key}{STOPPED}.safetensors")
+            kept.append(key)
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+            path.unlink(missing_ok=True)
+    for path in root.glob(".partial-*.safetensors"):
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime > stale:
+                path.unlink()
+    return kept

@@ -144,7 +144,7 @@ def test_a_run_file_reads_back_whole_and_writing_is_atomic(tmp_path, monkeypatch
     assert read(tmp_path, run.spec.key).step == 30
     assert read(tmp_path, "../../etc/pa") is None  # a key from a link is never a path
 
-    def broken(_run):
+    def broken(_run, state=False):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr("model.learn.store.to_bytes", broken)

@@ -144,6 +144,7 @@ def live() -> None:
     job = training.job_of(spec)
     if job is None or job.finished:
         st.rerun()
+    training.watch(spec)  # someone is looking: the run keeps its place
     controls(job)
     run = training.live_run(spec)
     if run is not None and run.view():
@@ -176,6 +177,18 @@ if job is not None and job.cancelled and run is None:
     st.info(f"Run {spec.key} was cancelled at step {job.done:,}; nothing of it was kept.")
 elif job is not None and job.error:
     st.error(f"The run stopped: {job.error}")
+stopped = training.stopped_run(spec) if run is None else None
+if stopped is not None:
+    so_far, why = stopped
+    st.info(
+        f"Run {spec.key} stopped at step {so_far.step:,} of {spec.steps:,}: {why}. Its snapshots so far are below; "
+        "it goes on from that step exactly as if it had not stopped.",
+        icon=":material/pause_circle:",
+    )
+    st.button(f"Resume from step {so_far.step:,}", key="learn_resume_stopped", type="primary",
+              on_click=training.start_training, args=(spec, True), icon=":material/play_arrow:")  # fmt: skip
+    st.fragment(scrub)(Progress(so_far))
+    st.stop()
 if run is None:
     st.button(f"Train (about {estimate(spec):.0f} s on 2 cores)", key="learn_train", type="primary",
               on_click=training.start_training, args=(spec,), icon=":material/model_training:")  # fmt: skip

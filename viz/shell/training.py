@@ -13,7 +13,17 @@ import threading
 import time
 
 from model.learn.loop import Run, TrainSpec, start, train
-from model.learn.store import from_bytes, live_file_of, live_path, read, runs_root, write
+from model.learn.store import (
+    STOPPED,
+    from_bytes,
+    live_file_of,
+    live_path,
+    read,
+    recover,
+    runs_root,
+    stopped_file_of,
+    write,
+)
 from viz.shell import jobs
 from viz.shell.cache import shared
 
@@ -23,9 +33,33 @@ REST = float(os.environ.get("ATTENTION_LAB_TRAIN_REST", "0.5") or 0)
 LIVE_EVERY = 2.0  # seconds between rewrites of a training run's live file (the pages redraw every 2 s)
 LIVE_SHARE = 0.02  # at most this share of the training time goes to rewriting it
 LIVE_STALE = 30.0  # a live file neither rewritten nor touched for this long belongs to a server that stopped
+#: a run nobody has watched for this long stops, kept resumable, and frees its place (ATTENTION_LAB_UNWATCHED, s)
+UNWATCHED = float(os.environ.get("ATTENTION_LAB_UNWATCHED", "300") or 300)
 _live: dict[str, Run] = {}  # runs in training, by spec key: what viewers read while the job goes
 _paused: dict[str, threading.Event] = {}
+_watched: dict[str, float] = {}  # when a page last showed each training run (time.monotonic())
+_stopped_why: dict[str, str] = {}  # why a run stopped before its end, while this server runs
 _guard = threading.Lock()
+_recovered = threading.Event()
+
+
+class UnwatchedError(Exception):
+    """Nobody has looked at the run for UNWATCHED seconds: it stops (kept, resumable) and frees its place."""
+
+
+def watch(spec: TrainSpec) -> None:
+    """A page shows ``spec``'s run now (its live view calls this every redraw)."""
+    with _guard:
+        _watched[spec.key] = time.monotonic()
+
+
+def recover_once() -> None:
+    """Once per process: live files left by a server that stopped become resumable runs (model.learn.store)."""
+    if _recovered.is_set():
+        return
+    _recovered.set()
+    for key in recover(runs_root(), LIVE_STALE):
+        _stopped_why.setdefault(key, "the server stopped while it trained")
 
 
 def job_of(spec: TrainSpec) -> jobs.Job | None:
@@ -40,16 +74,22 @@ def lower_priority(niceness: int = 10) -> None:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
 
 
-def start_training(spec: TrainSpec) -> jobs.Job:
-    """Train ``spec`` in the background unless it is training already (that job is returned)."""
+def start_training(spec: TrainSpec, resume: bool = False) -> jobs.Job:
+    """Train ``spec`` in the background unless it is training already (that job is returned); ``resume``: go on
+    from where it stopped (its stopped file), exactly as if it had not."""
     key = spec.key
+    watch(spec)
 
-    def work(job: jobs.Job) -> str:
+    def work(job: jobs.Job) -> str | None:
         lower_priority()
-        run = start(spec)
+        stopped = stopped_file_of(runs_root(), key) if resume else None
+        run = from_bytes(stopped.read_bytes()) if stopped is not None and stopped.is_file() else start(spec)
         with _guard:
             _live[key] = run
             pause = _paused.setdefault(key, threading.Event())
+            _stopped_why.pop(key, None)
+            _watched[key] = time.monotonic()  # the wait in the queue is nobody's fault
+        job.report(run.step, spec.steps)
         shown = Shown(run)
         try:
 
@@ -58,11 +98,23 @@ def start_training(spec: TrainSpec) -> jobs.Job:
                 shown.update()
 
             def paused() -> bool:
+                with _guard:
+                    unseen = time.monotonic() - _watched.get(key, 0.0)
+                if unseen > UNWATCHED:
+                    raise UnwatchedError
                 shown.touch()  # still alive while paused: other replicas keep showing the run
                 return pause.is_set()
 
-            train(spec, run=run, progress=progress, cancel=job.stop.is_set, paused=paused, rest=REST)
+            try:
+                train(spec, run=run, progress=progress, cancel=job.stop.is_set, paused=paused, rest=REST)
+            except UnwatchedError:
+                write(run, runs_root(), suffix=STOPPED)  # between two steps: it goes on from here exactly
+                with _guard:
+                    _stopped_why[key] = f"nobody watched it for {UNWATCHED:.0f} s, so it gave up its place"
+                return None
             write(run, runs_root())
+            if stopped is not None:
+                stopped.unlink(missing_ok=True)
             return key
         finally:
             with contextlib.suppress(OSError):
@@ -172,3 +224,24 @@ def learn_view(kind: str, key: str, snaps: int, done: int, theme, _progress, **s
     return {"curves": learn.curves, "frame": learn.frame, "heads": learn.heads, "moments": learn.moments}[kind](
         _progress, theme, **selection
     )
+
+
+def stopped_run(spec: TrainSpec) -> tuple[Run, str] | None:
+    """``spec``'s run when it stopped before its end and can go on — (the run so far, why it stopped) — else None."""
+    recover_once()
+    path = stopped_file_of(runs_root(), spec.key)
+    if path is None or not path.is_file() or live_run(spec) is not None:
+        return None
+    try:
+        run = stopped_file(spec.key, path.stat().st_mtime_ns)
+    except (OSError, ValueError):
+        return None
+    with _guard:
+        why = _stopped_why.get(spec.key, "the server stopped while it trained")
+    return run, why
+
+
+@shared()
+def stopped_file(key: str, mtime: int) -> Run:
+    """A stopped run as written at ``mtime`` (nanoseconds; part of the cache key), read once and shared."""
+    return from_bytes(stopped_file_of(runs_root(), key).read_bytes())
