@@ -30,7 +30,7 @@ if source == CORPUS_SOURCES[0]:
     docs, name = bundled_documents(), "the bundled held-out documents"
 else:
     upload = st.file_uploader("A .txt (paragraphs or lines) or .jsonl file, up to 10 MB", ["txt", "jsonl"],
-                              key="corpus_upload")  # fmt: skip
+                              key="corpus_upload", max_upload_size=10)  # fmt: skip
     if upload is not None:
         try:
             (docs, ids), name = parse_documents(upload.getvalue(), upload.name), upload.name

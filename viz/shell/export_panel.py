@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from model.io.budget import LIMITS, MB
 from viz.export.offline import page_html
 from viz.export.pack import build_pack
 from viz.export.render import INSTALL_HINT, image_export_available
@@ -39,7 +40,13 @@ def session_controls(page_path: str) -> None:
             on_click="ignore",
             icon=":material/save:",
         )
-        st.file_uploader("Restore a session", type=["json"], key="session_file", on_change=_restore)
+        st.file_uploader(
+            "Restore a session",
+            type=["json"],
+            key="session_file",
+            on_change=_restore,
+            max_upload_size=LIMITS["session"] // MB,
+        )
         msg = st.session_state.pop("_session_msg", None)
         if msg:
             (st.success if msg[0] == "ok" else st.error)(msg[1])

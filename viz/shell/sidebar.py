@@ -8,6 +8,7 @@ import streamlit as st
 
 from model.devices import available_devices, device_label
 from model.io.bert import MINILM_INSTALL
+from model.io.budget import LIMITS, MB
 from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, TOKENIZER_CHOICES, ModelSpec, available, digest
 from model.io.checkpoint import Questions
 from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS
@@ -236,7 +237,9 @@ def _answered(spec: ModelSpec, asked: Questions | str, file_key: str) -> ModelSp
             )
             return None
         if choice == "upload":
-            up = st.file_uploader("tokenizer.json", type=["json"], key="tokenizer_file")
+            up = st.file_uploader(
+                "tokenizer.json", type=["json"], key="tokenizer_file", max_upload_size=LIMITS["tokenizer.json"] // MB
+            )
             if up is None:
                 st.info("Choose the tokenizer.json the model was trained with.")
                 return None
