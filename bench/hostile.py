@@ -110,42 +110,31 @@ def main() -> None:
             time.sleep(2)
             idle = rss_mb(server.pid)
 
+            def answered(page, act, said: str) -> tuple[float, str]:
+                """Seconds from ``act()`` to the page saying ``said``, and the line it said; the page is closed."""
+                t0 = time.perf_counter()
+                act()
+                answer = page.get_by_text(said, exact=False).first
+                answer.wait_for(timeout=300_000)
+                took, text = time.perf_counter() - t0, answer.inner_text()
+                page.close()
+                return took, text
+
             def upload(file: str, said: str) -> tuple[float, str]:
                 page = fresh()
                 pick(page, "Model source", "Upload a checkpoint file")
-                t0 = time.perf_counter()
-                page.locator('input[type="file"][accept*=".zip"]').set_input_files(str(folder / file))
-                answer = page.get_by_text(said, exact=False).first
-                answer.wait_for(timeout=300_000)
-                took = time.perf_counter() - t0
-                text = answer.inner_text()
-                page.close()
-                return took, text
+                box = page.locator('input[type="file"][accept*=".zip"]')
+                return answered(page, lambda: box.set_input_files(str(folder / file)), said)
 
             def session(said: str) -> tuple[float, str]:
                 page = fresh()
                 page.get_by_text("Session file").first.click()
-                t0 = time.perf_counter()
-                page.locator('input[type="file"][accept*=".json"]').first.set_input_files(
-                    str(folder / "session-bomb.json")
-                )
-                answer = page.get_by_text(said, exact=False).first
-                answer.wait_for(timeout=300_000)
-                took = time.perf_counter() - t0
-                text = answer.inner_text()
-                page.close()
-                return took, text
+                box = page.locator('input[type="file"][accept*=".json"]').first
+                return answered(page, lambda: box.set_input_files(str(folder / "session-bomb.json")), said)
 
             def link(query: str, said: str) -> tuple[float, str]:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                t0 = time.perf_counter()
-                page.goto(url + "/" + query)
-                answer = page.get_by_text(said, exact=False).first
-                answer.wait_for(timeout=300_000)
-                took = time.perf_counter() - t0
-                text = answer.inner_text()
-                page.close()
-                return took, text
+                return answered(page, lambda: page.goto(url + "/" + query), said)
 
             cases = [
                 ("zip bomb: 2 GiB config.json of spaces in a 9 MB .zip", lambda: upload("zip-bomb.zip", "any real one")),
