@@ -254,15 +254,23 @@ def text_group(box: dict) -> str:
     return "other"
 
 
-def overlaps(boxes: list[dict], slack: float = 1.0) -> list[tuple[dict, dict]]:
+def _slanted(box: dict) -> bool:
+    """A label set at a slant (neither flat nor upright): its bounding box is no measure of where its glyphs are."""
+    w, h = box["x1"] - box["x0"], box["y1"] - box["y0"]
+    return len(box["text"]) >= 4 and min(w, h) > 0.55 * max(w, h)
+
+
+def overlaps(boxes: list[dict], slack: float = 1.0, same: bool = False) -> list[tuple[dict, dict]]:
     """Pairs of texts from different groups whose boxes overlap by more than ``slack`` px both ways (ticks of
-    one axis may touch each other: plotly turns them to avoid that)."""
+    one axis may touch each other: plotly turns them to avoid that); ``same``: pairs of tick labels of the same
+    axis instead (flat or upright ones) — labels the figure set (tokens thinned to a budget) that plotly neither turns
+    nor drops."""
     found = []
     groups = [text_group(b) for b in boxes]
     for i, a in enumerate(boxes):
         for j in range(i + 1, len(boxes)):
             b = boxes[j]
-            if groups[i] == groups[j]:
+            if (groups[i] == groups[j]) != same or (same and (not is_tick(a) or _slanted(a) or _slanted(b))):
                 continue
             dx = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
             dy = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])

@@ -227,19 +227,6 @@ def test_corpus_views_export_cleanly(page, kind, tmp_path):
 SCREEN_COLUMN = 1100  # px: the page's column on a laptop, narrower than the exported figure
 
 
-def tick_collisions(boxes: list[dict], slack: float = 2.0) -> list[tuple[dict, dict]]:
-    """Tick labels of one axis drawn over each other ("hurry·35 a·34")."""
-    ticks = [b for b in boxes if is_tick(b)]
-    return [
-        (a, b)
-        for i, a in enumerate(ticks)
-        for b in ticks[i + 1 :]
-        if text_group(a) == text_group(b)
-        and min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > slack
-        and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > slack
-    ]
-
-
 def test_side_by_side_panels_keep_their_labels_off_each_other_in_a_screen_column(page, tmp_path):
     """SmolLM2's Beyond-the-weights panels (block means over 300 tokens: labels like "tokens 12–15") and the
     corpus page's top documents, drawn as wide as a laptop's page column: no panel's tick labels over the previous
@@ -263,5 +250,5 @@ def test_side_by_side_panels_keep_their_labels_off_each_other_in_a_screen_column
         boxes, data = text_boxes(page, svg), data_boxes(page, svg)
         ticks = sorted({text_group(b) for b in boxes if is_tick(b)})
         problems += [f"{view.key}: tick {b['text']!r} over a heatmap" for b, _ in over_data(boxes, data, ticks)]
-        problems += [f"{view.key}: {a['text']!r} over {b['text']!r}" for a, b in tick_collisions(boxes)]
+        problems += [f"{view.key}: {a['text']!r} over {b['text']!r}" for a, b in overlaps(boxes, 2.0, same=True)]
     assert not problems, "\n".join(problems[:20])

@@ -7,12 +7,15 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
 import os
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import plotly.io as pio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from model.io.catalog import ModelSpec
 from viz.export import render
@@ -20,7 +23,7 @@ from viz.export.band import png_text
 from viz.export.deck import check_item, deck_html, deck_pptx, make_item, predict_question, slides
 from viz.export.provenance import app_version, provenance
 from viz.figures import Theme
-from viz.figures.text import fit_title, thinned
+from viz.figures.text import fit_title, keep_shown, thinned
 from viz.figures.theme import SLIDE_BOX
 from viz.session import dump_session, load_session
 from viz.views import build
@@ -44,6 +47,29 @@ def test_thinning_keeps_the_focus_and_spaces_the_rest():
     positions = sorted(labels.index(x) for x in shown)
     assert min(b - a for a, b in itertools.pairwise(positions)) >= 3  # nothing crowds the kept labels
     assert thinned(labels[:8], 10, keep=[3])["tickvals"] == labels[:8]  # what fits is all shown
+
+
+@given(
+    n=st.integers(2, 200),
+    budget=st.integers(2, 60),
+    keep=st.lists(st.integers(0, 199), max_size=4),
+    named=st.lists(st.integers(0, 199), max_size=6),
+)
+def test_thinned_labels_never_sit_closer_than_the_gap_the_budget_leaves(n, budget, keep, named):
+    """Labels sit at their cells' centres: shown ones are at least ceil(n / budget) cells apart (the room each of
+    ``budget`` labels has), kept ones included, and adding the labels a caption names keeps that spacing."""
+    labels = [f"t{i}" for i in range(n)]
+    shown = thinned(labels, budget, keep=keep)["tickvals"]
+    assert len(shown) <= max(budget, 1) or len(shown) == n
+    if n <= budget:
+        assert shown == labels
+        return
+    gap = math.ceil(n / budget)
+    first = sorted({k for k in keep if k < n})[:1]
+    assert all(labels[k] in shown for k in first)  # the focus is always labelled
+    for kept in (shown, keep_shown(shown, labels, {labels[i] for i in named if i < n})):
+        where = sorted(labels.index(x) for x in kept)
+        assert min((b - a for a, b in itertools.pairwise(where)), default=gap) >= gap, (kept, gap)
 
 
 def test_long_titles_wrap_instead_of_being_cut():
@@ -70,12 +96,42 @@ def test_every_head_labels_sit_above_their_tiles_in_every_layout(src):
         assert list(view.figure.data[0].y) == list(view.exact().data[0].y)  # the file has the screen's rows
 
 
+def test_a_slide_of_every_head_with_a_query_is_one_map_of_its_rows(src):
+    """On a slide, every head with a query in focus: one map, a row per head over the keys, each row's strongest
+    key marked with its weight (read from the model's patterns); on screen, still the grid."""
+    (view,) = build("heads", src, Theme(), layer=2, query=10)
+    slide = view.slide()
+    (heat,) = [t for t in slide.data if t.type == "heatmap"]
+    patterns = src.obs.patterns[2, :, 10]  # (H, N)
+    assert list(heat.y) == [f"head {h}" for h in range(src.obs.n_heads)]
+    assert np.allclose(np.asarray(heat.z, dtype=float), patterns)
+    marks = {note.y: (note.x, note.text) for note in slide.layout.annotations}
+    for h, row in enumerate(patterns):
+        key, text = marks[f"head {h}"]
+        assert list(heat.x).index(key) == int(row.argmax()) and text == f"<b>{row.max():.2f}</b>"
+    assert "where “it” looks in every head" in slide.layout.title.text
+    grid = np.asarray(view.figure.data[0].z)  # the screen: every head's whole map in one grid
+    assert grid.shape[0] > src.obs.n_tokens and grid.shape[1] > src.obs.n_tokens
+
+
+def test_the_permutation_slide_shows_the_two_patterns_its_sentence_compares(src):
+    (view,) = build("perm", src, Theme(), layer=1, head=0)
+    titles = [note.text for note in view.figure.layout.annotations]
+    assert len([t for t in view.figure.data if t.type == "heatmap"]) == 4 and any("shuffled input" in t for t in titles)
+    slide = view.slide()
+    assert len([t for t in slide.data if t.type == "heatmap"]) == 2
+    shown = " ".join(note.text for note in slide.layout.annotations).replace("<br>", " ")
+    assert "original order, no positions" in shown and "shuffled, then un-shuffled" in shown
+    assert slide.layout.yaxis2.showticklabels is False  # the same rows, labelled once
+
+
 def test_the_slide_box_and_the_attention_caption(src):
     (view,) = build("attention", src, Theme(), layer=1, head=2, query=10, key=2)
     slide = view.slide()
     assert (slide.layout.width, slide.layout.height) == SLIDE_BOX
-    labels = list(slide.layout.yaxis.ticktext)
-    assert src.obs.tokens[10] in labels[10] and src.obs.tokens[2] in list(slide.layout.xaxis.ticktext)[2]
+    rows, cols = list(slide.layout.yaxis.ticktext), list(slide.layout.xaxis.ticktext)
+    assert len(rows) < src.obs.n_tokens  # 18 pt: thinned, the focus query and key always labelled
+    assert any(src.obs.tokens[10] in r for r in rows) and any(src.obs.tokens[2] in c for c in cols)
     assert view.caption.startswith("L1H2 gives")
 
 
@@ -169,7 +225,7 @@ def test_a_slide_of_a_long_text_labels_every_token_of_the_window_around_the_focu
     (view,) = build("attention", long, Theme(), layer=0, head=1, query=30, key=25)
     full = view.slide()
     assert len(full.layout.yaxis.tickvals) <= SLIDE_TOKENS < n  # thinned, the focus kept
-    assert any(t.startswith(long.obs.tokens[30]) for t in full.layout.yaxis.tickvals[10:])
+    assert full.data[0].y[30] in full.layout.yaxis.tickvals  # the focus query's own label
     window = view.slide(window=(21, 21 + SLIDE_TOKENS))
     assert len(window.data[0].y) == SLIDE_TOKENS and list(window.layout.yaxis.tickvals) == list(window.data[0].y)
     assert f"tokens 21–{20 + SLIDE_TOKENS} of {n}" in window.layout.title.text.replace("<br>", " ")

@@ -214,6 +214,9 @@ def _title(fig) -> str:
     return (fig.layout.title.text or "").replace("<br>", " ")
 
 
+RELAID = {"perm"}  # views whose slide shows a subset of their panels (viz.figures.grids.heatmap_panels on_slide)
+
+
 @pytest.mark.slow
 def test_every_slide_draws_what_the_screen_draws_in_a_slide_box(src, decoder_src):
     """A slide is the same view rebuilt in the slide's box: the same traces, categories, values and focus
@@ -225,7 +228,10 @@ def test_every_slide_draws_what_the_screen_draws_in_a_slide_box(src, decoder_src
         for view in built(key, src) or built(key, decoder_src):
             slide, exact = view.slide(), view.exact()
             assert _drawn(view.figure) == _drawn(exact), view.key  # a file at screen size: the screen's figure
-            assert _drawn(slide, gutters=False) == _drawn(exact, gutters=False), view.key
+            if key in RELAID:  # one idea per slide: some of the screen's panels, each drawn as on screen
+                assert all(t in _drawn(exact, gutters=False) for t in _drawn(slide, gutters=False)), view.key
+            else:
+                assert _drawn(slide, gutters=False) == _drawn(exact, gutters=False), view.key
             assert (slide.layout.width, slide.layout.height) == SLIDE_BOX, view.key
             assert _title(slide) == _title(exact), view.key
             shapes = [(s.type, s.x0, s.x1, s.y0, s.y1) for s in exact.layout.shapes]

@@ -25,6 +25,29 @@ def band_lines(caption: str, width: float, font_px: float) -> list[str]:
     return [html.unescape(line) for line in wrap(caption, width - 2 * BAND_PAD, font_px).split("<br>")]
 
 
+SLIDE_BAND_LINES = 4  # a slide's caption band: the plot keeps at least ~60 % of the slide
+
+
+def slide_caption(caption: str, width: float, font_px: float, lines: int = SLIDE_BAND_LINES) -> str:
+    """The caption as a slide's band shows it: its first sentences that fit ``lines`` lines, or the first sentence
+    cut with "…" (the whole caption stays in the file's metadata and in a deck's speaker notes)."""
+    if len(band_lines(caption, width, font_px)) <= lines:
+        return caption
+    sentences = [s for s in caption.replace("; ", ";\n").replace(". ", ".\n").split("\n") if s]
+    kept = ""
+    for sentence in sentences:
+        more = f"{kept} {sentence}".strip()
+        if len(band_lines(more + " …", width, font_px)) > lines:
+            break
+        kept = more
+    if kept:
+        return kept + " …"
+    words = caption.split(" ")
+    while words and len(band_lines(" ".join(words) + " …", width, font_px)) > lines:
+        words.pop()
+    return " ".join(words) + " …"
+
+
 def band_height(caption: str, width: float, font_px: float) -> int:
     """Height in px of the caption band (0 without a caption)."""
     lines = band_lines(caption, width, font_px)

@@ -130,7 +130,7 @@ LECTURE: tuple[Recipe, ...] = (
     Recipe("anim.frame", "softmax", _frame("softmax")),
     Recipe("anim.frame", "mix", _frame("·V")),
     Recipe("anim.frame", "motion", _frame("softmax"), motion=True),
-    Recipe("heads", "heads", lambda s: {"layer": s.layer}),
+    Recipe("heads", "heads", lambda s: {"layer": s.layer, "query": s.query}),
     Recipe("lesson.kinds", "kinds", lambda s: {}, lambda s: s.pretrained or s.main),
     Recipe("block.diagram", "block"),
     Recipe("block.stream", "stream"),

@@ -109,12 +109,20 @@ def render_view(
     exactly 1920 × 1080), with its computed caption in a band under the plot when ``caption``, and always the
     caption and ``provenance`` (a dict) in the file's metadata; ``window``: on a slide, token maps show only
     those tokens (start, stop)."""
-    from viz.export.band import band_height, png_with_band, png_with_metadata, svg_with_band, svg_with_metadata
+    from viz.export.band import (
+        band_height,
+        png_with_band,
+        png_with_metadata,
+        slide_caption,
+        svg_with_band,
+        svg_with_metadata,
+    )
 
     slide = size == "slide"
     sizes = (view.theme.for_slide() if slide else view.theme).sizes
     text = view.caption if caption else ""
     if slide:
+        text = slide_caption(text, SLIDE_BOX[0], sizes.base)  # at most four lines: the plot keeps the slide
         fig, scale = view.slide(band_height(text, SLIDE_BOX[0], sizes.base), window), SLIDE_SCALE
     else:
         fig, scale = view.exact(), (1 if fmt == "svg" else 3)

@@ -234,8 +234,9 @@ def stream_chart(
         every = max(1, int(np.ceil(layers / (12 if k == 1 else 6))))
         ticks = [2 * i + 2 for i in range(0, layers, every)]  # x = 0, the embedding, is named by its hover
         text = [f"L{i}" for i in range(0, layers, every)]
-        for r in (1, 2):
-            update_axes(fig, "x", row=r, col=j, tickvals=ticks, ticktext=text, range=[-0.6, len(labels) - 0.4])
+        for r in (1, 2):  # on a slide the upper panel's labels (the same layers) would meet the lower's title
+            update_axes(fig, "x", row=r, col=j, tickvals=ticks, ticktext=text, range=[-0.6, len(labels) - 0.4],
+                        showticklabels=r == 2 or not theme.box)  # fmt: skip
         update_axes(fig, "x", row=2, col=j, title={"text": "after layer (attention, then feed-forward)"})
         update_axes(fig, "y", row=1, col=j, rangemode="tozero")
         update_axes(fig, "y", row=2, col=j, rangemode="tozero")

@@ -10,6 +10,7 @@ from plotly.subplots import make_subplots
 from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget
 from viz.figures.heatmaps import add_cell_targets
 from viz.figures.layout import update_axes
+from viz.figures.text import CHAR_EM, slide_plot_px
 
 SIGNED = "RdBu"  # reversed: positive red, negative blue, 0 white
 
@@ -87,14 +88,22 @@ def lens_grid(
         raise ValueError(f"top_tokens and hover must be {R} × {P} like top_probs")
     rows, cols = check_labels("row_labels", row_labels, R), check_labels("col_labels", col_labels, P)
     theme = theme or Theme()
+    height = max(380, min(1100, (28 if theme.presentation else 20) * R + 240))
+    # the words in the cells at a size their cells hold (cut to 8 characters; hover names them whole)
+    shown = np.vectorize(lambda w: w if len(w) <= 8 else w[:7] + "…", otypes=[object])(words.astype(str))
+    font = theme.sizes.tick - 3
+    if theme.box:  # a slide: the size its cells hold, none when too small to read
+        room_x, room_y = slide_plot_px(theme, cols, rows)
+        longest = max((len(w) for w in shown.ravel()), default=1)
+        font = min(font, room_x / P / (CHAR_EM * (longest + 1)), room_y / R / 1.4)
     fig = go.Figure(
         go.Heatmap(
             z=p,
             x=cols,
             y=rows,
-            text=words,
-            texttemplate="%{text}",
-            textfont={"size": max(9, theme.sizes.tick - 3)},
+            text=shown,
+            texttemplate="%{text}" if font >= 9 else "",
+            textfont={"size": max(9, int(font))},
             customdata=tips,
             colorscale=theme.colorscale,
             zmin=0,
@@ -104,7 +113,6 @@ def lens_grid(
         ),
         layout={"template": "none"},
     )
-    height = max(380, min(1100, (28 if theme.presentation else 20) * R + 240))
     update_axes(
         fig,
         "y",

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from viz.figures.layout import relayout
 from viz.figures.margins import prefit
+from viz.figures.slidefit import fit_slide_axes
 from viz.figures.text import (
     CHAR_EM,
     MAX_TICKS,
@@ -158,6 +159,8 @@ def style(
     relayout(fig, layout, axes=axis)
     if above:
         reserve_top(fig, theme)
+    if theme.box:  # a slide: no axis keeps more labels than its length holds at 18 pt
+        fit_slide_axes(fig, theme)
     return prefit(fig)
 
 

@@ -23,6 +23,7 @@ from viz.figures.common import (
     wrap,
 )
 from viz.figures.layout import figure, relayout, subplots, update_annotations, update_axes
+from viz.figures.text import CHAR_EM, slide_plot_px
 
 GRID_MAX = 64  # small multiples are block-averaged beyond this many tokens: small cells carry no detail
 GUTTER = "\u2063"  # invisible separator category between blocks
@@ -187,16 +188,23 @@ def heatmap_panels(
     height: int | None = None,
     keep: tuple = ((), ()),
     columns: int | None = None,
+    on_slide: tuple[int, ...] | None = None,
 ) -> go.Figure:
     """Matrices side by side on one colour scale, each with its own title: one figure to compare them
     (``columns``: at most this many side by side, the rest in further rows of the grid).
 
     panels: [(matrix (R, C), row labels (R), column labels (C) or None for d0, d1, …, panel title)].
     −inf cells are grey ("masked"). ``shared_rows``: the panels have the same rows (labels only on the left).
+    On a slide (``theme.box``) only the panels ``on_slide`` (indices) are drawn — one idea per slide, each
+    panel wide enough for its labels at 18 pt — and panels with the same rows label them once, on the left.
     ``diverging``: a scale symmetric around 0 (scores, Q/K/V), else 0 to the largest value (weights).
     ``keep``: (rows, columns) always labelled when the ticks are thinned (the tokens in focus).
     """
     theme = theme or Theme()
+    if theme.box and on_slide is not None:
+        panels = [panels[i] for i in on_slide]
+    if theme.box and len(panels) > 1 and all(list(p[1]) == list(panels[0][1]) for p in panels):
+        shared_rows = True
     k = len(panels)
     fitted = []
     for matrix, rows, cols, panel_title in panels:  # long texts: block means on screen, exact in exports
@@ -237,8 +245,16 @@ def heatmap_panels(
         vertical_spacing=min(0.3, below / max(height - 200, 1)) if nrows > 1 else 0.1,
     )
     panel_h = (height - 240) / nrows if nrows == 1 else (height - 200) / nrows - below
+    panel_w = (width - 160) * (1 - spacing * (ncols - 1)) / ncols
+    if theme.box:  # a slide: what its plot area really keeps at 18 pt (row labels once when they are shared)
+        lines = max(t.count("<br>") + 1 for t in panel_titles)
+        x_all = [c for p in panels for c in (p[2] or ["d000"])]
+        room_x, room_y = slide_plot_px(theme, x_all, [r for p in panels for r in p[1]], above=lines * nrows)
+        label_w = 0 if shared_rows else CHAR_EM * theme.sizes.tick * max(len(str(r)) for p in panels for r in p[1])
+        panel_w = (room_x - label_w * (ncols - 1)) * (1 - spacing * (ncols - 1)) / ncols
+        panel_h = room_y / nrows - (below if nrows > 1 else 0)
     budget = tick_budget(panel_h, theme.sizes.tick)
-    x_budget = tick_budget((width - 160) * (1 - spacing * (ncols - 1)) / ncols, theme.sizes.tick)  # one panel
+    x_budget = tick_budget(panel_w, theme.sizes.tick)  # one panel
     for i, ((_, row_labels, col_labels, _), m, f) in enumerate(zip(panels, mats, finite)):
         at = {"row": i // ncols + 1, "col": i % ncols + 1}
         y = token_labels(row_labels, theme.positions)

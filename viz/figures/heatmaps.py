@@ -21,6 +21,7 @@ from viz.figures.common import (
 )
 from viz.figures.layout import figure, update_axes
 from viz.figures.sinks import add_sink_column, sink_rows
+from viz.figures.text import slide_plot_px
 
 # Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable (a transparent marker each);
 # beyond, 5,184 markers cost ~1 s to draw without a GPU: the token strip and the tables offer the same choices.
@@ -63,6 +64,9 @@ def _label_axes(
     width = boxed(theme, height)[0]
     y_budget = tick_budget(height - 200, theme.sizes.tick)
     x_budget = tick_budget(min(width - 260, height - 120), theme.sizes.tick)  # labels stand upright when crowded
+    if theme.box:  # a slide: what its plot area really keeps at 18 pt
+        room_x, room_y = slide_plot_px(theme, x, y)
+        y_budget, x_budget = tick_budget(room_y, theme.sizes.tick), tick_budget(room_x, theme.sizes.tick)
     update_axes(
         fig, "y", autorange="reversed", type="category", title={"text": y_title}, **thinned(y, y_budget, [focus[0]])
     )

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.common import Theme, as_array, check_labels, style, thinned, tick_budget, token_labels
+from viz.figures.common import (
+    Theme,
+    as_array,
+    boxed,
+    check_labels,
+    set_export_width,
+    style,
+    thinned,
+    tick_budget,
+    token_labels,
+)
 from viz.figures.layout import add_annotations, figure, subplots, update_annotations, update_axes
 
 
@@ -201,3 +211,47 @@ def label_offsets(points, texts, obstacles, theme: Theme) -> list[tuple[float, f
         placed.append((xy[0] + best[0], xy[1] + best[1], hw, hh))
         out.append((float(best[0]), float(best[1])))
     return out
+
+
+def query_in_heads(weights, tokens, query_label: str, *, title: str | None = None, theme: Theme | None = None):
+    """Where one query looks in every head of a layer: one row per head over the keys, each row's strongest key
+    marked with its weight (the callout a slide's takeaway names).
+
+    weights: (H, N) the query's attention row in each head; tokens: N key labels."""
+    theme = theme or Theme()
+    w = as_array("weights", weights, 2).astype(np.float32)
+    keys = token_labels(check_labels("tokens", tokens, w.shape[1]), theme.positions)
+    heads = [f"head {h}" for h in range(w.shape[0])]
+    fig = figure(
+        go.Heatmap(
+            z=w,
+            x=keys,
+            y=heads,
+            colorscale=theme.colorscale,
+            zmin=0,
+            zmax=1,
+            name="weight",
+            colorbar={"title": {"text": "weight"}},
+            hovertemplate=f"%{{y}}: {query_label} → %{{x}}<br>weight: %{{z:.3f}}<extra></extra>",
+        )
+    )
+    top = w.argmax(axis=1)  # (H,): each head's strongest key
+    add_annotations(
+        fig,
+        *(
+            {
+                "x": keys[int(j)],
+                "y": heads[h],
+                "text": f"<b>{w[h, j]:.2f}</b>",
+                "showarrow": False,
+                "font": {"size": theme.sizes.tick - 4, "color": "#111111" if w[h, j] > 0.6 else "#ffffff"},
+            }
+            for h, j in enumerate(top)
+        ),
+    )
+    width, height = boxed(theme, 300 + (52 if theme.presentation else 34) * w.shape[0])
+    update_axes(fig, "y", autorange="reversed", type="category")
+    budget = tick_budget(width - 320, theme.sizes.tick)  # less the head names and the colour bar
+    update_axes(fig, "x", type="category", tickangle=-90, **thinned(keys, budget, top))
+    set_export_width(fig, width)
+    return style(fig, theme, title=title or f"Where {query_label} looks in every head", height=height)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import itertools
+import math
 from collections import Counter
 
 import numpy as np
@@ -50,19 +52,24 @@ def thinned(labels: list[str], budget: int, keep=()) -> dict:
     """Axis settings showing at most ``budget`` of ``labels``, evenly spaced (first and last kept), always with
     the positions in ``keep`` (the tokens in focus, those a caption names).
 
+    Labels sit at their cells' centres, so two shown labels are at least ``ceil(n / budget)`` cells apart —
+    the room ``budget`` labels would each have — and never overprint, kept ones included.
     Hover still names every cell; only the tick labels are thinned."""
     n = len(labels)
     if n <= budget:
         return {"tickmode": "array", "tickvals": labels, "ticktext": labels}
     keep = sorted({int(i) for i in keep if 0 <= int(i) < n})
-    chosen = set(keep)
-    spacing = n / max(1, budget)  # the gap between shown labels an even spread would leave
-    spread = np.linspace(0, n - 1, budget).round().astype(int)
+    gap = math.ceil(n / max(1, budget))  # cells between two shown labels
+    chosen: list[int] = []
+    for i in keep:  # the focus first, then the kept ones that do not crowd it
+        if all(abs(i - j) >= gap for j in chosen):
+            chosen.append(i)
+    spread = np.linspace(0, n - 1, max(2, (n - 1) // gap + 1)).round().astype(int)
     for i in [spread[0], spread[-1], *spread[1:-1]]:  # the ends first: an axis always shows where it starts and ends
         if len(chosen) >= budget:
             break
-        if all(abs(i - j) >= spacing * 0.75 for j in keep):  # no label crowding a kept one
-            chosen.add(int(i))
+        if all(abs(int(i) - j) >= gap for j in chosen):
+            chosen.append(int(i))
     shown = [labels[i] for i in sorted(chosen)]
     return {"tickmode": "array", "tickvals": shown, "ticktext": shown}
 
@@ -76,21 +83,28 @@ def plain_label(label: str) -> str:
 
 def keep_shown(shown: list[str], labels: list[str], wanted: set[str], limit: int = 6) -> list[str]:
     """Thinned tick labels ``shown`` (a subset of ``labels``, in order) with the labels of the ``wanted``
-    tokens added (at most ``limit`` of them), each replacing the nearest label that was only there for spacing,
-    so that the axis keeps its number of labels."""
+    tokens added (at most ``limit`` of them), so that the axis keeps its number of labels and its spacing: a
+    named label drops the labels closer to it than the thinning's gap that were only there for spacing (an end
+    included), and the nearest other one when the axis is full; labels already shown and named stay."""
     index = {label: i for i, label in enumerate(labels)}
     chosen = sorted(index[s] for s in shown if s in index)
     wanted = {w.strip() for w in wanted}  # captions quote tokens without BPE's leading space
-    extra = [i for i, label in enumerate(labels) if plain_label(label).strip() in wanted and i not in chosen][:limit]
+    named = [i for i, label in enumerate(labels) if plain_label(label).strip() in wanted]
+    extra = [i for i in named if i not in chosen][:limit]
     if not extra or not chosen:
         return shown
-    fixed = set(extra)
+    gap = min((b - a for a, b in itertools.pairwise(chosen)), default=1)  # what the thinning left between labels
+    fixed = {i for i in named if i in chosen}
+    ends = (0, len(labels) - 1)
     for i in extra:
-        spare = [j for j in chosen if j not in fixed and j not in (0, len(labels) - 1)]
+        if any(abs(i - j) < gap for j in fixed):
+            continue  # it would overprint a label that must stay
+        chosen = [j for j in chosen if j in fixed or abs(i - j) >= gap]
+        spare = [j for j in chosen if j not in fixed and j not in ends]
         if spare and len(chosen) >= len(shown):
             chosen.remove(min(spare, key=lambda j: abs(j - i)))
-        chosen.append(i)
-        chosen.sort()
+        chosen = sorted([*chosen, i])
+        fixed.add(i)
     return [labels[i] for i in chosen]
 
 
@@ -148,3 +162,20 @@ def mask_fillers(models: list[str]) -> str:
         return "None of these models fills in [MASK], so masked-word predictions need another model."
     subject = "it fills" if len(models) == 1 else "they fill"
     return f"For masked-word predictions, use {names(models)}: only {subject} in [MASK]."
+
+
+def slide_plot_px(theme, x_labels=(), y_labels=(), *, above: int = 0, band: int = 0) -> tuple[float, float]:
+    """(width, height) px a slide's plot area keeps inside its box (``theme.box``, laid out at 1×) once the title
+    block (a title line and two subtitle lines), ``above`` lines of panel titles, the upright ``x_labels`` with
+    an axis title below, the ``y_labels`` with an axis title at the left and a colour bar at the right are drawn:
+    what tick budgets on a slide are computed from, so that labels at 18 pt never overprint. ``band``: px of
+    the box's height already used by something else (a sink column's title, a legend)."""
+    s = theme.sizes
+    width, height = theme.box
+    longest = max((len(plain_label(str(label))) for label in x_labels), default=4)
+    widest = max((len(plain_label(str(label))) for label in y_labels), default=4)
+    top = 1.25 * s.title + 2.5 * s.axis_title + 36 + 1.4 * s.axis_title * above
+    below = CHAR_EM * s.tick * min(longest, 12) + 16 + 1.6 * s.axis_title
+    left = CHAR_EM * s.tick * min(widest, 12) + 16 + 1.6 * s.axis_title
+    right = 5.5 * s.tick + 24  # a colour bar with its numbers
+    return width - left - right, height - top - below - band

@@ -48,13 +48,15 @@ class Theme:
 
     def for_slide(self, band: int = 0, window: tuple[int, int] | None = None) -> Theme:
         """The presentation look laid out in the 16:9 box a slide shows at SLIDE_SCALE× (1920 × 1080 px), less
-        ``band`` px at the bottom for the caption band: ticks come out at 32 px, titles at 48 px. ``window``:
+        ``band`` px at the bottom for the caption band: ticks come out at 44.8 px (18 pt), titles at 48 px. ``window``:
         token × token maps show only those tokens (start, stop), so that every one is labelled."""
         width, height = SLIDE_BOX
         return replace(self.for_export(), presentation=True, box=(width, height - int(band)), window=window)
 
     @property
     def sizes(self) -> Sizes:
+        if self.presentation and self.box is not None:  # a slide: ticks print at 18 pt (SLIDE_TICK_PX of 1920)
+            return Sizes(base=22, tick=SLIDE_TICK, axis_title=22, title=30, hover=20)
         if self.presentation:
             return Sizes(base=22, tick=20, axis_title=22, title=30, hover=20)
         return Sizes(base=13, tick=12, axis_title=13, title=17, hover=13)
@@ -76,8 +78,10 @@ class Theme:
 
 
 SLIDE = (1920, 1080)  # px of a 16:9 slide image
-SLIDE_SCALE = 1.6  # presentation sizes × 1.6: 20-px ticks print at 32 px (16 pt on a 13.33-inch slide), titles at 48
+SLIDE_SCALE = 1.6  # a slide's box is drawn at 1.6×: titles at 48 px
+SLIDE_TICK = 28  # px at 1× of a slide's tick labels: 44.8 of 1920 px, 18.1 pt in a picture 10.75 in wide (LibreOffice)
+SLIDE_TICK_PX = SLIDE_TICK * SLIDE_SCALE
 SLIDE_BOX = (int(SLIDE[0] / SLIDE_SCALE), int(SLIDE[1] / SLIDE_SCALE))  # (1200, 675): the layout box of a slide
-SLIDE_TOKENS = 18  # token labels a slide's token × token map shows at 32 px (its 675-px box less titles and ticks)
+SLIDE_TOKENS = 10  # token labels a slide's token × token map shows at 18 pt (its 675-px box less titles and ticks)
 DEFAULT_THEME = Theme()
 COLORBLIND_SCALES = ("Viridis", "Cividis", "Magma", "Inferno", "Plasma", "Blues", "Greys")

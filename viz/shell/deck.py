@@ -108,7 +108,7 @@ def slide_window() -> tuple[int, int] | None:
 
 
 def slide_note() -> None:
-    """Sidebar: when slides are chosen and the text has more tokens than a slide labels at 32 px, say so and
+    """Sidebar: when slides are chosen and the text has more tokens than a slide labels at 18 pt, say so and
     offer the window around the focus."""
     ctx = st.session_state.get("_ctx")
     if ctx is None or st.session_state.get("export_size") != "slide":
@@ -117,7 +117,7 @@ def slide_note() -> None:
     if n <= SLIDE_TOKENS:
         return
     st.warning(
-        f"This text has {n} tokens: a slide's token map labels {SLIDE_TOKENS} of them at 32 px (the focus tokens "
+        f"This text has {n} tokens: a slide's token map labels {SLIDE_TOKENS} of them at 18 pt (the focus tokens "
         "and those the caption names always among them). Show only the tokens around the focus on slides, or "
         "shorten the text.",
         icon=":material/slideshow:",

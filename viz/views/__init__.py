@@ -2,7 +2,8 @@
 
 base        the registry, View, Source, export names
 source      DirectSource: a Source that runs everything directly (CLI, benchmark, tests)
-attention   attention map, all heads, mean, overview, compare, head similarity
+attention   attention map, all heads, mean, overview, head similarity
+compare     two maps side by side and their difference: heads, texts, models
 headview    the head view's static figure (the focus token's lines stand out)
 kinds       the gallery of specialised heads; trained vs random init
 find        heads ranked by their weight on chosen (query, key) pairs
@@ -29,6 +30,7 @@ from viz.views import (  # noqa: F401
     attention,
     block,
     causes,
+    compare,
     corpus,
     cross,
     decoder,

@@ -119,7 +119,7 @@ class View:
         return self.exact_figure() if self.exact_figure is not None else self.figure
 
     def slide(self, band: int = 0, window: tuple[int, int] | None = None) -> go.Figure:
-        """The same view laid out in a slide's box (the presentation sizes, shown at 1.6×: ticks 32 px and
+        """The same view laid out in a slide's box (the presentation sizes, shown at 1.6×: ticks 44.8 px and
         titles 48 px at 1920 × 1080), ``band`` px (layout units) left free at the bottom for the caption;
         ``window``: token maps show only those tokens (start, stop)."""
         if self.restyle is None:

@@ -118,7 +118,7 @@ def permutation(diffs, head: int, *, positions_on: bool, has_positions: bool, re
     if real_gap is not None:
         text += (
             " “Original order” here is the model run without positions, not its real pattern: the real one "
-            f"(positions on) is drawn on the right, and differs from it by up to {real_gap:.3f}."
+            f"(positions on) differs from it by up to {real_gap:.3f}."
         )
     return text
 

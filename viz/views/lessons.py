@@ -142,6 +142,7 @@ def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_
         panels,
         title=f"Permutation lab: layer {layer}, head {head}, positions {'on' if positions_on else 'off'}",
         theme=theme,
+        on_slide=(0, 2),  # a slide: the two patterns the lesson says are equal (or, positions on, are not)
     )
     caption = permutation(diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap)
     return Captioned(with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme), caption)
