@@ -8,6 +8,7 @@ import pytest
 
 from tests.app.conftest import new_app
 from viz.export.lecture import LECTURE
+from viz.figures.theme import SLIDE_TOKENS
 from viz.session import dump_session, load_session
 
 TEXT = "The animal didn't cross the street because it was too tired."
@@ -57,13 +58,16 @@ def test_slides_of_a_long_text_offer_the_window_around_the_focus():
     at.sidebar.text_area(key="text").set_value(" ".join([TEXT] * 3)).run()
     at.session_state["export_size"] = "slide"
     at.run()
-    assert any("a slide's token map labels 18" in w.value for w in at.sidebar.warning)
+    assert any(f"a slide's token map labels {SLIDE_TOKENS} of them at 18 pt" in w.value for w in at.sidebar.warning)
     at.sidebar.toggle(key="slide_window").set_value(True).run()
     at.session_state["focus_query"] = 30
     at.run()
     at.button(key="attn_main__deck").click().run()
     slide = pio.from_json(at.session_state["deck"][0]["slide"])
-    assert len(slide.data[0].y) == 18 and "tokens 21–38" in slide.layout.title.text.replace("<br>", " ")
+    start = 30 - SLIDE_TOKENS // 2  # the window centred on the focus
+    shown = f"tokens {start}–{start + SLIDE_TOKENS - 1}"
+    assert len(slide.data[0].y) == SLIDE_TOKENS and shown in slide.layout.title.text.replace("<br>", " ")
+    assert list(slide.layout.yaxis.tickvals) == list(slide.data[0].y)  # every token of the window labelled
     short = new_app()
     short.session_state["export_size"] = "slide"
     short.run()
@@ -124,3 +128,26 @@ def test_build_the_lecture_in_one_click(default_run, monkeypatch):
     assert deck[0]["provenance"]["text"] == TEXT
     assert any(f"Built the lecture: {n} figures, slides 2 to {n + 1}." in t.value for t in at.toast)
     assert any(f"{n} figures · {n + 3} slides" in m.value for m in at.markdown)  # a title and two question slides
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_the_pptx_renders_says_so_and_keeps_the_deck(monkeypatch):
+    import errno
+
+    import viz.export.render as render
+
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.button(key="attn_main__deck").click().run()
+    at.switch_page("viz/pages/deck.py").run()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "/tmp/kaleido-abc/fig.png")
+
+    monkeypatch.setattr(render, "render_image", full)
+    monkeypatch.setattr("viz.export.render.image_export_available", lambda: True)
+    at.button(key="deck_build").click().run()
+    assert not at.exception
+    said = " ".join(e.value for e in at.error)
+    assert "disk is full" in said and "The deck is kept" in said and "/tmp" not in said
+    assert len(at.session_state["deck"]) == 1  # nothing lost

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.figures.common import Theme, boxed, style
-from viz.figures.layout import add_annotations, add_shapes, figure, subplots, update_axes
+from viz.figures.layout import add_annotations, add_shapes, figure, subplots, update_annotations, update_axes
 
 KIND_COLOURS = {
     "input": "#e9ecef",
@@ -243,7 +243,8 @@ def stream_chart(
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=ATTENTION, name="attention"), row=2, col=1)
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=FEED_FORWARD, name="feed-forward"), row=2, col=1)
     height = boxed(theme, 620 if theme.presentation else 560, 760 * k)[1]
-    return style(fig, theme, title=title, height=height, legend=True, above=1)
+    style(fig, theme, title=title, height=height, legend=True, above=1)
+    return update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
 
 
 def growth_chart(series: list[dict], *, title: str | None = None, theme: Theme | None = None) -> go.Figure:

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from viz.figures.common import Theme, as_array, check_labels, style
 from viz.figures.headview import HEAD_COLOURS
 from viz.figures.heatmaps import attention_heatmap
-from viz.figures.layout import add_annotations, add_shapes, relayout, subplots, update_axes
+from viz.figures.layout import add_annotations, add_shapes, relayout, subplots, update_annotations, update_axes
 
 #: heads told apart three ways, so no two look alike under colour-vision deficiency or in grey print: the head view's
 #: palette (chosen for deuteranopia, protanopia and tritanopia; tests/viz/test_palette.py), a dash per head of a
@@ -164,4 +164,4 @@ def before_after(
                     type="category")  # fmt: skip
         update_axes(fig, "x", row=1, col=i + 1, tickfont={"size": 9}, tickangle=-90, type="category")
     style(fig, theme, title=title or f"{head} before, at and after", height=460, above=1)
-    return fig
+    return update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})

@@ -54,5 +54,5 @@ def fit_slide_axes(fig: go.Figure, theme) -> go.Figure:
                     "ticktext": [texts[i] for i in keep],
                 }
         elif ticks is None and not axis.get("dtick"):  # automatic ticks: plotly picks at most nticks
-            changes[name] = {"nticks": max(2, int(length // ((1.6 if letter == "y" else 4.0) * tick)))}
+            changes[name] = {"nticks": max(2, int(length // ((1.6 if upright else 4.0) * tick)))}
     return relayout(fig, changes) if changes else fig
