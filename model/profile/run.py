@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from model.io.catalog import SOURCES, ModelSpec, load
 from model.io.state import LoadedModel
+from model.io.tokenizer import MAX_TEXT_CHARS
 from model.profile.corpus import corpus_hash
 from model.profile.job import BATCH_SIZE, MAX_LEN, profile_corpus
 from model.profile.store import Profile, profile_dir, read_profile, write_profile
@@ -32,13 +33,16 @@ def model_key(loaded: LoadedModel, spec: ModelSpec) -> str:
 
 
 def documents_table(loaded: LoadedModel, docs: list[str], max_len: int, ids: list[str] | None = None) -> pd.DataFrame:
-    """doc (index), id (the file's own name for it, "" where none), text, n_tokens (after the cut)."""
+    """doc (index), id (the file's own name for it, "" where none), text (as far as the tokenizer reads it: the
+    first MAX_TEXT_CHARS characters), n_tokens (after the cut)."""
     limit = min(max_len, loaded.model.cfg.max_seq_len)
     n = [len(loaded.tokenizer.encode(d, max_len=limit)) for d in docs]
     names = list(ids) if ids is not None else [""] * len(docs)
     import pandas as pd
 
-    frame = pd.DataFrame({"doc": range(len(docs)), "id": names, "text": docs, "n_tokens": n})
+    # the text kept is what the tokenizer reads (a 10 MB one-line corpus keeps its first 200,000 characters)
+    kept = [d[:MAX_TEXT_CHARS] for d in docs]
+    frame = pd.DataFrame({"doc": range(len(docs)), "id": names, "text": kept, "n_tokens": n})
     return frame.astype({"doc": "int32"})
 
 

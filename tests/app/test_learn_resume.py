@@ -110,3 +110,59 @@ def test_the_page_offers_to_resume_a_run_its_server_lost(runs):  # noqa: F811
     full = train(small)
     done = training.stored_run(small.key)
     assert done.losses == full.losses  # resumed at 60, the same run as one never stopped
+
+
+def test_queued_runs_are_claimed_once_in_their_order_and_bad_files_go(tmp_path):
+    from model.learn.queue import QUEUED, claim_queued, mark_queued, unmark
+
+    first = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=40, snapshot_every=20, batch=8, seed=3)
+    second = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=40, snapshot_every=20, batch=8, seed=4)
+    gone = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=40, snapshot_every=20, batch=8, seed=5)
+    for spec in (first, second, gone):
+        assert mark_queued(tmp_path, spec).name == f"{spec.key}{QUEUED}"
+        time.sleep(0.01)
+    unmark(tmp_path, gone.key)  # it started (or was cancelled): not queued again
+    (tmp_path / f"{'a' * 12}{QUEUED}").write_text('{"format": "attention-lab-queued-run/1", "spec": {"steps": -1}}')
+    (tmp_path / f"{'b' * 12}{QUEUED}").write_text("[" * 100_000)  # not a queued run: removed, nothing raised
+    assert claim_queued(tmp_path) == [first, second]
+    assert claim_queued(tmp_path) == [] and not list(tmp_path.iterdir())  # claimed once; nothing left behind
+    assert mark_queued(tmp_path / "x", TrainSpec()) is not None  # the folder is made when missing
+
+
+def test_a_run_that_was_waiting_when_the_server_stopped_is_queued_again(runs, monkeypatch):  # noqa: F811
+    """kill -9 while one run trains and another waits: after the restart, the waiting one is queued again (the live
+    file of the one that trained becomes a stopped run, as before); a cancelled one is not."""
+    from model.learn.queue import QUEUED, mark_queued
+
+    waiting = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=30, snapshot_every=10, batch=8, seed=7)
+    dropped = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=30, snapshot_every=10, batch=8, seed=8)
+    mark_queued(runs, waiting)  # what the stopped server left
+    mark_queued(runs, dropped)
+    training.cancel(dropped)  # cancelled before the restart
+    monkeypatch.setattr(training, "_recovered", __import__("threading").Event())  # a fresh process
+    monkeypatch.setattr(training, "REST", 0.0)
+    training.recover_once()
+    job = training.job_of(waiting)
+    assert job is not None and training.job_of(dropped) is None
+    wait_for(job, 60)
+    assert job.result == waiting.key and (runs / f"{waiting.key}.safetensors").is_file()
+    assert not list(runs.glob(f"*{QUEUED}"))
+
+
+@pytest.mark.slow
+def test_a_waiting_run_is_written_down_until_it_starts(runs, monkeypatch):  # noqa: F811
+    from model.learn.queue import QUEUED
+
+    monkeypatch.setattr(training, "REST", 0.0)
+    long = TrainSpec(n_layers=1, n_heads=2, d_model=16, steps=20_000, snapshot_every=20, batch=8, seed=9)
+    first = training.start_training(long)
+    end = time.time() + 30
+    while training.live_run(long) is None and time.time() < end:  # it has its place
+        time.sleep(0.05)
+    nxt = training.start_training(SPEC)  # one place: it waits
+    assert nxt.queued and (runs / f"{SPEC.key}{QUEUED}").is_file()
+    assert not (runs / f"{long.key}{QUEUED}").exists()  # the first one started: not waiting any more
+    training.cancel(long)
+    wait_for(first, 60)
+    wait_for(nxt, 60)
+    assert nxt.result == SPEC.key and not list(runs.glob(f"*{QUEUED}"))

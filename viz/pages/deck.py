@@ -9,6 +9,7 @@ from viz.export.motion import motion_gif
 from viz.export.render import INSTALL_HINT, image_export_available, render_image
 from viz.figures.common import safe_filename
 from viz.shell.deck import build_lecture_here, deck
+from viz.shell.jobs import plain_error
 from viz.shell.widgets import plain
 
 st.title("Lecture deck")
@@ -95,14 +96,17 @@ if not image_export_available():
     st.info(f"PowerPoint needs the figures as images: {INSTALL_HINT}. The HTML slides work without it.")
 elif cols[0].button("Build PowerPoint (.pptx)", key="deck_build", icon=":material/slideshow:", type="primary"):
     bar = st.progress(0.0, text="Rendering slides…")
-    data = deck_pptx(
-        items,
-        title=title,
-        render=lambda fig: render_image(fig, "png", size="slide"),
-        progress=lambda f, m: bar.progress(min(1.0, f), text=m),
-        animate=motion_gif,  # the lecture's motion slides play as animated GIFs
-    )
-    st.session_state["_deck_pptx"] = data
+    try:
+        st.session_state["_deck_pptx"] = deck_pptx(
+            items,
+            title=title,
+            render=lambda fig: render_image(fig, "png", size="slide"),
+            progress=lambda f, m: bar.progress(min(1.0, f), text=m),
+            animate=motion_gif,  # the lecture's motion slides play as animated GIFs
+        )
+    except (OSError, RuntimeError) as exc:  # a full disk, the renderer gone: the deck stays, the page works
+        st.error(f"The PowerPoint could not be built: {plain_error(exc)} The deck is kept; the HTML slides need "
+                 "no rendering.", icon=":material/error:")  # fmt: skip
     bar.empty()
 if st.session_state.get("_deck_pptx"):
     data = st.session_state["_deck_pptx"]

@@ -10,6 +10,7 @@ run side by side: model/capture.py). Corpus profiles are written under ATTENTION
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import threading
 import time
@@ -90,6 +91,19 @@ def job_for(key: Hashable) -> Job | None:
         return _jobs.get(key)
 
 
+def plain_error(exc: Exception) -> str:
+    """What a failed job says on the page: a full disk in plain words, any other error of the file system without
+    the server's paths, others as they are."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            "The server's disk is full, so the result could not be written (whatever was kept before is unchanged). "
+            "Ask whoever runs the server to free some space, then try again."
+        )
+    if isinstance(exc, OSError):
+        return f"The server could not write or read a file ({exc.strerror or 'error ' + str(exc.errno)}); try again."
+    return f"{type(exc).__name__}: {exc}"
+
+
 def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: str = "") -> Job:
     """Start ``work(job)`` in the background unless a run under ``key`` is going (that one is returned). The work
     reports through ``job.report``, checks ``job.stop`` and returns the result; raising Cancelled (model.long) or
@@ -119,7 +133,7 @@ def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: 
         except (Cancelled, CancelledError):
             job.cancelled = True
         except Exception as exc:  # shown on the page; the app keeps working
-            job.error = f"{type(exc).__name__}: {exc}"
+            job.error = plain_error(exc)
         finally:
             if gate is not None:
                 gate.release()

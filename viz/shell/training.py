@@ -13,6 +13,7 @@ import threading
 import time
 
 from model.learn.loop import Run, TrainSpec, start, train
+from model.learn.queue import claim_queued, mark_queued, unmark
 from model.learn.store import (
     STOPPED,
     from_bytes,
@@ -60,6 +61,10 @@ def recover_once() -> None:
     _recovered.set()
     for key in recover(runs_root(), LIVE_STALE):
         _stopped_why.setdefault(key, "the server stopped while it trained")
+    for spec in claim_queued(runs_root()):  # runs that were waiting for a place: queued again, in their order
+        if not (runs_root() / f"{spec.key}.safetensors").is_file():  # unless another replica finished it
+            stopped = stopped_file_of(runs_root(), spec.key)
+            start_training(spec, resume=stopped is not None and stopped.is_file())
 
 
 def job_of(spec: TrainSpec) -> jobs.Job | None:
@@ -79,8 +84,13 @@ def start_training(spec: TrainSpec, resume: bool = False) -> jobs.Job:
     from where it stopped (its stopped file), exactly as if it had not."""
     key = spec.key
     watch(spec)
+    running = job_of(spec)
+    if running is not None and running.running:
+        return running
+    mark_queued(runs_root(), spec)  # kept across a restart until it starts (model/learn/queue.py)
 
     def work(job: jobs.Job) -> str | None:
+        unmark(runs_root(), key)
         lower_priority()
         stopped = stopped_file_of(runs_root(), key) if resume else None
         run = from_bytes(stopped.read_bytes()) if stopped is not None and stopped.is_file() else start(spec)
@@ -141,7 +151,11 @@ class Shown:
         if len(self.run.snapshots) == self.snapshots:
             self.touch()
             return
-        write(self.run, runs_root(), live=True)
+        try:
+            write(self.run, runs_root(), live=True)
+        except OSError:  # a full disk: the run trains on in memory (the live file only serves replicas and crashes)
+            self.at = now
+            return
         spent = time.monotonic() - now
         self.at, self.wait, self.snapshots = now, max(LIVE_EVERY, spent / LIVE_SHARE), len(self.run.snapshots)
 
@@ -212,6 +226,7 @@ def cancel(spec: TrainSpec) -> None:
     job = job_of(spec)
     if job is not None and job.running:
         job.stop.set()
+    unmark(runs_root(), spec.key)  # a cancelled run that was still waiting is not queued again after a restart
 
 
 @shared()
