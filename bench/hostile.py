@@ -2,9 +2,10 @@
 
 ``python bench/hostile.py`` starts ``serve.py`` (the classroom server), opens it in chromium, and for each case —
 the issue-48 zip bomb (a 2 GiB config.json of spaces in a 9 MB .zip), a weights bomb (1.9 GB of zeros as
-model.safetensors in an 8 MB .zip), a 60 MB session file of empty lists, a deck link nested 30,000 deep, and a link
-of NaN and out-of-range numbers — times it from the upload or the page load to the page's answer, and samples the
-server's RSS every 20 ms meanwhile (the peak above the idle level). Prints a markdown table for bench/RESULTS.md.
+model.safetensors in an 8 MB .zip), a 60 MB session file of empty lists, a deck link nested 30,000 deep, a link of
+NaN and out-of-range numbers, a 1 MB pasted text and a 10 MB one-line corpus profiled — times it from the upload or
+the page load to the page's answer, and samples the server's RSS every 20 ms meanwhile (the peak above the idle
+level). Prints a markdown table for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def main() -> None:
     bomb = b'{"format": "attention-lab-session/1", "settings": {"text": [' + b"[]," * 20_000_000 + b"[]]}}"
     (folder / "session-bomb.json").write_bytes(bomb)
     deep = base64.urlsafe_b64encode(zlib.compress(b"[" * 30_000 + b"]" * 30_000)).decode().rstrip("=")
+    line = b"the animal didn't cross the street because it was too tired "
+    (folder / "one-line.txt").write_bytes((line * 200_000)[:9_999_999])  # a 10 MB corpus on one line
+    pasted = ("The animal didn't cross the street because it was too tired. " * 20_000)[:1_000_000]
 
     port = free_port()
     env = {**os.environ, "ATTENTION_LAB_RUNS": str(folder / "runs"), "PYTHONUNBUFFERED": "1"}
@@ -98,11 +102,12 @@ def main() -> None:
                 time.sleep(0.3)
         with chromium() as browser:
 
-            def fresh(path: str = ""):
+            def fresh(path: str = "", charts: bool = True):
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.goto(url + path)
                 wait_idle(page)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+                if charts:
+                    page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
                 return page
 
             warm = fresh()
@@ -132,6 +137,28 @@ def main() -> None:
                 box = page.locator('input[type="file"][accept*=".json"]').first
                 return answered(page, lambda: box.set_input_files(str(folder / "session-bomb.json")), said)
 
+            def paste(said: str) -> tuple[float, str]:
+                page = fresh()
+                box = page.get_by_label("Text to analyse")
+
+                def act() -> None:
+                    box.fill(pasted)
+                    box.press("Control+Enter")
+
+                return answered(page, act, said)
+
+            def corpus(said: str) -> tuple[float, str]:
+                page = fresh("/corpus", charts=False)
+                page.get_by_text("my .txt or .jsonl file").click()
+                wait_idle(page)
+                box = page.locator('input[type="file"][accept*=".txt"]')
+
+                def act() -> None:
+                    box.set_input_files(str(folder / "one-line.txt"))
+                    page.get_by_role("button", name="Run the corpus").click(timeout=120_000)
+
+                return answered(page, act, said)
+
             def link(query: str, said: str) -> tuple[float, str]:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 return answered(page, lambda: page.goto(url + "/" + query), said)
@@ -143,6 +170,8 @@ def main() -> None:
                 ("deck link nested 30,000 deep", lambda: link(f"?deck={deep}", "deck could not be read")),
                 ("link: hv_threshold=nan, ind_period=1000000",
                  lambda: link("lessons?hv_threshold=nan&ind_period=1000000", "The link's")),
+                ("a 1 MB pasted text", lambda: paste("only the first 200,000 were read")),
+                ("a 10 MB corpus on one line, profiled", lambda: corpus("profiled in")),
             ]  # fmt: skip
             for name, case in cases:
                 time.sleep(1)

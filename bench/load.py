@@ -164,11 +164,43 @@ def server_pid(port: str) -> int:
     return 0
 
 
-async def one_class(url: str, n: int, tokens: int, model: str, client: str = "browser") -> dict:
+async def bomber(url: str, bomb: Path | None, results: dict, delay: float = 1.0) -> None:
+    """One more student, in chromium, who uploads ``bomb`` (bench/hostile.py's zip bomb) as the class arrives: the
+    seconds until the page refuses it go to ``results["bomb"]``. ``bomb`` None: the same student, who opens the
+    upload box and uploads nothing (the control: chromium's own cost on the same cores)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = await browser.new_page(viewport={"width": 1300, "height": 900})
+            await page.goto(url)
+            await settled(page, charts=True)
+            await asyncio.sleep(delay)
+            await page.get_by_role("combobox", name="Model source", exact=True).click()
+            await page.get_by_role("option", name="Upload a checkpoint file", exact=True).click()
+            await settled(page, charts=False)
+            if bomb is None:
+                await asyncio.sleep(1.0)
+                return
+            t0 = time.perf_counter()
+            await page.locator('input[type="file"][accept*=".zip"]').set_input_files(str(bomb))
+            await page.get_by_text("any real one", exact=False).first.wait_for(timeout=300_000)
+            results["bomb"] = time.perf_counter() - t0
+        except Exception as exc:
+            results["errors"].append(f"bomb: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+        finally:
+            await browser.close()
+
+
+async def one_class(
+    url: str, n: int, tokens: int, model: str, client: str = "browser", bomb: Path | str | None = None
+) -> dict:
     results: dict = {"times": [], "errors": [], "mixed": []}
     if client == "ws":
         await ws_student(url, 99, tokens, model, {"times": [], "errors": [], "mixed": []})  # the teacher's warm-up
-        await asyncio.gather(*(ws_student(url, i, tokens, model, results) for i in range(n)))
+        extra = [bomber(url, None if bomb == "idle" else bomb, results)] if bomb is not None else []
+        await asyncio.gather(*(ws_student(url, i, tokens, model, results) for i in range(n)), *extra)
         return results
     from playwright.async_api import async_playwright
 
@@ -194,10 +226,26 @@ def main(argv: list[str] | None = None) -> str:
         help="ws: Streamlit's websocket protocol, no browser (the server's time); browser: chromium per session",
     )
     p.add_argument("--think", type=float, nargs=2, default=THINK, metavar=("MIN", "MAX"), help="think time, s")
+    p.add_argument("--script", default="app.py", choices=("app.py", "serve.py"), help="the server to load")
+    p.add_argument(
+        "--bomb",
+        choices=("zip", "idle"),
+        help="ws only: one more student (chromium) uploads a zip bomb as the class arrives; idle: opens the upload "
+        "box and uploads nothing (the control)",
+    )
     args = p.parse_args(argv)
+    bomb: Path | str | None = "idle" if args.bomb == "idle" else None
+    if args.bomb == "zip":
+        import tempfile
+
+        from bench.hostile import zip_of
+
+        bomb = Path(tempfile.mkdtemp(prefix="load-bomb-")) / "zip-bomb.zip"
+        bomb.write_bytes(zip_of("m/config.json", b" " * 2**26, 32))  # 2 GiB of spaces in a 9 MB .zip
     THINK[:] = args.think
     lines = [
-        f"## A class on one server (`python bench/load.py --client {args.client}`, "
+        f"## A class on one server (`python bench/load.py --client {args.client} --script {args.script}"
+        f"{' --bomb ' + args.bomb if args.bomb else ''}`, "
         f"{args.think[0]:g}–{args.think[1]:g} s think time)",
         "Each session opens the app with its own text, then visits Model overview, Q / K / V, Tokens and the "
         "Attention map; "
@@ -207,21 +255,23 @@ def main(argv: list[str] | None = None) -> str:
             else "times run from the action to its charts drawn (one chromium context per session)."
         ),
         "",
-        "| model | tokens | sessions | actions | p50 s | p95 s | max s | errors | saw another's text | server peak RSS MB |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | tokens | sessions | actions | p50 s | p95 s | max s | errors | saw another's text | server peak RSS MB |"
+        + (" zip bomb refused in s |" if bomb is not None else ""),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if bomb is not None else ""),
     ]
     for model in args.models:
         for tokens in args.tokens:
             for n in args.sessions:
-                with streamlit_server() as url:
+                with streamlit_server(script=args.script) as url:
                     pid = server_pid(url.rsplit(":", 1)[1])
-                    r = asyncio.run(one_class(url, n, tokens, model, args.client))
+                    r = asyncio.run(one_class(url, n, tokens, model, args.client, bomb))
                     rss = peak_rss_mb(pid) if pid else float("nan")
                 times = sorted(r["times"]) or [float("nan")]
                 p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
                 row = (
                     f"| {model} | {tokens} | {n} | {len(r['times'])} | {statistics.median(times):.2f} | {p95:.2f} | "
                     f"{times[-1]:.2f} | {len(r['errors'])} | {len(r['mixed'])} | {rss:.0f} |"
+                    + (f" {r['bomb']:.2f} |" if "bomb" in r else " – |" if bomb is not None else "")
                 )
                 lines.append(row)
                 print(row, flush=True)

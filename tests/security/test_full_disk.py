@@ -54,3 +54,33 @@ def test_a_run_trains_on_when_its_live_file_cannot_be_written_and_says_why_it_wa
     assert "disk is full" in job.error and "/srv" not in job.error
     assert job.done == spec.steps  # the live file's failures did not stop it
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".safetensors"]
+
+
+def test_session_files_and_html_decks_are_made_in_memory_so_a_full_disk_cannot_touch_them(monkeypatch):
+    """Saving a session and exporting the HTML deck write nothing on the server: the browser downloads bytes made
+    in memory, so with every way of writing a file failing they still come out whole."""
+    import builtins
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from viz.export.deck import deck_html
+    from viz.session import dump_session, load_session
+
+    real_open = builtins.open
+
+    def no_writes(file, mode="r", *args, **kwargs):
+        if any(m in mode for m in "wax+"):
+            raise FULL
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_writes)
+    monkeypatch.setattr(os, "open", full_disk)
+    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    state = {"text": "The animal didn't cross the street.", "layer": 1, "head": 2, "deck": []}
+    data = dump_session(state, "attention")
+    settings, page, _ = load_session(data)
+    assert settings["text"] == state["text"] and page == "attention"
+    assert "<html" in deck_html([], title="Attention from scratch")

@@ -68,7 +68,7 @@ if job is not None and job.error:
 elif job is not None and job.cancelled and stored is None:
     st.warning("The run was cancelled; nothing was saved.")
 if stored is None:
-    st.write(f"{len(docs)} documents of {name} on {ctx.loaded.name}: not profiled yet.")
+    st.write(f"{len(docs)} document{'s' * (len(docs) != 1)} of {name} on {ctx.loaded.name}: not profiled yet.")
     if st.button("Run the corpus", key="corpus_run", type="primary", icon=":material/play_arrow:"):
         jobs.start_corpus(ctx.spec, ctx.device, ctx.loaded, docs, name, MAX_LEN, ids)
         st.rerun()
@@ -76,7 +76,8 @@ if stored is None:
 
 meta = stored.meta
 st.success(
-    f"{meta['documents']} documents of {meta['corpus'] or name} on {meta['model']}: profiled in {meta['seconds']} s "
+    f"{meta['documents']} document{'s' * (meta['documents'] != 1)} of {meta['corpus'] or name} on {meta['model']}: "
+    f"profiled in {meta['seconds']} s "
     f"({meta['engine']}, batches of {meta['batch_size']}).",
     icon=":material/check:",
 )
