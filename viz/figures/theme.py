@@ -79,7 +79,7 @@ class Theme:
 
 SLIDE = (1920, 1080)  # px of a 16:9 slide image
 SLIDE_SCALE = 1.6  # a slide's box is drawn at 1.6×: titles at 48 px
-SLIDE_TICK = 28  # px at 1× of a slide's tick labels: 44.8 of 1920 px, 18.1 pt in a picture 10.75 in wide (LibreOffice)
+SLIDE_TICK = 28  # px at 1× of a slide's tick labels: 44.8 of 1920 px, 18.3 pt in a deck's 10.9-in picture (LibreOffice)
 SLIDE_TICK_PX = SLIDE_TICK * SLIDE_SCALE
 SLIDE_BOX = (int(SLIDE[0] / SLIDE_SCALE), int(SLIDE[1] / SLIDE_SCALE))  # (1200, 675): the layout box of a slide
 SLIDE_TOKENS = 10  # token labels a slide's token × token map shows at 18 pt (its 675-px box less titles and ticks)
