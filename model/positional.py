@@ -46,8 +46,9 @@ class SinusoidalPositionalEncoding(nn.Module):
         super().__init__()
         self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table[: x.size(1)].to(x.dtype)  # (B, N, d_model)
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (B, N, d_model) at positions offset … offset + N − 1 (a KV cache's newest tokens) -> (B, N, d_model)."""
+        return x + self.table[offset : offset + x.size(1)].to(x.dtype)  # (B, N, d_model)
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -64,8 +65,9 @@ class LearnedPositionalEmbedding(nn.Module):
         """(max_len, d_model): the rows positions 0, 1, … read."""
         return self.embedding.weight[self.offset :]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.size(1), device=x.device) + self.offset
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (B, N, d_model) at positions offset … offset + N − 1 (a KV cache's newest tokens) -> (B, N, d_model)."""
+        positions = torch.arange(offset, offset + x.size(1), device=x.device) + self.offset  # (N,)
         return x + self.embedding(positions)  # (B, N, d_model)
 
 

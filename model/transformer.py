@@ -227,9 +227,10 @@ class Transformer(nn.Module):
         return [window if self.cfg.is_sliding(layer) else full for layer in range(self.cfg.n_layers)]
 
     def embed(
-        self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, positions: bool = True
+        self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, positions: bool = True, offset: int = 0
     ) -> torch.Tensor:
-        """ids (B, N) -> embeddings with position (and type) added (B, N, d_model)."""
+        """ids (B, N) -> embeddings with position (and type) added (B, N, d_model); ``offset``: the position of the
+        first id (a KV cache's newest tokens follow the cached ones)."""
         x = self.tok_emb(ids)
         if self.cfg.scale_embeddings:
             # Embeddings start at std d^-0.5; multiplying by sqrt(d) puts them on the same unit scale
@@ -241,7 +242,7 @@ class Transformer(nn.Module):
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
             x = x + self.type_emb(types)
         if self.pos_enc is not None and positions:
-            x = self.pos_enc(x)
+            x = self.pos_enc(x, offset)
         if self.emb_ln is not None:
             x = self.emb_ln(x)
         return self.drop(x)
@@ -276,12 +277,12 @@ class Transformer(nn.Module):
         if offset + n > self.cfg.max_seq_len:
             raise ValueError(f"sequence of {offset + n} tokens is longer than max_seq_len {self.cfg.max_seq_len}")
         causal = self.cfg.causal if causal is None else causal
-        if cache is not None and (self.pos_enc is not None or not causal):
-            raise ValueError("a KV cache needs a causal model with RoPE or no positions (earlier keys never change)")
+        if cache is not None and not causal:
+            raise ValueError("a KV cache needs a causal model (a bidirectional one changes earlier keys)")
         masks = self.build_masks(n, attention_mask, causal, ids.device, offset)
         # the fused kernel skips the plain causal triangle block by block instead of reading an (N, M) mask
         plain = fused and causal and attention_mask is None and offset == 0
-        x = self.hook_embed(self.embed(ids, token_type_ids, positions))
+        x = self.hook_embed(self.embed(ids, token_type_ids, positions, offset))
         for i, block in enumerate(self.blocks):
             tri = plain and not self.cfg.is_sliding(i)
             kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory}

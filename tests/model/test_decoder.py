@@ -78,7 +78,12 @@ def test_causal_mask_blocks_the_future(decoder):
     assert torch.allclose(patterns.sum(-1), torch.ones(patterns.shape[:-1]))
 
 
-def test_kv_cache_reproduces_the_full_forward(decoder):
+@pytest.mark.parametrize("positional", ["rope", "learned", "sinusoidal", "none"])
+def test_kv_cache_reproduces_the_full_forward(positional):
+    """A table of positions (GPT-2's learned one, the post's sinusoids) is added at each new token's own position:
+    the cache is as exact as with RoPE."""
+    torch.manual_seed(0)
+    decoder = Transformer(decoder_cfg(positional=positional)).eval()
     ids = torch.randint(0, 50, (1, 15), generator=torch.Generator().manual_seed(2))
     with torch.inference_mode():
         full = decoder(ids)
@@ -90,9 +95,18 @@ def test_kv_cache_reproduces_the_full_forward(decoder):
     assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-5)
 
 
-def test_kv_cache_refuses_positions_that_change_with_length():
-    model = Transformer(decoder_cfg(positional="sinusoidal")).eval()
-    with pytest.raises(ValueError, match="KV cache needs"):
+def test_generation_with_learned_positions_uses_the_cache_like_gpt2():
+    torch.manual_seed(0)
+    gpt2_like = Transformer(decoder_cfg(positional="learned", norm_kind="layernorm", activation="gelu")).eval()
+    prompt = [3, 14, 15, 9, 2]
+    cached, plain = generate(gpt2_like, prompt, 6), generate(gpt2_like, prompt, 6, use_cache=False)
+    assert [s.token for s in cached] == [s.token for s in plain]
+    assert max(abs(a.rows - b.rows).max() for a, b in zip(cached, plain, strict=True)) < 1e-5
+
+
+def test_kv_cache_refuses_a_bidirectional_model():
+    model = Transformer(decoder_cfg(causal=False, lm_head=False)).eval()
+    with pytest.raises(ValueError, match="KV cache needs a causal model"):
         model(torch.zeros(1, 3, dtype=torch.long), cache=KVCache(2))
 
 
@@ -181,3 +195,17 @@ def test_expected_bytes_are_twice_what_a_capture_keeps(extra):
     obs = observe(model, tok, text, options)
     assert model.cfg.kv_heads < model.cfg.n_heads
     assert expected_bytes(model, tok.encode(text, max_len=model.cfg.max_seq_len), options) == 2 * obs.capture_bytes
+
+
+def test_a_real_gpt2_folder_generates_with_its_cache():
+    """GPT-2's KV cache is the standard one (issue 49): its learned positions are added at each new token's own
+    position, so the cached generation equals the uncached one token for token."""
+    from model.io.catalog import ModelSpec, load
+    from tests.hf_fixtures import FIXTURES
+
+    loaded = load(ModelSpec("folder", path=str(FIXTURES / "gpt2")))
+    assert loaded.model.cfg.positional == "learned"
+    prompt = loaded.tokenizer.encode("The animal didn't cross the street").ids
+    cached, plain = generate(loaded.model, list(prompt), 5), generate(loaded.model, list(prompt), 5, use_cache=False)
+    assert [s.token for s in cached] == [s.token for s in plain]
+    assert max(abs(a.rows - b.rows).max() for a, b in zip(cached, plain, strict=True)) < 1e-5

@@ -42,7 +42,7 @@ def needle_section(ctx: PageContext) -> None:
         f"2024): it copies. Needle: “{NEEDLE.strip()}” Question: “{QUESTION.strip()}”"
     )
     cfg = ctx.loaded.model.cfg
-    if not (cfg.causal and cfg.lm_head and cfg.positional in ("rope", "none")):
+    if not (cfg.causal and cfg.lm_head):
         st.info("This lesson asks a decoder a question: load SmolLM2-135M-Instruct (or another decoder) first.")
         return
     c1, c2 = st.columns(2)

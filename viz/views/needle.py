@@ -74,10 +74,10 @@ def lesson_needle(src: Source, theme: Theme, *, lengths: tuple[int, ...] = (512,
                   depths: tuple[int, ...] = (0, 25, 50, 75, 100)):  # fmt: skip
     """Runs of the needle test on every length × depth (percent); parts: the map, the retrieval heads, sinks."""
     cfg = src.loaded.model.cfg
-    if not (cfg.causal and cfg.lm_head and cfg.positional in ("rope", "none")):
+    if not (cfg.causal and cfg.lm_head):
         raise ViewUnavailableError(
-            "The needle test asks a decoder a question about a long text: load SmolLM2 (or another decoder with "
-            "RoPE and a next-token head)."
+            "The needle test asks a decoder a question about a long text: load SmolLM2 (or another decoder with a "
+            "next-token head)."
         )
     fits = tuple(n for n in lengths if n <= cfg.max_seq_len)
     if not fits or not depths:
