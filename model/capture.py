@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -120,6 +120,21 @@ def _select(names: Iterable[str], layers: Iterable[int] | None, kinds: Iterable[
     return [hook_name(k, i) for i in layers for k in kinds if hook_name(k, i) in available]
 
 
+def _named(points: Mapping[str, HookPoint], names_filter) -> list[str]:
+    """The hook names ``names_filter`` keeps, as TransformerLens's ``run_with_cache`` takes it: a callable
+    ``name -> bool``, one name, or a list of names (unknown names are refused, with where the names come from)."""
+    if callable(names_filter):
+        return [n for n in points if names_filter(n)]
+    wanted = [names_filter] if isinstance(names_filter, str) else list(names_filter)
+    unknown = [n for n in wanted if n not in points]
+    if unknown:
+        raise ValueError(
+            f"no hook point {', '.join(map(repr, unknown[:3]))} in this model; names look like "
+            f"{next(iter(points), 'blocks.0.attn.hook_pattern')!r} (model.capture.hook_points(model) lists them)"
+        )
+    return [n for n in points if n in set(wanted)]
+
+
 @contextlib.contextmanager
 def capture(
     model: nn.Module,
@@ -130,10 +145,13 @@ def capture(
     ablate: Iterable[tuple[int, int]] = (),
     ablate_mode: str = "output",
     replace_patterns: Mapping[tuple[int, int], str | torch.Tensor] | None = None,
+    names_filter: Callable[[str], bool] | Iterable[str] | str | None = None,
 ) -> Iterator[Trace]:
     """Record activations (and apply interventions) for forward passes run inside the block.
 
     layers/kinds: what to keep (None = all); memory grows only with what is asked for.
+    names_filter: instead of layers/kinds, the hook names to keep — a callable ``name -> bool``, a name or a list
+        (TransformerLens's argument; e.g. ``lambda n: n.endswith("hook_pattern")``).
     dtype: store floating tensors in this dtype (e.g. torch.float16 to halve memory).
     ablate: (layer, head) pairs to switch off; ablate_mode "output" zeroes the head's output z,
         "pattern" zeroes its attention pattern (same effect on the output, visible in the pattern).
@@ -146,7 +164,9 @@ def capture(
     if not points:  # a module that is not ours (the post's own encoder, say) would capture nothing
         raise TypeError(foreign_module(model, "capture"))
     trace = Trace(names=tuple(points))
-    wanted = _select(points, layers, kinds)
+    if names_filter is not None and (layers is not None or kinds is not None):
+        raise ValueError("give names_filter or layers/kinds, not both")
+    wanted = _select(points, layers, kinds) if names_filter is None else _named(points, names_filter)
     ablate = sorted(set(ablate))
     replace_patterns = dict(replace_patterns or {})
     if ablate or replace_patterns:  # validate head indices only when there is something to validate
@@ -258,6 +278,7 @@ def run_with_cache(
     ablate: Iterable[tuple[int, int]] = (),
     ablate_mode: str = "output",
     replace_patterns: Mapping[tuple[int, int], str | torch.Tensor] | None = None,
+    names_filter: Callable[[str], bool] | Iterable[str] | str | None = None,
 ) -> tuple[torch.Tensor, Trace]:
     """One eval-mode, no-grad forward pass with capture. Returns (hidden (B, N, d) on CPU, trace).
 
@@ -276,6 +297,7 @@ def run_with_cache(
             ablate=ablate,
             ablate_mode=ablate_mode,
             replace_patterns=replace_patterns,
+            names_filter=names_filter,
         ) as trace,
     ):
         hidden = model(ids, attention_mask, token_type_ids, causal=causal, scale=scale, positions=positions)

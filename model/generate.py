@@ -8,6 +8,7 @@ choose the token it produced.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,7 +102,19 @@ def generate(
         raise ValueError("generation needs a causal model with a next-token head")
     if not ids:
         raise ValueError("generation needs at least one prompt token")
-    n_new = max(0, min(n_new, cfg.max_seq_len - len(ids)))
+    room = cfg.max_seq_len - len(ids)
+    if room <= 0 < n_new:
+        raise ValueError(
+            f"the prompt's {len(ids):,} tokens fill the model's context of {cfg.max_seq_len:,}: nothing can follow; "
+            "shorten the prompt"
+        )
+    if n_new > room:
+        warnings.warn(
+            f"only {room:,} of the {n_new:,} tokens asked for fit in the model's context of {cfg.max_seq_len:,} "
+            f"(the prompt has {len(ids):,})",
+            stacklevel=2,
+        )
+    n_new = max(0, min(n_new, room))
     dev = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     cache = KVCache(cfg.n_layers) if use_cache else None

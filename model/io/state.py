@@ -51,6 +51,13 @@ class LoadedModel:
             self.warnings.append(note)
         self.tokenizer = tokenizer
 
+    def to_str_tokens(self, text: str) -> list[str]:
+        """The tokens ``text`` becomes, as strings (TransformerLens's ``to_str_tokens``): the model's special tokens
+        included, each piece as the tokenizer spells it ("▁the", "Ġthe", "##s")."""
+        if self.tokenizer is None:
+            raise ValueError("this model came without a tokenizer: attach one first (attach_tokenizer)")
+        return list(self.tokenizer.encode(text).tokens)
+
     @property
     def name(self) -> str:
         name = self.info.get("name")

@@ -129,6 +129,7 @@ def test_queued_runs_are_claimed_once_in_their_order_and_bad_files_go(tmp_path):
     assert mark_queued(tmp_path / "x", TrainSpec()) is not None  # the folder is made when missing
 
 
+@pytest.mark.slow  # a run trains in the background
 def test_a_run_that_was_waiting_when_the_server_stopped_is_queued_again(runs, monkeypatch):  # noqa: F811
     """kill -9 while one run trains and another waits: after the restart, the waiting one is queued again (the live
     file of the one that trained becomes a stopped run, as before); a cancelled one is not."""

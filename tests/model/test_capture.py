@@ -196,3 +196,28 @@ def test_run_with_cache_refuses_training_mode(tiny_model, ids):
     tiny_model.train()
     with pytest.raises(ValueError, match="eval"):
         run_with_cache(tiny_model, ids)
+
+
+def test_names_filter_as_transformer_lens_takes_it(tiny_model, ids):
+    """A callable, one name or a list of hook names (TransformerLens's ``names_filter``): exactly those are kept."""
+    _, trace = run_with_cache(tiny_model, ids, names_filter=lambda n: n.endswith("attn.hook_pattern"))
+    n_layers = tiny_model.cfg.n_layers
+    assert sorted(trace.activations) == sorted(hook_name("pattern", i) for i in range(n_layers))
+    _, trace = run_with_cache(tiny_model, ids, names_filter=[hook_name("z", 1), "hook_embed"])
+    assert set(trace.activations) == {hook_name("z", 1), "hook_embed"}
+    _, trace = run_with_cache(tiny_model, ids, names_filter=hook_name("q", 0))
+    assert list(trace.activations) == [hook_name("q", 0)] and trace[hook_name("q", 0)].shape[0] == ids.shape[0]
+    with pytest.raises(ValueError, match=r"no hook point 'blocks\.0\.attn\.hook_nothing'"):
+        run_with_cache(tiny_model, ids, names_filter=["blocks.0.attn.hook_nothing"])
+    with pytest.raises(ValueError, match="not both"):
+        run_with_cache(tiny_model, ids, kinds=["pattern"], names_filter=lambda n: True)
+    assert leftover_hooks(tiny_model) == 0
+
+
+def test_to_str_tokens_names_every_token_as_the_tokenizer_spells_it():
+    from model.io.catalog import ModelSpec, load
+
+    loaded = load(ModelSpec("bundled"))
+    tokens = loaded.to_str_tokens("The animal didn't cross.")
+    assert tokens == ["[CLS]", "the", "animal", "didn", "'", "t", "cross", ".", "[SEP]"]
+    assert len(tokens) == len(loaded.tokenizer.encode("The animal didn't cross.").ids)

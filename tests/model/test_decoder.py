@@ -209,3 +209,12 @@ def test_a_real_gpt2_folder_generates_with_its_cache():
     cached, plain = generate(loaded.model, list(prompt), 5), generate(loaded.model, list(prompt), 5, use_cache=False)
     assert [s.token for s in cached] == [s.token for s in plain]
     assert max(abs(a.rows - b.rows).max() for a, b in zip(cached, plain, strict=True)) < 1e-5
+
+
+def test_generation_says_when_the_context_is_full(decoder):
+    limit = decoder.cfg.max_seq_len
+    with pytest.warns(UserWarning, match=f"only 3 of the 8 tokens asked for fit in the model's context of {limit}"):
+        steps = generate(decoder, list(range(1, limit - 2)), 8)
+    assert len(steps) == 3
+    with pytest.raises(ValueError, match=f"fill the model's context of {limit}: nothing can follow"):
+        generate(decoder, [1] * limit, 2)

@@ -79,7 +79,10 @@ def next_generation(
 ):
     """Generate ``n_new`` tokens with the KV cache; each row is where the query that produced a token looked."""
     _need_lm(src)
-    steps = src.generation(n_new, temperature, seed)
+    try:
+        steps = src.generation(n_new, temperature, seed)
+    except ValueError as exc:  # the prompt fills the context (model.generate says how long each is)
+        raise ViewUnavailableError(f"Nothing can be generated: {exc}.") from None
     if not steps:
         raise ViewUnavailableError("The text already fills the model's context: nothing can be generated.")
     tok = src.loaded.tokenizer
