@@ -78,3 +78,23 @@ def test_the_built_wheel_installs_and_its_app_runs_outside_the_checkout(tmp_path
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "figures" in out.stdout and "figures 0" not in out.stdout
+
+
+def test_attention_lab_help_is_the_apps_own(capsys):
+    """``attention-lab --help`` answers for the lab (what it starts, the flags that pass on, the environment), and
+    without loading Streamlit; Streamlit's own help is not what a user asked for."""
+    from viz.launch import main
+
+    for flag in ("--help", "-h"):
+        with pytest.raises(SystemExit) as done:
+            main([flag])
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: attention-lab") and "--server.address 0.0.0.0" in out
+        assert "ATTENTION_LAB_RUNS" in out and "Usage: streamlit" not in out
+    code = "import sys\nfrom viz.launch import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code + "print('streamlit' in sys.modules)"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert loaded.stdout.strip().endswith("False")  # answered without importing Streamlit

@@ -38,8 +38,38 @@ def command(argv: list[str]) -> list[str]:
     return ["streamlit", "run", str(APP), *flags(config_text()), *argv]
 
 
-def main() -> None:
-    from streamlit.web import cli  # imported here: `attention-lab --help` need not load streamlit twice
+HELP = """usage: attention-lab [--version] [-h] [STREAMLIT_FLAG ...]
 
-    sys.argv = command(sys.argv[1:])
+Attention Lab: see what attention does. Starts the dashboard as the classroom server (serve.py: the app's code and
+its default model loaded before the first browser) at http://localhost:8501, with the project's server settings:
+this machine only, XSRF protection, no error details, a 200 MB upload limit.
+
+Any other flag goes to `streamlit run` and wins over the settings, e.g.
+  attention-lab --server.address 0.0.0.0       serve a class on the network (read docs/serving.md first)
+  attention-lab --server.port 8600             another port
+
+Environment: ATTENTION_LAB_RUNS and ATTENTION_LAB_PROFILES (where training runs and corpus profiles are kept),
+ATTENTION_LAB_MODEL_DIRS (folders whose models the path box may open), ATTENTION_LAB_CACHE_MB (the shared cache),
+ATTENTION_LAB_TRAIN_JOBS, ATTENTION_LAB_LONG_JOBS, ATTENTION_LAB_CORPUS_JOBS (runs at once of each kind),
+ATTENTION_LAB_UNWATCHED (seconds before an unwatched training run gives up its place); docs/serving.md has them all.
+Also: python -m viz.export --help (figures and the lecture from the command line).
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] in ("-h", "--help", "help"):
+        print(HELP, end="")
+        sys.exit(0)
+    if args and args[0] == "--version":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"attention-lab {version('attention-lab')}")
+        except PackageNotFoundError:
+            print("attention-lab (from a checkout)")
+        sys.exit(0)
+    from streamlit.web import cli  # imported here: `attention-lab --help` never loads streamlit
+
+    sys.argv = command(args)
     sys.exit(cli.main())
