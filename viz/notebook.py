@@ -97,16 +97,68 @@ def views(model, text: str, view: str = "attention", *, options=None, theme=None
     return build(view_key(view), source(model, text, options), theme or Theme(), **selection)
 
 
+_plotly_js_sent = False  # plotly.js goes into a kernel's first figure; the later ones use it from the page
+
+
+def figure_html(fig: go.Figure, caption: str = "") -> str:
+    """A figure and its caption as one HTML fragment that draws itself offline: plotly.js inlined in the first
+    figure of the kernel session (once per notebook), then reused — what survives ``nbconvert --to html``."""
+    global _plotly_js_sent
+    first = not _plotly_js_sent
+    _plotly_js_sent = True
+    body = fig.to_html(full_html=False, include_plotlyjs=first, config={"displaylogo": False})
+    shown = f'<p class="al-caption" style="max-width:60em">{html.escape(caption)}</p>' if caption else ""
+    return f"<div class='al-figure'>{body}{shown}</div>"
+
+
+class Shown(go.Figure):
+    """What :func:`show` returns for a view of one part: a plotly Figure (everything plotly offers works on it)
+    that a notebook displays with its computed caption under it, as HTML that survives ``nbconvert --to html``."""
+
+    @property
+    def caption(self) -> str:
+        return figure_caption(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict:
+        return {"text/html": figure_html(self, self.caption), "text/plain": f"{self.layout.title.text}\n{self.caption}"}
+
+    def _repr_html_(self) -> str:
+        return figure_html(self, self.caption)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+
+
+class Parts(dict):
+    """What :func:`show` returns for a view of several parts (the logit lens's grid and rank, patching's kinds): a
+    dict of :class:`Shown` figures by part, displayed one under the other with their captions."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs) -> dict:
+        page = "".join(f"<h4>{html.escape(name)}</h4>{figure_html(fig, fig.caption)}" for name, fig in self.items())
+        return {"text/html": page, "text/plain": f"{len(self)} parts: {', '.join(self)}"}
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
+
+
 def show(model, text: str, view: str = "attention", *, options=None, theme=None, **selection: Any):
-    """The view's figure (a dict of figures by part for a view of several parts, e.g. patching's kinds). In a
-    notebook the returned figure draws itself inline; its caption is its ``layout.meta["caption"]``."""
+    """The view's figure (:class:`Shown`, a plotly Figure with its caption) or, for a view of several parts (e.g.
+    the logit lens, patching's kinds), a :class:`Parts` dict of them by part. In a notebook either draws itself
+    inline with its caption under it; the caption is also ``fig.caption`` and ``layout.meta["caption"]``."""
     key = view_key(view)
     built = views(model, text, key, options=options, theme=theme, **selection)
+    shown = []
     for v in built:
-        v.figure.layout.meta = {**(v.figure.layout.meta or {}), "caption": v.caption}
-    if len(built) == 1 and built[0].key == key:
-        return built[0].figure
-    return {v.key.removeprefix(key + "."): v.figure for v in built}
+        fig = Shown(v.figure)
+        fig.layout.meta = {**(fig.layout.meta or {}), "caption": v.caption}
+        shown.append((v.key, fig))
+    if len(shown) == 1 and shown[0][0] == key:
+        return shown[0][1]
+    return Parts((k.removeprefix(key + "."), fig) for k, fig in shown)
 
 
 def figure_caption(fig: go.Figure) -> str:

@@ -48,3 +48,50 @@ def test_the_inline_head_view_draws_and_isolates_a_hovered_token(browser, tmp_pa
     page.get_by_role("button", name="head 0").click()  # heads toggle
     assert errors == []
     page.close()
+
+
+def test_show_displays_its_caption_and_multi_part_views_display_every_part():
+    fig = show("bundled", TEXT, "attention", layer=1, head=2)
+    assert fig.caption == figure_caption(fig) and fig.caption.startswith("L1H2")
+    fig.update_layout(width=700)  # still a plotly Figure: everything plotly offers works on it
+    html = fig._repr_mimebundle_()["text/html"]
+    assert "js-plotly-plot" in html or "plotly-graph-div" in html
+    assert fig.caption.replace("“", "").split(" ")[1] in html  # the caption, under the figure
+    lens = show("bundled", "The cat sat on the [MASK].", "logit lens")
+    page = lens._repr_mimebundle_()["text/html"]
+    assert page.count("plotly-graph-div") == 2 and all(lens[p].caption[:20] in page for p in ("grid", "rank"))
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_notebook_exported_with_nbconvert_shows_its_figures_and_captions_offline(browser, tmp_path):
+    """The outputs a kernel stores for show() — attention map, then the logit lens's two parts — exported by
+    ``nbconvert --to html``: plotly.js is in the file once, every figure draws in chromium with the network off, and
+    each caption is there."""
+    nbformat = pytest.importorskip("nbformat")
+    nbconvert = pytest.importorskip("nbconvert")
+    import viz.notebook as notebook
+
+    notebook._plotly_js_sent = False  # a fresh kernel
+    fig = show("bundled", TEXT, "attention", layer=1, head=2)
+    lens = show("bundled", "The cat sat on the [MASK].", "logit lens")
+    cells = []
+    for shown in (fig, lens):
+        cell = nbformat.v4.new_code_cell("show(...)")
+        cell.outputs = [nbformat.v4.new_output("display_data", data=shown._repr_mimebundle_())]
+        cells.append(cell)
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.v4.new_notebook(cells=cells))
+    assert body.count("plotly.js v") == 1  # the library's banner: inlined once for the whole notebook
+    path = tmp_path / "notebook.html"
+    path.write_text(body, encoding="utf-8")
+    context = browser.new_context()
+    context.route("http*://**", lambda route: route.abort())  # offline: nothing may come from the web
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    page.locator(".js-plotly-plot .main-svg").nth(2).wait_for(timeout=30_000)
+    assert page.locator(".js-plotly-plot").count() == 3 and not errors, errors
+    text = page.inner_text("body")
+    assert fig.caption[:40] in text and lens["grid"].caption[:40] in text
+    context.close()
