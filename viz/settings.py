@@ -43,6 +43,7 @@ COMPARE_MODELS = ("random", "bundled", "minilm")
 QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
 CORPUS_SOURCES = ("bundled held-out documents", "my .txt or .jsonl file")
+METRIC_DEFINITIONS = ("Attention Lab's (ordinary queries)", "Clark et al. 2019 (as their code computes)")
 MIXING_SECTIONS = ("Context mixing", "Compare methods", "Sinks and head types")
 CAUSES_SECTIONS = ("Logit lens", "Attribution", "Patching", "Circuits")
 ALL_PATCHES = ("z", "resid_pre", "attn_out", "mlp_out")  # what patching sweeps (model/analysis/patching.py)
@@ -129,6 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("corpus_metric", "entropy", str, PROFILE_COLUMNS, page="corpus", url=True),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view", url=True),
     Setting("hv_threshold", 0.05, float, page="head-view", url=True, bounds=(0.0, 0.5)),
+    Setting("metrics_definitions", METRIC_DEFINITIONS[0], str, METRIC_DEFINITIONS, page="metrics", url=True),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),
     Setting("ov_head", 0, int, fits="head", saved=False, page="overview"),
     Setting("cmp_mode", COMPARE_MODES[0], str, COMPARE_MODES, page="compare", url=True),

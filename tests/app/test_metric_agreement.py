@@ -40,3 +40,25 @@ def test_head_metrics_find_heads_and_the_gallery_agree_on_previous_and_next():
             best = found["head"][0]
             label = next(lab for lab in shown if lab.startswith(best + " "))
             assert label == f"{best} · {found['weight on the pairs'][0]:.2f}"
+
+
+@pytest.mark.slow
+def test_head_metrics_offer_clark_et_als_definitions_beside_the_labs():
+    """The same page, the same heads, Clark et al.'s numbers (as their code computes them) on choice."""
+    import numpy as np
+
+    from model.analysis.clark import CLARK_METRICS, clark_metrics
+
+    at = new_app()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.switch_page("viz/pages/metrics.py").run()
+    lab = table_with(at, "previous").set_index(["layer", "head"])
+    at.radio(key="metrics_definitions").set_value("Clark et al. 2019 (as their code computes)").run()
+    assert not at.exception
+    theirs = table_with(at, "entropy_cls").set_index(["layer", "head"])
+    assert set(CLARK_METRICS) <= set(theirs.columns) and len(theirs) == len(lab)
+    obs = at.session_state["_ctx"].obs
+    expected = clark_metrics([(list(obs.tokens), obs.patterns)])
+    assert np.allclose(theirs["self"].to_numpy(), expected["self"].ravel(), atol=1e-6)
+    assert (theirs["self"] - lab["self"]).abs().max() > 0.01  # the definitions differ, and the page says how
+    assert any("As their General_Analysis notebook computes them" in c.value for c in at.caption)

@@ -5,13 +5,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from model.analysis.clark import CLARK_HELP, CLARK_METRICS
 from model.analysis.kinds import KINDS
 from model.analysis.metrics import METRIC_HELP, metrics_table
 from model.analysis.similarity import similarity_rows, similarity_seconds
 from viz.figures.heatmaps import CLICK_MAX_HEADS
+from viz.settings import METRIC_DEFINITIONS
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, long_observation, reads_whole
-from viz.shell.services import views
+from viz.shell.services import get_clark, views
 from viz.shell.widgets import (
     clicked,
     follow_open_page,
@@ -103,7 +105,32 @@ st.caption(
     "itself, the previous or next token, or special tokens — hover a column header for its exact definition. "
     "Click a column header to sort; click a row to open that head on the attention map."
 )
-table = pd.DataFrame(metrics_table(ctx.source.metrics()))
+definitions = st.radio(
+    "Definitions",
+    METRIC_DEFINITIONS,
+    key="metrics_definitions",
+    horizontal=True,
+    help="Clark et al. (2019) count every token as a query (special ones too), divide by the text's length and "
+    "smooth before the entropy; their numbers differ from the lab's by as much as 0.1–0.2 on the same weights.",
+)
+clark = definitions == METRIC_DEFINITIONS[1]
+if clark and ctx.obs.patterns is None:
+    st.info("Clark et al.'s statistics need every pattern of the text: shorten it to the model's first 512 tokens.")
+    clark = False
+if clark:
+    st.caption(
+        "As their General_Analysis notebook computes them (tested equal to their code, tests/model/test_clark.py): "
+        "[CLS], [SEP], “.” and “,” are matched by their text, so a model with other special tokens shows 0 there."
+    )
+    numbers = get_clark(ctx.spec, ctx.device, ctx.obs.text, ctx.options, ctx.obs)
+    layers, heads = numbers["self"].shape
+    table = pd.DataFrame(
+        [{"layer": i, "head": h, **{m: float(numbers[m][i, h]) for m in CLARK_METRICS}}
+         for i in range(layers) for h in range(heads)]
+    )  # fmt: skip
+else:
+    table = pd.DataFrame(metrics_table(ctx.source.metrics()))
+helps = CLARK_HELP if clark else METRIC_HELP
 if "sink" in table:
     st.caption(
         "**sink**: this model gives every head a learned sink, a logit in each row's softmax that belongs to no token; "
@@ -127,7 +154,7 @@ st.dataframe(
     selection_mode="single-row",
     height=min(38 + 35 * len(table), 560),
     column_config={
-        m: st.column_config.NumberColumn(format="%.3f", help=METRIC_HELP[m])
+        m: st.column_config.NumberColumn(format="%.3f", help=helps[m])
         for m in table.columns
         if m not in ("layer", "head")
     },

@@ -190,6 +190,14 @@ def get_predictions(spec, device, ids, positions, ablate, _loaded: LoadedModel):
     )
 
 
+@shared("Computing Clark et al.'s statistics…")
+def get_clark(spec, device, text, options, _obs: Observation) -> dict[str, np.ndarray]:
+    """Clark et al.'s head statistics on this text (one document), as their code computes them."""
+    from model.analysis.clark import clark_metrics
+
+    return clark_metrics([(list(_obs.tokens), _obs.patterns)])
+
+
 @shared("Predicting the next token…")
 def get_next_tokens(spec, device, text, options, temperature, _obs: Observation, _loaded: LoadedModel):
     """Top-10 (token label, probability) of the next token after every position, from the observation's final
