@@ -102,3 +102,35 @@ def test_smollm2_on_the_indirect_object_prompt_finds_the_name_mover_heads():
     at.segmented_control(key="causes_section").set_value("Logit lens").run()
     said = captions(at)
     assert "the output is “Mary” (92%)" in said and "“Mary” ranks 1,868 after the embeddings" in said
+
+
+def test_a_sweep_of_more_kinds_runs_only_the_kinds_nobody_ran(monkeypatch):
+    """Issue 49: "heads and residual stream" after "heads" runs the residual stream only (the heads' sweep is kept,
+    for every user), and the whole is what one sweep over both kinds computes."""
+    from model.analysis.patching import Metric, activation_patching
+    from model.io.catalog import ModelSpec, load
+    from viz.shell import services
+
+    spec = ModelSpec("bundled")
+    loaded = load(spec)
+    tok = loaded.tokenizer
+    clean = tuple(tok.encode("The cat sat on the mat because the cat was [MASK].").ids)
+    corrupted = tuple(tok.encode("The dog sat on the mat because the dog was [MASK].").ids)
+    mask = clean.index(tok.token_id("[MASK]"))
+    metric = Metric(tok.token_id("tired"), tok.token_id("happy"), position=mask)
+    ran: list[tuple] = []
+
+    def counted(model, a, b, m, kinds, progress=None):
+        ran.append(tuple(kinds))
+        return activation_patching(model, a, b, m, kinds, progress)
+
+    monkeypatch.setattr(services, "activation_patching", counted)
+    args = (spec, "cpu", clean, corrupted, metric)
+    heads = services.get_patching(*args, ("z",), loaded.model)
+    assert services.patching_todo(*args, ("z", "resid_pre"), loaded.model) == ("resid_pre",)
+    both = services.get_patching(*args, ("z", "resid_pre"), loaded.model)
+    assert ran == [("z",), ("resid_pre",)]  # the heads' sweep ran once
+    assert services.patching_todo(*args, ("z", "resid_pre"), loaded.model) == ()
+    assert (both.raw["z"] == heads.raw["z"]).all() and both.clean == heads.clean
+    whole = activation_patching(loaded.model, list(clean), list(corrupted), metric, ("z", "resid_pre"))
+    assert abs(whole.raw["resid_pre"] - both.raw["resid_pre"]).max() < 1e-4

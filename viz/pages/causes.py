@@ -112,14 +112,17 @@ elif part == "Patching":
         unavailable(exc)
         st.stop()
     cfg = loaded.model.cfg
-    estimate = patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, kinds) * BATCHED
-    estimate *= get_pass_seconds(ctx.spec, ctx.device, obs.n_tokens, loaded.model)
+    todo = ctx.source.patching_todo(tuple(ids), metric, kinds)  # the kinds nobody has run yet: only those cost
+    passes = patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, todo)
+    estimate = passes * BATCHED * get_pass_seconds(ctx.spec, ctx.device, obs.n_tokens, loaded.model)
     request = (ctx.spec, ctx.device, tuple(obs.ids), tuple(ids), metric, kinds)
-    if st.session_state.get("_patched") != request and estimate > ASK_ABOVE_S:
+    if todo and st.session_state.get("_patched") != request and estimate > ASK_ABOVE_S:
+        kept = [k for k in kinds if k not in todo]
         st.info(
-            f"This sweep runs the model about {patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, kinds):.0f} "
-            f"times ({cfg.n_layers} layers × {obs.n_tokens} positions or {cfg.n_heads} heads): about "
-            f"{estimate:.0f} s here. Once run it is kept for every user."
+            f"This sweep runs the model about {passes:.0f} times ({cfg.n_layers} layers × {obs.n_tokens} positions "
+            f"or {cfg.n_heads} heads): about {estimate:.0f} s here"
+            + (f" ({', '.join(kept)} ran before and is kept)" if kept else "")
+            + ". Once run it is kept for every user."
         )
         if not st.button(f"Patch (about {estimate:.0f} s)", key="causes_run", icon=":material/play_arrow:"):
             st.stop()

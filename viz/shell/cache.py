@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from model.memory import release_freed_memory
 from viz.shell.budget import ByteBudgetCache, budget_from_env
@@ -49,7 +50,7 @@ def shared(spinner: str | Callable[..., str] | None = None):
             bound, key = key_of(args, kwargs)
 
             def make():
-                if spinner is None:
+                if spinner is None or get_script_run_ctx() is None:  # a notebook, a test, a background thread
                     return func(*args, **kwargs)
                 with st.spinner(spinner(**bound) if callable(spinner) else spinner):
                     return func(*args, **kwargs)

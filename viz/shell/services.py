@@ -24,7 +24,7 @@ from model.analysis.kinds import HeadKinds, long_kinds, observed_kinds
 from model.analysis.lens import Lens, LogitAttribution, direct_logit_attribution, logit_lens
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
-from model.analysis.patching import Metric, activation_patching
+from model.analysis.patching import Metric, Patching, activation_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -244,9 +244,25 @@ def get_logit_attribution(spec, device, ids: tuple[int, ...], target, foil, posi
 
 
 @shared("Patching…")
+def get_patching_kind(spec, device, clean, corrupted, metric: Metric, kind: str, _model, _progress=None) -> Patching:
+    """One kind's patching sweep (model/analysis/patching.py); ``_progress(fraction)`` follows it."""
+    return activation_patching(_model, list(clean), list(corrupted), metric, (kind,), _progress)
+
+
 def get_patching(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], _model, _progress=None):
-    """One patching sweep (model/analysis/patching.py); ``_progress(fraction)`` follows it when the page asks."""
-    return activation_patching(_model, list(clean), list(corrupted), metric, kinds, _progress)
+    """A sweep over ``kinds``, each kind's kept on its own: "heads and residual stream" after "heads" runs only the
+    residual stream, for every user."""
+    parts = []
+    for i, kind in enumerate(kinds):
+        step = None if _progress is None else (lambda f, i=i: _progress((i + f) / len(kinds)))
+        parts.append(get_patching_kind(spec, device, clean, corrupted, metric, kind, _model, step))
+    raw = {k: v for part in parts for k, v in part.raw.items()}
+    return Patching(metric, parts[0].clean, parts[0].corrupted, raw)
+
+
+def patching_todo(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], model) -> tuple[str, ...]:
+    """The kinds of a sweep not run yet (by anyone): what a page estimates and asks before running."""
+    return tuple(k for k in kinds if not get_patching_kind.cached(spec, device, clean, corrupted, metric, k, model))
 
 
 @shared("Timing one forward pass…")

@@ -38,6 +38,7 @@ from viz.shell.services import (
     get_similarity,
     get_steps,
     get_stream,
+    patching_todo,
     upload_bytes,
 )
 from viz.views.base import ViewUnavailableError
@@ -178,6 +179,11 @@ class CachedSource:
         return get_patching(
             self.spec, self.device, clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model, progress
         )
+
+    def patching_todo(self, corrupted, metric, kinds) -> tuple[str, ...]:
+        """The kinds of this sweep nobody has run yet."""
+        clean = tuple(self.obs.ids)
+        return patching_todo(self.spec, self.device, clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model)
 
     def needle(self, lengths, depths):
         """The needle runs a page started as a background job (viz/shell/needle.py), once they are done."""
