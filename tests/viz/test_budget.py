@@ -108,6 +108,7 @@ def test_the_mixing_spinner_names_only_what_runs(monkeypatch):
 
     shown = []
     monkeypatch.setattr(cache.st, "spinner", lambda text: (shown.append(text), contextlib.nullcontext())[1])
+    monkeypatch.setattr(cache, "get_script_run_ctx", lambda: object())  # as inside a page run
 
     @cache.shared(services._mixing_spinner)
     def measure(spec, value_zeroing: bool) -> int:
@@ -119,4 +120,8 @@ def test_the_mixing_spinner_names_only_what_runs(monkeypatch):
         "Measuring context mixing (norm-based, ALTI)…",
         "Measuring context mixing (norm-based, ALTI, value zeroing)…",
     ]
+    cache.CACHE.clear()
+    monkeypatch.setattr(cache, "get_script_run_ctx", lambda: None)  # a notebook, a test, a background thread
+    measure("b", value_zeroing=False)
+    assert len(shown) == 2  # computed without a spinner: there is no page to show it on
     cache.CACHE.clear()
