@@ -243,8 +243,10 @@ def stream_chart(
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=ATTENTION, name="attention"), row=2, col=1)
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=FEED_FORWARD, name="feed-forward"), row=2, col=1)
     height = boxed(theme, 620 if theme.presentation else 560, 760 * k)[1]
-    style(fig, theme, title=title, height=height, legend=True, above=1)
-    return update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
+    fig = style(fig, theme, title=title, height=height, legend=True, above=1)
+    if theme.box:  # a slide: panel titles as large as the axis titles (its layout budgets them)
+        update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
+    return fig
 
 
 def growth_chart(series: list[dict], *, title: str | None = None, theme: Theme | None = None) -> go.Figure:

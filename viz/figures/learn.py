@@ -163,5 +163,7 @@ def before_after(
         update_axes(fig, "y", row=1, col=i + 1, autorange="reversed", showticklabels=i == 0, tickfont={"size": 9},
                     type="category")  # fmt: skip
         update_axes(fig, "x", row=1, col=i + 1, tickfont={"size": 9}, tickangle=-90, type="category")
-    style(fig, theme, title=title or f"{head} before, at and after", height=460, above=1)
-    return update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
+    fig = style(fig, theme, title=title or f"{head} before, at and after", height=460, above=1)
+    if theme.box:  # a slide: panel titles as large as the axis titles (its layout budgets them)
+        update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}})
+    return fig
