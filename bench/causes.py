@@ -1,5 +1,5 @@
 """The research instruments on SmolLM2 and the indirect-object prompt, on this machine: the logit lens, direct logit
-attribution, each patching sweep and a circuit card, in seconds (``python bench/causes.py``; figures in
+attribution, each patching sweep, attribution and path patching, composition and a circuit card, in seconds (``python bench/causes.py``; figures in
 bench/RESULTS.md, section "Research instruments")."""
 
 from __future__ import annotations
@@ -10,9 +10,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from model.analysis.attribution import attribution_patching
 from model.analysis.circuits import circuit
+from model.analysis.composition import composition_scores, composition_with
 from model.analysis.lens import direct_logit_attribution, logit_lens
 from model.analysis.patching import Metric, activation_patching
+from model.analysis.paths import path_patching
 from model.io.catalog import ModelSpec, load
 
 CLEAN = "When Mary and John went to the store, John gave a drink to"
@@ -39,6 +42,16 @@ def main() -> None:
             f"patching {kind}",
             lambda kind=kind: activation_patching(model, clean, corrupted, Metric(mary, john), [kind]),
         )
+    metric = Metric(mary, john)
+    timed("attribution patching, all four kinds", lambda: attribution_patching(model, clean, corrupted, metric))
+    timed("path patching, every head → logits", lambda: path_patching(model, clean, corrupted, metric, "logits"))
+    name_movers = [(23, 3, "v"), (29, 1, "v")]
+    timed(
+        "path patching, every head → L23H3, L29H1 values",
+        lambda: path_patching(model, clean, corrupted, metric, name_movers),
+    )
+    timed("composition, one head (L17H4, K)", lambda: composition_with(model, 17, 4, "K"))
+    timed("composition, every pair (K)", lambda: composition_scores(model, "K"))
     timed("circuit card (first, with U·E)", lambda: circuit(model, 23, 3, clean))
     timed("circuit card (next)", lambda: circuit(model, 29, 1, clean))
 

@@ -13,8 +13,10 @@ tests/fixtures/transformer_lens/reference.safetensors: the prompts (token ids), 
 differences, TransformerLens's patching sweeps (``transformer_lens.patching``: resid_pre, attn_out, mlp_out per
 layer × position, head outputs z per layer × head, as raw logit differences), its per-head and per-MLP direct
 logit attribution (``stack_head_results`` / ``decompose_resid`` through ``logit_attrs``, which applies the final
-norm's cached scale) and its logit lens (``accumulated_resid(apply_ln=True)`` through W_U) at the last position.
-tests/model/test_transformer_lens.py compares on every run.
+norm's cached scale) and its logit lens (``accumulated_resid(apply_ln=True)`` through W_U) at the last position;
+the gradient of the logit difference at every head's output z in the corrupted run (``run_with_hooks`` with
+``bwd_hooks``), attribution patching of z computed from it as Nanda's demo does, and the Q-, K- and V-composition
+scores between all heads (``all_composition_scores``). tests/model/test_transformer_lens.py compares on every run.
 """
 
 from __future__ import annotations
@@ -67,6 +69,32 @@ def make_model() -> tuple[int, int]:
     return answer, foil
 
 
+def gradients(bridge, clean_cache, corrupted: torch.Tensor, logit_diff) -> dict[str, torch.Tensor]:
+    """TransformerLens's backward hooks on every hook_z of the corrupted run, and attribution patching of z from
+    them: Σ over positions and d_head of (clean z − corrupted z) · ∂ logit diff / ∂ z."""
+    grads: dict[str, torch.Tensor] = {}
+    acts: dict[str, torch.Tensor] = {}
+
+    def keep_grad(grad, hook):
+        grads[hook.name] = grad.detach()
+
+    def keep(z, hook):
+        acts[hook.name] = z.detach()
+
+    is_z = lambda name: name.endswith("attn.hook_z")  # noqa: E731
+    bridge.reset_hooks()
+    bridge.add_hook(is_z, keep, "fwd")
+    bridge.add_hook(is_z, keep_grad, "bwd")
+    try:
+        logit_diff(bridge(corrupted)).backward()
+    finally:
+        bridge.reset_hooks()
+    names = sorted(grads, key=lambda n: int(n.split(".")[1]))
+    grad_z = torch.stack([grads[n][0] for n in names])  # (L, N, H, d_head)
+    delta = torch.stack([clean_cache[n][0] - acts[n][0] for n in names])  # (L, N, H, d_head)
+    return {"grad_z": grad_z, "attribution_z": (delta * grad_z).sum(dim=(1, 3))}  # (L, H)
+
+
 def main() -> None:
     answer_id, foil_id = make_model()
     bridge = TransformerBridge.boot_transformers(str(FOLDER), device="cpu", dtype=torch.float64)
@@ -97,6 +125,9 @@ def main() -> None:
     out["dla_total"] = clean_cache.logit_attrs(layers, answer, foil, pos_slice=-1).sum().reshape(1)
     lens = clean_cache.accumulated_resid(layer=None, pos_slice=-1, apply_ln=True)  # (L + 1, 1, d_model)
     out["lens_logits"] = lens[:, 0] @ bridge.W_U + bridge.b_U  # (L + 1, V)
+    out.update(gradients(bridge, clean_cache, corrupted, logit_diff))
+    for mode in "QKV":
+        out[f"composition_{mode}"] = bridge.all_composition_scores(mode).scores  # (L, H, L, H)
     out["clean_logit_diff"] = logit_diff(clean_logits).reshape(1)
     out["corrupted_logit_diff"] = logit_diff(corrupted_logits).reshape(1)
     out["clean_ids"], out["corrupted_ids"] = clean[0], corrupted[0]

@@ -42,8 +42,12 @@ ALIASES = {
     "dla": "causes.attribution",
     "direct logit attribution": "causes.attribution",
     "patching": "causes.patching",
+    "activation patching": "causes.patching",
+    "attribution patching": "causes.attribution_patching",
+    "path patching": "causes.paths",
     "circuit": "causes.circuit",
     "circuits": "causes.circuit",
+    "composition": "causes.composition",
 }
 NAMED = ("bundled", "minilm", "smollm2")
 _models: OrderedDict[ModelSpec, LoadedModel] = OrderedDict()

@@ -49,6 +49,9 @@ CAUSES_SECTIONS = ("Logit lens", "Attribution", "Patching", "Circuits")
 ALL_PATCHES = ("z", "resid_pre", "attn_out", "mlp_out")  # what patching sweeps (model/analysis/patching.py)
 PATCH_SWEEPS = {"heads": ALL_PATCHES[:1], "heads and residual stream": ALL_PATCHES[:2], "everything": ALL_PATCHES}
 PATCH_CHOICES = tuple(PATCH_SWEEPS)
+#: activation patching, its one-pass estimate, and path patching (model/analysis/attribution.py, paths.py)
+PATCH_METHODS = ("activation patching", "attribution patching (estimate)", "path patching")
+PATH_RECEIVERS = ("logits", "queries", "keys", "values")
 LESSON_SECTIONS = (
     "Predict first",
     "Why √d_k",
@@ -120,8 +123,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("causes_foil", "", str, page="causes", url=True),
     Setting("causes_corrupted", "", str, page="causes", url=True),
     Setting("causes_patch", PATCH_CHOICES[1], str, PATCH_CHOICES, page="causes", url=True),
+    Setting("causes_method", PATCH_METHODS[0], str, PATCH_METHODS, page="causes", url=True),
+    Setting("causes_receivers", PATH_RECEIVERS[0], str, PATH_RECEIVERS, page="causes", url=True),
+    Setting("causes_receiver_heads", "", str, page="causes", url=True),  # "L9H6, L9H9"
     Setting("causes_score", "logit difference", str, ("logit difference", "probability"), page="causes", url=True),
     Setting("causes_template_pick", "Names (indirect object, Wang et al., 2022)", str, page="causes"),
+    Setting("causes_composition", "K", str, ("K", "Q", "V"), page="causes", url=True),
     Setting("causes_window", 16, int, page="causes", url=True, bounds=(4, 32)),
     Setting("corpus_source", CORPUS_SOURCES[0], str, CORPUS_SOURCES, page="corpus"),
     Setting("corpus_docs", 300, int, page="corpus", url=True, bounds=(10, 5000)),

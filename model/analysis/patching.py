@@ -10,7 +10,11 @@ comes back:
 
 1 means that activation alone carries what the corruption took away; 0 means it carries nothing of it. The
 metric is the logit difference between two answer tokens (or the probability of one) at the last position.
-Path patching (which path between two heads carries it) is out of scope.
+Path patching (which path between two heads carries it) is in model/analysis/paths.py, the one-pass estimate of
+this sweep (attribution patching) in model/analysis/attribution.py.
+
+A batch of equal-length prompt pairs ((B, N) ids, one answer and foil per pair) is patched pair by pair in the same
+runs, and every cell reports the metric averaged over the pairs (IOI over 50 prompts in docs/research.md).
 
 Each patched run starts from the receiving run's stream at the patched layer (the layers before it cannot
 change), and the runs of one layer go as one batch: a sweep costs about (L + 1) / 2 full passes per
@@ -35,20 +39,34 @@ PATCH_KINDS = (*POSITION_KINDS, HEAD_KIND)
 MAX_BATCH = 32
 
 
+Tokens = int | tuple[int, ...]
+
+
+def _pick(logits: torch.Tensor, token: Tokens) -> torch.Tensor:
+    """logits (..., B, V) -> (..., B): one token for every row, or one per prompt of a batch of B."""
+    if isinstance(token, int):
+        return logits[..., token]
+    which = torch.tensor(token, device=logits.device)  # (B,)
+    if logits.size(-2) != len(which):
+        raise ValueError(f"the metric has {len(which)} answers, one per prompt, for a batch of {logits.size(-2)}")
+    return logits.gather(-1, which.expand(*logits.shape[:-1])[..., None])[..., 0]
+
+
 @dataclass(frozen=True)
 class Metric:
     """What the runs are scored by, at ``position`` (default: the last): logit(answer) − logit(foil), or the
-    probability of ``answer`` when there is no foil."""
+    probability of ``answer`` when there is no foil. For a batch of prompts, ``answer`` and ``foil`` may be
+    tuples with one token per prompt (IOI: each prompt's own names)."""
 
-    answer: int
-    foil: int | None = None
+    answer: Tokens
+    foil: Tokens | None = None
     position: int = -1
 
     def __call__(self, logits: torch.Tensor) -> torch.Tensor:
-        """logits (B, V) at the metric's position -> (B,)."""
+        """logits (B, V) at the metric's position -> (B,); (R, B, V) -> (R, B) for R patched runs of a batch."""
         if self.foil is None:
-            return logits.float().softmax(-1)[:, self.answer]
-        return logits[:, self.answer] - logits[:, self.foil]
+            return _pick(logits.float().softmax(-1), self.answer)
+        return _pick(logits, self.answer) - _pick(logits, self.foil)
 
     @property
     def name(self) -> str:
@@ -76,8 +94,21 @@ def _device(model: Transformer) -> torch.device:
     return next(model.parameters()).device
 
 
-def cache_run(model: Transformer, ids: Sequence[int], kinds: Sequence[str] = PATCH_KINDS) -> dict[str, torch.Tensor]:
-    """One run's activations by hook name (batch dimension kept: (1, ...)), for donating or receiving."""
+def as_batch(model: Transformer, ids) -> torch.Tensor:
+    """One id list (N,), several of one length, or a (B, N) tensor -> (B, N) on the model's device."""
+    if isinstance(ids, torch.Tensor):
+        batch = ids if ids.dim() == 2 else ids[None]
+    else:
+        rows = list(ids)
+        rows = [rows] if rows and not isinstance(rows[0], Sequence | torch.Tensor) else [list(r) for r in rows]
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError("the prompts of a batch must have the same number of tokens (patching compares positions)")
+        batch = torch.tensor([[int(t) for t in r] for r in rows])
+    return batch.to(_device(model))
+
+
+def cache_run(model: Transformer, ids, kinds: Sequence[str] = PATCH_KINDS) -> dict[str, torch.Tensor]:
+    """One run's activations by hook name ((B, ...): B = 1 for one prompt), for donating or receiving."""
     names = {hook_name(k, i) for k in (*kinds, "resid_pre") for i in range(model.cfg.n_layers)}
     kept: dict[str, torch.Tensor] = {}
 
@@ -85,15 +116,15 @@ def cache_run(model: Transformer, ids: Sequence[int], kinds: Sequence[str] = PAT
         kept[hook.name] = x.detach()
 
     with torch.no_grad(), hooks(model, [(name, keep) for name in sorted(names)]):
-        model(torch.tensor([list(ids)], device=_device(model)))
+        model(as_batch(model, ids))
     return kept
 
 
-def score(model: Transformer, ids: Sequence[int], metric: Metric) -> float:
-    """The metric of one plain run."""
+def score(model: Transformer, ids, metric: Metric) -> float:
+    """The metric of one plain run (averaged over a batch's prompts)."""
     with torch.no_grad():
-        hidden = model(torch.tensor([list(ids)], device=_device(model)))
-        return float(metric(readout(model, hidden[:, metric.position])))
+        hidden = model(as_batch(model, ids))
+        return float(metric(readout(model, hidden[:, metric.position])).double().mean())
 
 
 def top_guesses(model: Transformer, ids: Sequence[int], position: int, k: int = 2) -> list[int]:
@@ -104,39 +135,50 @@ def top_guesses(model: Transformer, ids: Sequence[int], position: int, k: int = 
 
 
 def run_from(
-    model: Transformer, start: torch.Tensor, layer: int, metric: Metric, edit: Callable | None, name: str
+    model: Transformer,
+    start: torch.Tensor,
+    layer: int,
+    metric: Metric,
+    edit: Callable | None,
+    name: str,
+    prompts: int = 1,
+    extra: Sequence[tuple[str, Callable]] = (),
 ) -> torch.Tensor:
-    """Run blocks ``layer`` … L − 1 on ``start`` (B, N, d_model), the stream entering ``layer``, with ``edit``
-    hooked on ``name``; returns the metric (B,)."""
+    """Run blocks ``layer`` … L − 1 on ``start`` (R·B, N, d_model), the stream entering ``layer`` for R runs of a
+    batch of B prompts, with ``edit`` hooked on ``name`` (and the ``extra`` (name, hook) pairs); returns each run's
+    metric averaged over the prompts (R,)."""
     cfg = model.cfg
     masks = model.build_masks(start.size(1), None, cfg.causal, start.device)
-    with torch.no_grad(), hooks(model, [(name, edit)] if edit is not None else []):
+    with torch.no_grad(), hooks(model, [*([(name, edit)] if edit is not None else []), *extra]):
         x = start
         for i in range(layer, cfg.n_layers):
             x = model.blocks[i](x, mask=masks[i], layer=i)
         x = model.hook_final(model.ln_f(x) if model.ln_f is not None else x)
-        return metric(readout(model, x[:, metric.position]))
+        logits = readout(model, x[:, metric.position])  # (R·B, V)
+        return metric(logits.view(-1, prompts, logits.size(-1))).double().mean(1)  # (R, B) -> (R,)
 
 
 def _sweep_layer(model: Transformer, receiver: dict, donor: dict, kind: str, layer: int, metric: Metric) -> np.ndarray:
     """One layer of one kind: (N,) for a position kind, (H,) for z."""
     name = hook_name(kind, layer)
-    start = receiver[hook_name("resid_pre", layer)]  # (1, N, d_model)
+    start = receiver[hook_name("resid_pre", layer)]  # (B, N, d_model)
+    B = start.size(0)
     width = start.size(1) if kind in POSITION_KINDS else model.blocks[layer].attn.n_heads
     out = []
-    for lo in range(0, width, MAX_BATCH):
-        which = torch.arange(lo, min(width, lo + MAX_BATCH), device=start.device)  # (b,) the cell each run patches
+    step = max(1, MAX_BATCH // B)
+    for lo in range(0, width, step):
+        which = torch.arange(lo, min(width, lo + step), device=start.device)  # (b,) the cell each run patches
         rows = torch.arange(len(which), device=start.device)
 
         def edit(x: torch.Tensor, _hook, which=which, rows=rows) -> torch.Tensor:
-            x = x.clone()
-            # position kinds: x (b, N, d_model), run r takes the donor's value at position which[r];
-            # z: x (b, H, N, d_k), run r takes head which[r]'s donated output at every position
-            x[rows, which] = donor[name][0, which]
-            return x
+            x = x.clone().view(len(which), B, *x.shape[1:])  # (b·B, ...) -> (b, B, ...)
+            # position kinds: x (b, B, N, d_model), run r takes the donor's values at position which[r];
+            # z: x (b, B, H, N, d_k), run r takes head which[r]'s donated output at every position
+            x[rows, :, which] = donor[name][:, which].transpose(0, 1)
+            return x.view(-1, *x.shape[2:])  # (b·B, ...)
 
-        batch = start.expand(len(which), -1, -1)  # (b, N, d_model)
-        out.append(run_from(model, batch, layer, metric, edit, name).float().cpu())
+        batch = start.repeat(len(which), 1, 1)  # (b·B, N, d_model): run r is rows r·B … r·B + B − 1
+        out.append(run_from(model, batch, layer, metric, edit, name, B).cpu())
     return torch.cat(out).numpy()
 
 
@@ -174,10 +216,12 @@ def activation_patching(
     progress: Callable[[float], None] | None = None,
 ) -> Patching:
     """Patch the clean run's activations into the corrupted run, cell by cell (see the module's docstring)."""
-    if len(clean) != len(corrupted):
+    clean, corrupted = as_batch(model, clean), as_batch(model, corrupted)
+    if clean.shape != corrupted.shape:
         raise ValueError(
-            f"the clean prompt has {len(clean)} tokens and the corrupted one {len(corrupted)}: patching compares "
-            "position with position, so they must have the same length"
+            f"the clean prompt has {clean.size(-1)} tokens and the corrupted one {corrupted.size(-1)}: patching "
+            "compares position with position, so they must have the same length"
+            + (f" (and the batches {clean.size(0)} and {corrupted.size(0)} prompts)" if clean.size(0) > 1 else "")
         )
     donor, receiver = cache_run(model, clean, kinds), cache_run(model, corrupted, kinds)
     raw = patch_sweep(model, receiver, donor, metric, kinds, progress)

@@ -45,10 +45,40 @@ def test_an_encoder_reads_its_answer_at_the_mask_and_patches_a_template():
         "Patching the residual stream entering each layer",
     ]
     assert "“mary” − “john”" in captions(at)
+    at.radio(key="causes_method").set_value("attribution patching (estimate)").run()
+    assert not at.exception, at.exception
+    assert titles(at)[:4] == [
+        "Attribution patching: each head's output (at every position)",
+        "The estimate against real patching, cell by cell",
+        "Attribution patching: the residual stream entering each layer",
+        "The estimate against real patching, cell by cell",
+    ]
+    assert re.search(
+        r"Pearson's r = -?\d\.\d\d over 24 cells: here the estimate is a (good|rough|poor) guide", captions(at)
+    )
+    at.radio(key="causes_method").set_value("path patching").run()
+    assert not at.exception, at.exception
+    assert titles(at) == ["Path patching: each head straight to the logits"]
+    assert "straight to the logits" in captions(at)
+    at.radio(key="causes_receivers").set_value("queries").run()
+    assert any("Name the receiver heads" in i.value for i in at.info)
+    at.text_input(key="causes_receiver_heads").set_value("L1H0, L1H9").run()
+    assert any("L1H9 is not in this model" in i.value for i in at.info)
+    at.text_input(key="causes_receiver_heads").set_value("L1H0, L1H3").run()
+    assert "only through the queries of L1H0, L1H3" in captions(at) and not at.exception
+    at.radio(key="causes_method").set_value("activation patching").run()
     at.radio(key="causes_score").set_value("probability").run()
     assert not at.exception and re.search(r"\(probability “mary”: clean 0\.\d+, corrupted 0\.\d+\)", captions(at))
     at.segmented_control(key="causes_section").set_value("Circuits").run()
     assert titles(at) == ["Layer 0, head 0: its QK and OV circuits"] and "copying score is" in captions(at)
+    assert any("A head of layer 0 reads only the embeddings" in i.value for i in at.info)
+    at.selectbox(key="layer").set_value(2).run()
+    assert titles(at)[1] == "What L2H0 reads through its keys: K-composition with each earlier head"
+    assert re.search(
+        r"The typical earlier head \(the median of the 12\) scores 0\.\d\d\. Strongest: L\dH\d", captions(at)
+    )
+    at.radio(key="causes_composition").set_value("V").run()
+    assert not at.exception and titles(at)[1].startswith("What L2H0 reads through its values")
 
 
 @pytest.mark.slow
@@ -95,10 +125,26 @@ def test_smollm2_on_the_indirect_object_prompt_finds_the_name_mover_heads():
     assert "clean 6.12, corrupted -5.49" in said
     assert re.search(r"Alone, these bring the most back: L23H3 \(\+0\.5\d\), L29H1", said)
     assert re.search(r"layers 0–\d+: “John\*” .*layers \d+–29: “to·13”", said)  # the name moves to the end
+    at.radio(key="causes_method").set_value("attribution patching (estimate)").run()
+    said = captions(at)  # the estimate names the same name mover, and says how close it comes to real patching
+    assert re.search(r"Alone, these bring the most back: L23H3 \(\+0\.\d\d\)", said)
+    r = float(re.search(r"Pearson's r = (-?[\d.]+) over 270 cells", said).group(1))
+    assert r > 0.8
+    at.radio(key="causes_method").set_value("path patching").run()
+    if any(b.key == "causes_run_paths" for b in at.button):
+        at.button(key="causes_run_paths").click().run(timeout=600)
+    said = captions(at)  # its direct path to the logits: most of L23H3's effect, a quarter of L29H1's
+    assert re.search(r"Alone, these bring the most back: L23H3 \(\+0\.6\d\), L29H1 \(\+0\.2\d\)", said)
     at.segmented_control(key="causes_section").set_value("Attribution").run()
     said = captions(at)
     assert "The logit difference “Mary” − “John” at position 13 is 6.12" in said
     assert "Heads for it: L23H3 (+2.86), L29H1 (+1.73)" in said  # the same heads as patching
+    at.segmented_control(key="causes_section").set_value("Circuits").run()
+    at.selectbox(key="layer").set_value(17).run()
+    at.selectbox(key="head").set_value(4).run()
+    said = captions(at)  # the induction head's keys read the previous-token head before it
+    assert re.search(r"Strongest: L16H0 \(0\.16, 3\.\d× typical\)", said)
+    assert "L17H4 puts 0.80 of its weight where an induction head looks" in said and "L16H0 0.90" in said
     at.segmented_control(key="causes_section").set_value("Logit lens").run()
     said = captions(at)
     assert "the output is “Mary” (92%)" in said and "“Mary” ranks 1,868 after the embeddings" in said
@@ -109,7 +155,7 @@ def test_a_sweep_of_more_kinds_runs_only_the_kinds_nobody_ran(monkeypatch):
     for every user), and the whole is what one sweep over both kinds computes."""
     from model.analysis.patching import Metric, activation_patching
     from model.io.catalog import ModelSpec, load
-    from viz.shell import services
+    from viz.shell import research as services
 
     spec = ModelSpec("bundled")
     loaded = load(spec)

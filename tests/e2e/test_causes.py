@@ -42,3 +42,47 @@ def test_patching_a_template_and_opening_a_clicked_head(server, page):
     titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
     assert titles[0].startswith("Layer 1, head 2: its QK and OV circuits"), titles
     page.screenshot(path="/tmp/causes_circuit.png", full_page=True)
+
+
+def test_attribution_patching_beside_real_patching_and_a_path_patched_head_opens(server, page):
+    """Issue 49: the estimate's grids, its scatter against real patching (with r in the caption), and path
+    patching's grid, whose cells open their head like activation patching's."""
+    open_page(page, server, "causes", "Causes")
+    page.get_by_role("radio", name="Patching", exact=True).first.click()
+    wait_idle(page)
+    page.get_by_role("button", name="Use it").click()
+    wait_idle(page)
+    run_if_asked(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    page.get_by_role("radiogroup", name="Method").get_by_text("attribution patching (estimate)").click()
+    wait_idle(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[:2] == [
+        "Attribution patching: each head's output (at every position)",
+        "The estimate against real patching, cell by cell",
+    ], titles
+    assert page.get_by_text("Pearson's r =").first.is_visible()
+    page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
+    page.screenshot(path="/tmp/causes_attribution_patching.png", full_page=True)
+    page.get_by_role("radiogroup", name="Method").get_by_text("path patching", exact=True).click()
+    wait_idle(page)
+    if page.get_by_role("button", name="Patch the paths").count():
+        page.get_by_role("button", name="Patch the paths").click()
+        wait_idle(page)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles == ["Path patching: each head straight to the logits"], titles
+    assert page.get_by_text("straight to the logits").first.is_visible()
+    page.screenshot(path="/tmp/causes_paths.png", full_page=True)
+    chart = page.locator(".js-plotly-plot").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    point = marker_point(
+        page, chart, "const tr = gd._fullData[1]; const H = gd._fullLayout.xaxis._categories.length; const i = H + 2;"
+    )
+    click_at(page, point)
+    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Layer 1, head 2"), titles

@@ -70,11 +70,16 @@ ALTERNATIVES = {
     "corrupted": "the there then then the",
     "kinds": ("z",),
     "score": "probability",
+    "receivers": "queries",
+    "heads": "L1H0",
+    "mode": "Q",
 }
 #: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
 #: the decoder's text's length, 10 tokens)
 REQUIRED = {
     "causes.patching": {"corrupted": "there then the then the"},
+    "causes.attribution_patching": {"corrupted": "there then the then the"},
+    "causes.paths": {"corrupted": "there then the then the"},
     "lesson.needle": {"lengths": (256,), "depths": (0, 100)},  # two short haystacks: the view, not the test
 }
 

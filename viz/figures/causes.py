@@ -13,6 +13,7 @@ from viz.figures.layout import update_axes
 from viz.figures.text import CHAR_EM, slide_plot_px
 
 SIGNED = "RdBu"  # reversed: positive red, negative blue, 0 white
+UNSIGNED = "Reds"  # a quantity that is never negative (composition scores): white at 0, red at the top
 
 
 def signed_grid(
@@ -28,8 +29,10 @@ def signed_grid(
     x_title: str = "",
     y_title: str = "",
     theme: Theme | None = None,
+    signed: bool = True,
 ) -> go.Figure:
-    """A signed number per cell on a diverging scale centred on 0 (rows top to bottom).
+    """A signed number per cell on a diverging scale centred on 0 (rows top to bottom); ``signed=False``: a number
+    that is never negative, on a sequential scale from 0.
 
     values: (R, C), NaN drawn blank; ``zmax``: the scale's end (default: the largest |value|); ``cell_ids``:
     (R, C, j) what a click on each cell reports (on screen only), e.g. its (layer, head)."""
@@ -43,11 +46,11 @@ def signed_grid(
         z=v,
         x=cols,
         y=rows,
-        colorscale=SIGNED,
-        reversescale=True,
-        zmin=-top,
+        colorscale=SIGNED if signed else UNSIGNED,
+        reversescale=signed,
+        zmin=-top if signed else 0.0,
         zmax=top,
-        zmid=0,
+        zmid=0 if signed else None,
         colorbar={"title": {"text": value_name}},
         hovertemplate=f"{where}<br>{value_name}: %{{z:.3f}}<extra></extra>",
     )

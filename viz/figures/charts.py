@@ -107,3 +107,47 @@ def scaling_figure(demo: dict, *, real: dict | None = None, theme: Theme | None 
     style(fig, theme, title="Random q, k: why attention divides by √d_k", height=460, legend=True, above=1)
     update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig
+
+
+def agreement_scatter(
+    x,
+    y,
+    names: list[str],
+    *,
+    x_title: str,
+    y_title: str,
+    title: str | None = None,
+    theme: Theme | None = None,
+) -> go.Figure:
+    """One dot per cell, its value by one method against another's, with the line y = x where they agree.
+    x, y: (K,) with NaN left out; names: (K,) what each dot is (shown on hover)."""
+    theme = theme or Theme()
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y, names = x[keep], y[keep], [n for n, k in zip(names, keep, strict=True) if k]
+    lo = float(min(x.min(), y.min(), 0.0)) if x.size else 0.0
+    hi = float(max(x.max(), y.max(), 0.0)) if x.size else 1.0
+    fig = figure(
+        [
+            go.Scatter(
+                x=[lo, hi],
+                y=[lo, hi],
+                mode="lines",
+                line={"color": "#adb5bd", "dash": "dash", "width": 1.5 * theme.line_scale},
+                hoverinfo="skip",
+                name="agree",
+            ),
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                text=names,
+                marker={"size": 8 * theme.line_scale, "color": "#3b5bdb", "opacity": 0.75},
+                hovertemplate=f"%{{text}}<br>{x_title}: %{{x:.3f}}<br>{y_title}: %{{y:.3f}}<extra></extra>",
+                name="cells",
+            ),
+        ]
+    )
+    update_axes(fig, "x", title={"text": x_title}, zeroline=True)
+    update_axes(fig, "y", title={"text": y_title}, zeroline=True, scaleanchor="x", scaleratio=1)
+    return style(fig, theme, title=title, height=520, legend=False)

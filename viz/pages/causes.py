@@ -6,13 +6,16 @@ import time
 import streamlit as st
 
 from model.analysis.patching import patching_passes
-from viz.settings import CAUSES_SECTIONS, PATCH_CHOICES, PATCH_SWEEPS
+from viz.settings import CAUSES_SECTIONS, PATCH_CHOICES, PATCH_METHODS, PATCH_SWEEPS, PATH_RECEIVERS
 from viz.shell.context import page_context
-from viz.shell.services import get_pass_seconds, views
+from viz.shell.research import get_pass_seconds
+from viz.shell.services import views
 from viz.shell.widgets import follow_open_page, layer_head_picker, open_head, section, show_view, unavailable
 from viz.views import ViewUnavailableError
 from viz.views.causes import answer_position
+from viz.views.composition import SIDES as COMPOSITION_SIDES
 from viz.views.patching import SCORES, TEMPLATES, alignment, patch_metric, template
+from viz.views.paths import receivers_of
 
 ASK_ABOVE_S = 2.0  # a sweep expected to take longer waits for the button, with its estimate
 BATCHED = 0.3  # a patched run costs this share of a plain pass (one layer's runs go as one batch: 0.27–0.34 on SmolLM2)
@@ -25,7 +28,9 @@ st.caption(
     "Attention weights say where a head looks; these say which parts produce the answer. The **logit lens** reads "
     "the stream after every layer as if it were the last; **direct logit attribution** splits the answer's logit "
     "into what each head and feed-forward wrote; **patching** swaps one activation from a clean run into a "
-    "corrupted one and measures how much of the answer comes back; a head's **circuits** are its QK and OV "
+    "corrupted one and measures how much of the answer comes back (**attribution patching** estimates every swap "
+    "from one backward pass; **path patching** follows one head's effect along one path); a head's **circuits** "
+    "are its QK and OV "
     "matrices. One call from a notebook each: see docs/research.md."
 )
 
@@ -38,6 +43,13 @@ def open_clicked_head(key: str) -> None:
             open_head(layer, head)
 
 
+def open_sender(key: str) -> None:
+    """Callback: a clicked sender in the composition grid becomes the head the circuits show."""
+    points = ((st.session_state.get(key) or {}).get("selection") or {}).get("points") or []
+    for layer, head, *_ in [p["customdata"] for p in points if "customdata" in p][:1]:
+        st.session_state.update(layer=int(layer), head=int(head))
+
+
 def answer_inputs(foil_help: str) -> tuple[str, str]:
     c1, c2 = st.columns(2)
     answer = c1.text_input(
@@ -48,6 +60,29 @@ def answer_inputs(foil_help: str) -> tuple[str, str]:
     )
     foil = c2.text_input("Against (foil)", key="causes_foil", placeholder="its second guess", help=foil_help)
     return answer, foil
+
+
+def show_patch_views(key: str, **selection) -> None:
+    """A patching view's grids, each head grid clickable (it opens the head), with the page's prompts and answer."""
+    try:
+        for part_view in views(
+            ctx,
+            key,
+            corrupted=st.session_state.get("causes_corrupted", ""),
+            answer=st.session_state.get("causes_answer", ""),
+            foil=st.session_state.get("causes_foil", ""),
+            score=st.session_state.get("causes_score", SCORES[0]),
+            **selection,
+        ):
+            name = part_view.key.split(".", 2)[-1].replace(".", "_")
+            widget = f"patch_{name}" if key == "causes.patching" else f"{key.split('.')[1]}_{name}"
+            clickable = part_view.key.endswith((".z", ".paths"))
+            select = (
+                {"on_select": lambda k=widget: open_clicked_head(k), "selection_mode": "points"} if clickable else {}
+            )
+            show_view(part_view, widget, **select)
+    except ViewUnavailableError as exc:
+        unavailable(exc)
 
 
 part = section("causes_section", CAUSES_SECTIONS)
@@ -93,8 +128,26 @@ elif part == "Patching":
         "Corrupted prompt", key="causes_corrupted", help="The same number of tokens, with the answer changed."
     )
     answer, foil = answer_inputs("Empty: the corrupted prompt's top guess (the answer it changes to).")
+    method = st.radio("Method", PATCH_METHODS, key="causes_method", horizontal=True)
     c1, c2 = st.columns(2)
-    sweep = c1.radio("Patch", PATCH_CHOICES, key="causes_patch", horizontal=True)
+    if method == PATCH_METHODS[2]:
+        receivers = c1.radio(
+            "Paths to",
+            PATH_RECEIVERS,
+            key="causes_receivers",
+            horizontal=True,
+            help="The logits: each head's direct effect. Queries, keys or values: its effect through those heads' "
+            "inputs alone (Wang et al.'s name movers read the subject inhibition heads' output through their queries).",
+        )
+        heads = c1.text_input(
+            "Receiver heads",
+            key="causes_receiver_heads",
+            placeholder="L9H6, L9H9",
+            disabled=receivers == "logits",
+            help="The heads whose inputs the paths end in, e.g. the name movers that patching and attribution name.",
+        )
+    else:
+        sweep = c1.radio("Patch", PATCH_CHOICES, key="causes_patch", horizontal=True)
     score = c2.radio(
         "Score by",
         SCORES,
@@ -102,7 +155,6 @@ elif part == "Patching":
         horizontal=True,
         help="The logit difference answer − foil (what IOI studies use), or the answer's probability alone.",
     )
-    kinds = PATCH_SWEEPS[sweep]
     if corrupted.strip():
         other = loaded.tokenizer.encode(corrupted, max_len=loaded.model.cfg.max_seq_len)
         st.caption(alignment(list(obs.tokens), [loaded.tokenizer.id_to_token(i) for i in other.ids]))
@@ -112,9 +164,36 @@ elif part == "Patching":
         unavailable(exc)
         st.stop()
     cfg = loaded.model.cfg
+    pass_s = get_pass_seconds(ctx.spec, ctx.device, obs.n_tokens, loaded.model)
+    if method == PATCH_METHODS[1]:
+        show_patch_views("causes.attribution_patching", kinds=tuple(PATCH_SWEEPS[sweep]))
+        st.stop()
+    if method == PATCH_METHODS[2]:
+        try:
+            rec = receivers_of(ctx.source, receivers, heads)
+        except ViewUnavailableError as exc:
+            unavailable(exc)
+            st.stop()
+        rec = rec if isinstance(rec, str) else tuple(rec)
+        senders = cfg.n_heads * (cfg.n_layers if rec == "logits" else min(layer for layer, _, _ in rec))
+        passes = senders * (cfg.n_layers + 1) / 2 * (1 if rec == "logits" else 2)
+        estimate = passes * BATCHED * pass_s
+        if not ctx.source.path_patching_kept(tuple(ids), metric, rec) and estimate > ASK_ABOVE_S:
+            st.info(
+                f"Path patching runs the model about {passes:.0f} times ({senders} sending heads): about "
+                f"{estimate:.0f} s here. Once run it is kept for every user."
+            )
+            if not st.button(f"Patch the paths (about {estimate:.0f} s)", key="causes_run_paths"):
+                st.stop()
+            bar = st.progress(0.0, text="Path patching…")
+            ctx.source.path_patching(tuple(ids), metric, rec, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
+            bar.empty()
+        show_patch_views("causes.paths", receivers=receivers, heads=heads)
+        st.stop()
+    kinds = PATCH_SWEEPS[sweep]
     todo = ctx.source.patching_todo(tuple(ids), metric, kinds)  # the kinds nobody has run yet: only those cost
     passes = patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, todo)
-    estimate = passes * BATCHED * get_pass_seconds(ctx.spec, ctx.device, obs.n_tokens, loaded.model)
+    estimate = passes * BATCHED * pass_s
     request = (ctx.spec, ctx.device, tuple(obs.ids), tuple(ids), metric, kinds)
     if todo and st.session_state.get("_patched") != request and estimate > ASK_ABOVE_S:
         kept = [k for k in kinds if k not in todo]
@@ -122,7 +201,8 @@ elif part == "Patching":
             f"This sweep runs the model about {passes:.0f} times ({cfg.n_layers} layers × {obs.n_tokens} positions "
             f"or {cfg.n_heads} heads): about {estimate:.0f} s here"
             + (f" ({', '.join(kept)} ran before and is kept)" if kept else "")
-            + ". Once run it is kept for every user."
+            + ". Once run it is kept for every user. Attribution patching (the method above) estimates it in about "
+            f"{3 * pass_s:.1f} s."
         )
         if not st.button(f"Patch (about {estimate:.0f} s)", key="causes_run", icon=":material/play_arrow:"):
             st.stop()
@@ -132,21 +212,27 @@ elif part == "Patching":
         bar.empty()
         st.caption(f"Patched in {time.perf_counter() - began:.1f} s.")
     st.session_state["_patched"] = request
-    try:
-        for part_view in views(
-            ctx, "causes.patching", corrupted=corrupted, answer=answer, foil=foil, kinds=tuple(kinds), score=score
-        ):
-            key = f"patch_{part_view.key.rsplit('.', 1)[-1]}"
-            clickable = part_view.key.endswith(".z")
-            select = {"on_select": lambda k=key: open_clicked_head(k), "selection_mode": "points"} if clickable else {}
-            show_view(part_view, key, **select)
-    except ViewUnavailableError as exc:
-        unavailable(exc)
+    show_patch_views("causes.patching", kinds=tuple(kinds))
 
 else:  # Circuits
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
     try:
         (card,) = views(ctx, "causes.circuit", layer=layer, head=head)
         show_view(card, "circuit_card")
+    except ViewUnavailableError as exc:
+        unavailable(exc)
+    st.subheader("Which earlier heads it reads")
+    mode = st.radio(
+        "Through its",
+        list(COMPOSITION_SIDES),
+        key="causes_composition",
+        horizontal=True,
+        format_func=lambda m: f"{COMPOSITION_SIDES[m]} ({m}-composition)",
+        help="K: what its keys read (an induction head's keys read a previous-token head's output). Q: its queries. "
+        "V: what it moves.",
+    )
+    try:
+        (comp,) = views(ctx, "causes.composition", layer=layer, head=head, mode=mode)
+        show_view(comp, "composition_grid", on_select=lambda: open_sender("composition_grid"), selection_mode="points")
     except ViewUnavailableError as exc:
         unavailable(exc)

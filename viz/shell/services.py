@@ -10,21 +10,17 @@ ones that are.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
 import streamlit as st
 import torch
 
-from model.analysis.circuits import Circuit, circuit
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
 from model.analysis.kinds import HeadKinds, long_kinds, observed_kinds
-from model.analysis.lens import Lens, LogitAttribution, direct_logit_attribution, logit_lens
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
-from model.analysis.patching import Metric, Patching, activation_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -231,54 +227,6 @@ def get_steps(spec, device, text, options, layer, head, _obs: Observation, _mode
 @shared("Measuring the residual stream…")
 def get_stream(spec, device, text, options, _ids: tuple[int, ...], _model) -> Stream:
     return residual_stream(_model, list(_ids), causal=options.causal, scale=options.scale, positions=options.positions)
-
-
-@shared("Reading the stream through the head…")
-def get_lens(spec, device, ids: tuple[int, ...], positions: tuple[int, ...], target: int | None, _model) -> Lens:
-    return logit_lens(_model, list(ids), list(positions), target)
-
-
-@shared("Attributing the logit…")
-def get_logit_attribution(spec, device, ids: tuple[int, ...], target, foil, position, _model) -> LogitAttribution:
-    return direct_logit_attribution(_model, list(ids), target, foil, position)
-
-
-@shared("Patching…")
-def get_patching_kind(spec, device, clean, corrupted, metric: Metric, kind: str, _model, _progress=None) -> Patching:
-    """One kind's patching sweep (model/analysis/patching.py); ``_progress(fraction)`` follows it."""
-    return activation_patching(_model, list(clean), list(corrupted), metric, (kind,), _progress)
-
-
-def get_patching(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], _model, _progress=None):
-    """A sweep over ``kinds``, each kind's kept on its own: "heads and residual stream" after "heads" runs only the
-    residual stream, for every user."""
-    parts = []
-    for i, kind in enumerate(kinds):
-        step = None if _progress is None else (lambda f, i=i: _progress((i + f) / len(kinds)))
-        parts.append(get_patching_kind(spec, device, clean, corrupted, metric, kind, _model, step))
-    raw = {k: v for part in parts for k, v in part.raw.items()}
-    return Patching(metric, parts[0].clean, parts[0].corrupted, raw)
-
-
-def patching_todo(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], model) -> tuple[str, ...]:
-    """The kinds of a sweep not run yet (by anyone): what a page estimates and asks before running."""
-    return tuple(k for k in kinds if not get_patching_kind.cached(spec, device, clean, corrupted, metric, k, model))
-
-
-@shared("Timing one forward pass…")
-def get_pass_seconds(spec, device, n_tokens: int, _model) -> float:
-    """Seconds one plain forward pass of n tokens takes here (the patching estimate multiplies it)."""
-    ids = torch.zeros(1, n_tokens, dtype=torch.long, device=next(_model.parameters()).device)
-    with torch.no_grad():
-        _model(ids)  # the first pass pays for allocations
-        began = time.perf_counter()
-        _model(ids)
-        return time.perf_counter() - began
-
-
-@shared("Reading the head's circuits…")
-def get_circuit(spec, device, layer: int, head: int, tokens: tuple[int, ...], _model) -> Circuit:
-    return circuit(_model, layer, head, list(tokens))
 
 
 @shared()

@@ -13,15 +13,22 @@ from model.io.state import LoadedModel
 from model.long import LongObservation, long_metrics
 from model.observe import ATTENTION_KINDS, Observation, Options
 from viz.shell.cache import CACHE
+from viz.shell.research import (
+    get_attribution_patching,
+    get_circuit,
+    get_composition,
+    get_lens,
+    get_logit_attribution,
+    get_patching,
+    get_path_patching,
+    patching_todo,
+)
 from viz.shell.services import (
     get_attribution,
-    get_circuit,
     get_flow,
     get_generation,
     get_induction,
     get_kinds,
-    get_lens,
-    get_logit_attribution,
     get_long_kinds,
     get_long_similarity,
     get_metrics,
@@ -30,7 +37,6 @@ from viz.shell.services import (
     get_next_tokens,
     get_observation,
     get_padded_batch,
-    get_patching,
     get_permutation,
     get_predictions,
     get_profile,
@@ -38,7 +44,6 @@ from viz.shell.services import (
     get_similarity,
     get_steps,
     get_stream,
-    patching_todo,
     upload_bytes,
 )
 from viz.views.base import ViewUnavailableError
@@ -179,6 +184,28 @@ class CachedSource:
         return get_patching(
             self.spec, self.device, clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model, progress
         )
+
+    def composition(self, layer, head, mode):
+        return get_composition(self.spec, self.device, int(layer), int(head), mode, self.loaded.model)
+
+    def patching_kept(self, corrupted, metric, kinds):
+        """Activation patching's result on these prompts if everyone's cache holds every kind (nothing is run)."""
+        return None if self.patching_todo(corrupted, metric, kinds) else self.patching(corrupted, metric, kinds)
+
+    def attribution_patching(self, corrupted, metric, kinds):
+        clean = tuple(self.obs.ids)
+        args = (clean, tuple(corrupted), metric, tuple(kinds), self.loaded.model)
+        return get_attribution_patching(self.spec, self.device, *args)
+
+    def path_patching(self, corrupted, metric, receivers, progress=None):
+        clean = tuple(self.obs.ids)
+        args = (clean, tuple(corrupted), metric, receivers, self.loaded.model, progress)
+        return get_path_patching(self.spec, self.device, *args)
+
+    def path_patching_kept(self, corrupted, metric, receivers) -> bool:
+        clean = tuple(self.obs.ids)
+        args = (clean, tuple(corrupted), metric, receivers, self.loaded.model)
+        return get_path_patching.cached(self.spec, self.device, *args)
 
     def patching_todo(self, corrupted, metric, kinds) -> tuple[str, ...]:
         """The kinds of this sweep nobody has run yet."""

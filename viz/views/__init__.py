@@ -20,7 +20,9 @@ captions    the sentences under figures, computed from the numbers drawn
 head_captions  the same for heads: their spread, ablation, Find heads' ranking, a prediction check
 finite      heads with NaN or Inf weights: not computable, with the reason
 causes      which parts cause the answer: logit lens, direct logit attribution, QK/OV circuits
+composition which earlier heads a head reads through its queries, keys or values (Elhage et al.)
 patching    activation patching: which clean activations bring the answer back into a corrupted run
+paths       attribution patching (the one-pass estimate, against real patching) and path patching
 needle      needle in a haystack: retrieval heads over lengths × depths, sinks as the length grows
 long        a text read whole: block means, windows, every head, the overview
 """
@@ -31,6 +33,7 @@ from viz.views import (  # noqa: F401
     block,
     causes,
     compare,
+    composition,
     corpus,
     cross,
     decoder,
@@ -43,6 +46,7 @@ from viz.views import (  # noqa: F401
     mixing,
     needle,
     patching,
+    paths,
 )
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 

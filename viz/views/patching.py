@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.patching import PATCH_KINDS, POSITION_KINDS, Metric, top_guesses
+from model.analysis.patching import PATCH_KINDS, POSITION_KINDS, Metric, Patching, top_guesses
 from viz.figures.causes import signed_grid
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import token_labels
@@ -82,6 +82,20 @@ def patching_view(
     """Activation patching: how much of the clean answer each clean activation brings back into the corrupted run."""
     ids, metric = patch_metric(src, corrupted, answer, foil, score)
     result = src.patching(tuple(ids), metric, tuple(kinds))
+    lead = (
+        "Each cell: the corrupted run with that one activation taken from the clean run; 1 brings the clean "
+        "answer back, 0 does nothing"
+    )
+    return patching_figures(src, theme, result, ids, kinds, lead=lead, title="Patching")
+
+
+def patching_figures(
+    src: Source, theme: Theme, result: Patching, ids: list[int], kinds, *, lead: str, title: str, heads: str = ""
+) -> dict[str, Captioned]:
+    """One grid per kind of a sweep (activation, attribution or path patching), each with its computed caption.
+    ``lead`` says what a cell is; the gap between the clean and corrupted runs and the strongest cells follow.
+    ``heads``: the head grid's title instead of "{title} each head's output (at every position)"."""
+    metric = result.metric
     clean = list(src.obs.ids)
     changed = [i for i, (a, b) in enumerate(zip(clean, ids, strict=True)) if a != b]
     tokens = [f"{t}*" if i in changed else t for i, t in enumerate(src.obs.tokens)]
@@ -105,7 +119,7 @@ def patching_view(
                 rec,
                 rows,
                 labels,
-                title=f"Patching {KIND_TITLES[kind]}",
+                title=f"{title} {KIND_TITLES[kind]}",
                 value_name="recovered",
                 zmax=1.0,
                 where="layer %{y}, position %{x}",
@@ -114,11 +128,7 @@ def patching_view(
                 theme=theme,
             )
             best = np.argmax(rec, axis=1)
-            caption = (
-                f"Each cell: the corrupted run with that one activation taken from the clean run; 1 brings the "
-                f"clean answer back, 0 does nothing ({gap}). The best position per layer — "
-                f"{runs_of(best, labels, rec[np.arange(L), best])}."
-            )
+            caption = f"{lead} ({gap}). The best position per layer — {runs_of(best, labels, rec[np.arange(L), best])}."
         else:
             H = rec.shape[1]
             ids_grid = np.stack(np.meshgrid(np.arange(L), np.arange(H), indexing="ij"), axis=-1)  # (L, H, 2)
@@ -126,7 +136,7 @@ def patching_view(
                 rec,
                 rows,
                 [f"H{h}" for h in range(H)],
-                title=f"Patching {KIND_TITLES[kind]}",
+                title=heads or f"{title} {KIND_TITLES[kind]}",
                 value_name="recovered",
                 zmax=1.0,
                 cell_ids=ids_grid,
@@ -136,11 +146,12 @@ def patching_view(
                 theme=theme,
             )
             names = [f"L{i}H{h}" for i in range(L) for h in range(H)]
-            up, down = signed_parts(rec.ravel(), names)
+            flat = rec.ravel()
+            live = ~np.isnan(flat)
+            up, down = signed_parts(flat[live], [n for n, ok in zip(names, live, strict=True) if ok])
             caption = (
-                f"One head's output at every position taken from the clean run ({gap}). Alone, these bring the most "
-                f"back: {up}; these push the other way: {down}. Click a head to open it. Path patching (which path "
-                "between heads carries it) is not offered."
+                f"{lead} ({gap}). Alone, these bring the most back: {up}; these push the other way: {down}. "
+                "Click a head to open it."
             )
         out[kind] = Captioned(with_subtitle(fig, subtitle(src), theme), caption)
     return out

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from model.analysis.attribution import attribution_patching
 from model.analysis.circuits import circuit
+from model.analysis.composition import composition_with
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
 from model.analysis.kinds import long_kinds, observed_kinds
@@ -16,6 +18,7 @@ from model.analysis.lens import direct_logit_attribution, logit_lens
 from model.analysis.mixing import context_mixing
 from model.analysis.needle import filler_text, needle_grid
 from model.analysis.patching import activation_patching
+from model.analysis.paths import path_patching
 from model.analysis.scaling import scaling_demo
 from model.analysis.similarity import cluster_order, head_similarity
 from model.analysis.steps import observed_head_steps
@@ -184,6 +187,20 @@ class DirectSource:
         make = lambda: activation_patching(self.loaded.model, ids, list(corrupted), metric, kinds, progress)  # noqa: E731
         return self._once(("patching", tuple(corrupted), metric, tuple(kinds)), make)
 
+    def patching_kept(self, corrupted, metric, kinds):
+        """Activation patching's result on these prompts if it has been run (it is not run for this)."""
+        return self._memo.get(("patching", tuple(corrupted), metric, tuple(kinds)))
+
+    def attribution_patching(self, corrupted, metric, kinds):
+        ids = list(self.obs.ids)
+        make = lambda: attribution_patching(self.loaded.model, ids, list(corrupted), metric, kinds)  # noqa: E731
+        return self._once(("attribution_patching", tuple(corrupted), metric, tuple(kinds)), make)
+
+    def path_patching(self, corrupted, metric, receivers, progress=None):
+        ids = list(self.obs.ids)
+        make = lambda: path_patching(self.loaded.model, ids, list(corrupted), metric, receivers, progress)  # noqa: E731
+        return self._once(("path_patching", tuple(corrupted), metric, receivers), make)
+
     def needle(self, lengths, depths):
         """Needle runs on every length × depth (percent), run here (the app runs them as a background job)."""
 
@@ -192,6 +209,10 @@ class DirectSource:
             return needle_grid(self.loaded.model, tok, filler_text(), list(lengths), [d / 100 for d in depths])
 
         return self._once(("needle", tuple(lengths), tuple(depths)), make)
+
+    def composition(self, layer, head, mode):
+        make = lambda: composition_with(self.loaded.model, layer, head, mode)  # noqa: E731
+        return self._once(("composition", layer, head, mode), make)
 
     def circuit(self, layer, head):
         return self._once(("circuit", layer, head), lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids)))

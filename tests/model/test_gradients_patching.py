@@ -1,0 +1,218 @@
+"""Backward hooks, batched activation patching and attribution patching (model/intervene.py,
+model/analysis/patching.py, model/analysis/attribution.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis.attribution import attribution_patching, estimate, grad_cache
+from model.analysis.composition import composition_scores, composition_with, factors
+from model.analysis.patching import PATCH_KINDS, Metric, activation_patching, cache_run, patch_sweep
+from model.analysis.paths import path_patching
+from model.capture import hook_name, leftover_hooks
+from model.intervene import hooks, run_with_hooks
+from tests.model.test_research import CLEAN, CORRUPTED, decoder
+
+
+def test_a_backward_hook_sees_the_gradient_autograd_computes_and_no_parameter_grad_changes():
+    model = decoder("untied")
+    seen = {}
+
+    def keep(grad, hook):
+        seen[hook.name] = grad.clone()
+
+    logits = run_with_hooks(
+        model, CLEAN, bwd_hooks=[("hook_final", keep)], loss=lambda out: out[0, -1, 9], return_type="logits"
+    )
+    g = seen["hook_final"][0]  # (N, d_model)
+    assert torch.allclose(g[-1], model.lm_head.weight[9].detach())  # d logit / d h = the unembedding's row
+    assert torch.count_nonzero(g[:-1]) == 0  # only the last position reads out
+    assert not logits.requires_grad
+    assert all(p.grad is None for p in model.parameters())
+    assert leftover_hooks(model) == 0
+
+
+def test_a_backward_hook_that_returns_a_gradient_replaces_it_upstream():
+    model = decoder("llama")
+    seen = {}
+
+    def zero(grad, hook):
+        return torch.zeros_like(grad)
+
+    def keep(grad, hook):
+        seen[hook.name] = grad
+
+    last = hook_name("resid_post", 2)
+    bwd = [(last, zero), ("blocks.0.hook_resid_pre", keep)]
+    run_with_hooks(model, CLEAN, bwd_hooks=bwd, loss=lambda out: out[0, -1].sum())
+    assert torch.count_nonzero(seen["blocks.0.hook_resid_pre"]) == 0  # everything flows through the last block
+    run_with_hooks(model, CLEAN, bwd_hooks=bwd[1:], loss=lambda out: out[0, -1].sum())
+    assert torch.count_nonzero(seen["blocks.0.hook_resid_pre"]) > 0
+    with pytest.raises(ValueError, match="need a loss"):
+        run_with_hooks(model, CLEAN, bwd_hooks=bwd[1:])
+    with pytest.raises(ValueError, match="must keep"):
+        run_with_hooks(model, CLEAN, bwd_hooks=[(last, lambda g, h: g[:, :1])], loss=lambda out: out.sum())
+    assert leftover_hooks(model) == 0
+
+
+def test_in_a_with_block_the_watched_activations_are_what_autograd_differentiates():
+    model = decoder("gpt2")
+    seen = {}
+    with (
+        torch.enable_grad(),
+        hooks(model, bwd_hooks=[("blocks.1.attn.hook_z", lambda g, h: seen.update(z=g))]) as taken,
+    ):
+        out = model(torch.tensor([CLEAN]))
+        (grad,) = torch.autograd.grad(out[0, -1, 0], taken)
+    assert grad.shape == (1, 4, 7, 8) and torch.equal(grad, seen["z"])
+
+
+PAIRS = ([CLEAN, [1, 6, 7, 9, 3, 4, 11]], [CORRUPTED, [1, 6, 8, 9, 3, 4, 12]])
+
+
+@pytest.mark.parametrize("foil", [True, False])
+def test_a_batch_of_pairs_is_the_average_of_its_pairs_each_with_its_own_answer(foil):
+    model = decoder("llama")
+    answers, foils = (9, 20), (3, 21)
+    metric = Metric(answers, foils if foil else None)
+    batch = activation_patching(model, PAIRS[0], PAIRS[1], metric)
+    alone = [
+        activation_patching(model, c, k, Metric(a, f if foil else None))
+        for c, k, a, f in zip(*PAIRS, answers, foils, strict=True)
+    ]
+    assert batch.clean == pytest.approx(np.mean([r.clean for r in alone]), abs=1e-9)
+    assert batch.corrupted == pytest.approx(np.mean([r.corrupted for r in alone]), abs=1e-9)
+    for kind in PATCH_KINDS:
+        assert np.allclose(batch.raw[kind], np.mean([r.raw[kind] for r in alone], axis=0), atol=1e-9)
+    with pytest.raises(ValueError, match="one per prompt"):
+        activation_patching(model, CLEAN, CORRUPTED, metric, kinds=["z"])
+    with pytest.raises(ValueError, match="same number of tokens"):
+        activation_patching(model, [CLEAN, CLEAN[:-1]], PAIRS[1], metric)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_attribution_patching_is_activation_patching_to_first_order(name):
+    """Donors a small step ε from the receiving run: the estimate's error shrinks like ε², the effect like ε."""
+    model = decoder(name)
+    metric = Metric((9, 20), (3, 21))
+    names = [hook_name(k, i) for k in (*PATCH_KINDS, "resid_pre") for i in range(3)]
+    value, receiver, grads = grad_cache(model, PAIRS[1], metric, names)
+    torch.manual_seed(1)
+    direction = {n: torch.randn_like(a) for n, a in receiver.items()}
+    errors = []
+    for eps in (1e-2, 1e-3):
+        donor = {n: a + eps * direction[n] for n, a in receiver.items()}
+        real = patch_sweep(model, cache_run(model, PAIRS[1]), donor, metric)
+        guess = estimate(donor, receiver, grads, value, PATCH_KINDS, 3)
+        effect = max(np.abs(real[k] - value).max() for k in PATCH_KINDS)
+        errors.append(max(np.abs(real[k] - guess[k]).max() for k in PATCH_KINDS) / effect)
+    assert errors[0] < 0.05 and errors[1] < errors[0] / 5  # first order: relative error ∝ ε
+
+
+def test_attribution_patching_ends_where_activation_patching_does_and_ranks_its_cells():
+    model = decoder("gpt2")
+    metric = Metric(9, 3)
+    real = activation_patching(model, CLEAN, CORRUPTED, metric)
+    guess = attribution_patching(model, CLEAN, CORRUPTED, metric)
+    assert guess.clean == pytest.approx(real.clean) and guess.corrupted == pytest.approx(real.corrupted)
+    assert set(guess.raw) == set(PATCH_KINDS) and guess.raw["z"].shape == (3, 4)
+    # the residual stream before the changed token holds nothing of it: both say exactly 0 there
+    assert np.allclose(guess.recovered("resid_pre")[:, :2], 0.0)
+    a, b = real.recovered("z").ravel(), guess.recovered("z").ravel()
+    assert np.corrcoef(a, b)[0, 1] > 0.5
+    assert all(p.grad is None for p in model.parameters()) and leftover_hooks(model) == 0
+
+
+def _path_reference(model, clean, corrupted, metric, sender, receivers):
+    """Path patching for one sender, written out plainly: one unbatched run per step, every hook spelled out."""
+    donor, frozen = cache_run(model, clean, ("z",)), cache_run(model, corrupted, ("z",))
+    layer, head = sender
+
+    def freeze(x, hook):
+        out = frozen[hook.name].clone()
+        if hook.layer == layer:
+            out[:, head] = donor[hook.name][:, head]
+        return out
+
+    z_hooks = [(hook_name("z", i), freeze) for i in range(3)]
+    if receivers == "logits":
+        logits = run_with_hooks(model, corrupted, z_hooks, return_type="logits")
+        return float(metric(logits[:, -1]))
+    taken = {}
+    names = {hook_name(w, lay) for lay, _, w in receivers}
+    keep = [(n, lambda x, hook: taken.__setitem__(hook.name, x.clone())) for n in names]
+    run_with_hooks(model, corrupted, [*z_hooks, *keep])
+
+    def receive(x, hook):
+        x = x.clone()
+        for lay, h, w in receivers:
+            if hook_name(w, lay) == hook.name:
+                slot = h if w == "q" else h // model.blocks[lay].attn.group
+                x[:, slot] = taken[hook.name][:, slot]
+        return x
+
+    logits = run_with_hooks(model, corrupted, [(n, receive) for n in names], return_type="logits")
+    return float(metric(logits[:, -1]))
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+@pytest.mark.parametrize("receivers", ["logits", [(2, 1, "q"), (2, 3, "k")], [(1, 0, "v")]])
+def test_path_patching_matches_the_steps_written_out_for_every_sender(name, receivers):
+    model = decoder(name)
+    metric = Metric(9, 3)
+    result = path_patching(model, CLEAN, CORRUPTED, metric, receivers)
+    raw = result.raw["z"]
+    first = 3 if receivers == "logits" else min(lay for lay, _, _ in receivers)
+    assert np.isnan(raw[first:]).all() and not np.isnan(raw[:first]).any()
+    for layer in range(first):
+        for head in range(4):
+            ref = _path_reference(model, CLEAN, CORRUPTED, metric, (layer, head), receivers)
+            assert raw[layer, head] == pytest.approx(ref, abs=1e-9)
+    assert leftover_hooks(model) == 0
+
+
+def test_path_patching_from_the_last_layer_to_the_logits_is_activation_patching():
+    """No head after the last layer to freeze: its path to the logits is all of its effect."""
+    model = decoder("llama")
+    metric = Metric((9, 20), (3, 21))
+    paths = path_patching(model, PAIRS[0], PAIRS[1], metric, "logits")
+    real = activation_patching(model, PAIRS[0], PAIRS[1], metric, kinds=["z"])
+    assert np.allclose(paths.recovered("z")[-1], real.recovered("z")[-1], atol=1e-9)
+    assert not np.allclose(paths.recovered("z")[0], real.recovered("z")[0], atol=1e-3)  # frozen heads matter
+    with pytest.raises(ValueError, match="not a head"):
+        path_patching(model, CLEAN, CORRUPTED, Metric(9, 3), [(5, 0, "q")])
+    with pytest.raises(ValueError, match="reads its"):
+        path_patching(model, CLEAN, CORRUPTED, Metric(9, 3), [(1, 0, "o")])
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_composition_scores_are_the_frobenius_ratio_of_the_full_products(name):
+    """The k × k route equals ‖W_OV¹ M²‖ / (‖W_OV¹‖ ‖M²‖) on the d × d products (GQA and RMSNorm in llama)."""
+    model = decoder(name)
+    w = factors(model)
+    for mode in ("Q", "K", "V"):
+        scores = composition_scores(model, mode)
+        assert scores.shape == (3, 4, 3, 4)
+        assert all(np.all(scores[a, :, b] == 0) for a in range(3) for b in range(a + 1))  # only l1 < l2 scores
+        for l1, h1, l2, h2 in [(0, 1, 1, 2), (0, 3, 2, 0), (1, 2, 2, 3)]:
+            ov = w["v"][l1, h1] @ w["o"][l1, h1]
+            qk = w["q"][l2, h2] @ w["k"][l2, h2].T
+            right = {"Q": qk, "K": qk.T, "V": w["v"][l2, h2] @ w["o"][l2, h2]}[mode]
+            full = torch.linalg.norm(ov @ right) / (torch.linalg.norm(ov) * torch.linalg.norm(right))
+            assert scores[l1, h1, l2, h2] == pytest.approx(float(full), rel=1e-9)
+    if name == "gpt2":  # LayerNorm: reading weights centred over d_model, writing weights too
+        assert torch.allclose(w["q"].mean(dim=-2), torch.zeros((), dtype=torch.float64), atol=1e-12)
+        assert torch.allclose(w["o"].mean(dim=-1), torch.zeros((), dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ValueError, match="mode must be"):
+        composition_scores(model, "O")
+
+
+def test_one_heads_composition_is_its_column_of_the_whole_table():
+    model = decoder("llama")
+    for mode in ("Q", "K", "V"):
+        table = composition_scores(model, mode)
+        for layer, head in [(1, 0), (2, 3)]:
+            assert np.allclose(composition_with(model, layer, head, mode), table[:layer, :, layer, head], rtol=1e-12)
+    assert composition_with(model, 0, 1, "K").shape == (0, 4)
