@@ -11,7 +11,8 @@ from model.analysis.attribution import attribution_patching, estimate, grad_cach
 from model.analysis.composition import composition_scores, composition_with, factors
 from model.analysis.patching import PATCH_KINDS, Metric, activation_patching, cache_run, patch_sweep
 from model.analysis.paths import path_patching
-from model.capture import hook_name, leftover_hooks
+from model.analysis.resid import RESID_KINDS, accumulated_resid, decompose_resid, stack_head_results
+from model.capture import hook_name, leftover_hooks, run_with_cache
 from model.intervene import hooks, run_with_hooks
 from tests.model.test_research import CLEAN, CORRUPTED, decoder
 
@@ -216,3 +217,31 @@ def test_one_heads_composition_is_its_column_of_the_whole_table():
         for layer, head in [(1, 0), (2, 3)]:
             assert np.allclose(composition_with(model, layer, head, mode), table[:layer, :, layer, head], rtol=1e-12)
     assert composition_with(model, 0, 1, "K").shape == (0, 4)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "neox", "granite"])
+def test_the_stream_decomposes_into_parts_that_sum_to_it_and_heads_that_sum_to_their_layer(name):
+    model = decoder(name)
+    _, trace = run_with_cache(model, torch.tensor([CLEAN, CORRUPTED]), kinds=RESID_KINDS)
+    stream, labels = accumulated_resid(trace)
+    assert stream.shape == (4, 2, 7, 32) and labels[0] == "0_pre" and labels[-1] == "final_post"
+    parts, labels = decompose_resid(model, trace)
+    assert labels[:3] == ["embed", "0_attn_out", "0_mlp_out"] and len(labels) == 7
+    assert torch.allclose(parts.sum(0), stream[-1], atol=1e-12)
+    heads, names = stack_head_results(model, trace)
+    assert heads.shape == (12, 2, 7, 32) and names[5] == "L1H1"
+    for layer in range(3):
+        bias = model.blocks[layer].attn.w_o.bias
+        joined = heads[4 * layer : 4 * layer + 4].sum(0)
+        joined = joined + (bias.detach() * model.cfg.residual_multiplier if bias is not None else 0)
+        assert torch.allclose(joined, parts[1 + 2 * layer], atol=1e-12), layer
+
+
+def test_the_decomposition_refuses_a_post_norm_model_and_an_incomplete_capture(tiny_model, ids):
+    _, trace = run_with_cache(tiny_model, ids, kinds=RESID_KINDS)
+    if tiny_model.cfg.norm != "pre":
+        with pytest.raises(ValueError, match="pre-norm"):
+            decompose_resid(tiny_model, trace)
+    _, partial = run_with_cache(decoder("llama"), torch.tensor([CLEAN]), kinds=["resid_pre"], layers=[1, 2])
+    with pytest.raises(KeyError, match="at every layer"):
+        accumulated_resid(partial)

@@ -71,8 +71,8 @@ ALTERNATIVES = {
     "kinds": ("z",),
     "score": "probability",
     "receivers": "queries",
-    "heads": "L1H0",
-    "mode": "Q",
+    "receiver_heads": "L1H0",
+    "side": "Q",
 }
 #: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
 #: the decoder's text's length, 10 tokens)

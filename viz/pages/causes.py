@@ -188,7 +188,7 @@ elif part == "Patching":
             bar = st.progress(0.0, text="Path patching…")
             ctx.source.path_patching(tuple(ids), metric, rec, progress=lambda f: bar.progress(f, text=f"{f:.0%}"))
             bar.empty()
-        show_patch_views("causes.paths", receivers=receivers, heads=heads)
+        show_patch_views("causes.paths", receivers=receivers, receiver_heads=heads)
         st.stop()
     kinds = PATCH_SWEEPS[sweep]
     todo = ctx.source.patching_todo(tuple(ids), metric, kinds)  # the kinds nobody has run yet: only those cost
@@ -232,7 +232,7 @@ else:  # Circuits
         "V: what it moves.",
     )
     try:
-        (comp,) = views(ctx, "causes.composition", layer=layer, head=head, mode=mode)
+        (comp,) = views(ctx, "causes.composition", layer=layer, head=head, side=mode)
         show_view(comp, "composition_grid", on_select=lambda: open_sender("composition_grid"), selection_mode="points")
     except ViewUnavailableError as exc:
         unavailable(exc)

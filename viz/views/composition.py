@@ -14,8 +14,9 @@ SIDES = {"K": "keys", "Q": "queries", "V": "values"}
 
 
 @view("causes.composition", page="causes")
-def composition_view(src: Source, theme: Theme, *, layer: int = 1, head: int = 0, mode: str = "K"):
+def composition_view(src: Source, theme: Theme, *, layer: int = 1, head: int = 0, side: str = "K"):
     """How strongly one head reads what each earlier head writes: its composition score with every head before it."""
+    mode = side
     if mode not in SIDES:
         raise ViewUnavailableError(f"Composition is through the queries (Q), keys (K) or values (V), not {mode!r}.")
     if layer == 0:

@@ -120,11 +120,11 @@ def paths_view(
     foil: str = "",
     score: str = SCORES[0],
     receivers: str = "logits",
-    heads: str = "",
+    receiver_heads: str = "",
 ):
     """Path patching: each head as the sender, its clean output reaching the answer only along one path."""
     ids, metric = patch_metric(src, corrupted, answer, foil, score)
-    rec = receivers_of(src, receivers, heads)
+    rec = receivers_of(src, receivers, receiver_heads)
     result = src.path_patching(tuple(ids), metric, rec if isinstance(rec, str) else tuple(rec))
     if isinstance(rec, str):
         path = "straight to the logits (through the residual stream and the feed-forward layers, no other head)"
