@@ -36,7 +36,9 @@ def test_the_notebook_examples_run_as_written(page, capsys):
         assert "6.12 -5.49" in printed and "[(23, 3), (29, 1), (23, 0)]" in printed
         assert "after layer 29 ' Mary' rank of ' Mary': 1" in printed
         assert isinstance(namespace["grids"], dict) and "z" in namespace["grids"]
-        assert "torch.Size([1, 9, 14, 64])" in printed and "True L23H3" in printed  # the gradient at every head's output
+        assert (
+            "torch.Size([1, 9, 14, 64])" in printed and "True L23H3" in printed
+        )  # the gradient at every head's output
         assert "50 14 When" in printed and "(np.int64(23), np.int64(3))" in printed  # IOI over 50 prompts: L23H3
         assert "(np.int64(23), np.int64(3)) 0.69" in printed and "True" in printed  # path patching to the logits
         assert "(np.int64(16), np.int64(0)) 3.5" in printed  # the induction head reads the previous-token head

@@ -52,6 +52,8 @@ PATCH_CHOICES = tuple(PATCH_SWEEPS)
 #: activation patching, its one-pass estimate, and path patching (model/analysis/attribution.py, paths.py)
 PATCH_METHODS = ("activation patching", "attribution patching (estimate)", "path patching")
 PATH_RECEIVERS = ("logits", "queries", "keys", "values")
+#: the circuit card's embedding: the default (effective after layer 0, direct at layer 0) or one of them
+CIRCUIT_EMBEDDINGS = ("as fits the layer", "effective", "direct")
 LESSON_SECTIONS = (
     "Predict first",
     "Why √d_k",
@@ -128,6 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("causes_receiver_heads", "", str, page="causes", url=True),  # "L9H6, L9H9"
     Setting("causes_score", "logit difference", str, ("logit difference", "probability"), page="causes", url=True),
     Setting("causes_template_pick", "Names (indirect object, Wang et al., 2022)", str, page="causes"),
+    Setting("causes_embedding", CIRCUIT_EMBEDDINGS[0], str, CIRCUIT_EMBEDDINGS, page="causes", url=True),
     Setting("causes_composition", "K", str, ("K", "Q", "V"), page="causes", url=True),
     Setting("causes_window", 16, int, page="causes", url=True, bounds=(4, 32)),
     Setting("corpus_source", CORPUS_SOURCES[0], str, CORPUS_SOURCES, page="corpus"),

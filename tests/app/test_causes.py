@@ -140,6 +140,14 @@ def test_smollm2_on_the_indirect_object_prompt_finds_the_name_mover_heads():
     assert "The logit difference “Mary” − “John” at position 13 is 6.12" in said
     assert "Heads for it: L23H3 (+2.86), L29H1 (+1.73)" in said  # the same heads as patching
     at.segmented_control(key="causes_section").set_value("Circuits").run()
+    at.selectbox(key="layer").set_value(23).run()
+    at.selectbox(key="head").set_value(3).run()
+    said = captions(at)  # the name mover's card through the effective embedding, and why not to trust it here
+    assert "Through the effective embedding (each token read alone through block 0" in said
+    assert "The text token “John” raises the vocabulary token “[0x95]” most" in said and "raw bytes" in said
+    assert re.search(r"mean cosine of 0\.\d\d: after 23 layers .* the card is a poor guide", said)
+    at.radio(key="causes_embedding").set_value("direct").run()
+    assert "Through the token embedding itself" in captions(at) and not at.exception
     at.selectbox(key="layer").set_value(17).run()
     at.selectbox(key="head").set_value(4).run()
     said = captions(at)  # the induction head's keys read the previous-token head before it

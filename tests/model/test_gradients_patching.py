@@ -245,3 +245,25 @@ def test_the_decomposition_refuses_a_post_norm_model_and_an_incomplete_capture(t
     _, partial = run_with_cache(decoder("llama"), torch.tensor([CLEAN]), kinds=["resid_pre"], layers=[1, 2])
     with pytest.raises(KeyError, match="at every layer"):
         accumulated_resid(partial)
+
+
+def test_a_circuit_card_says_which_embedding_it_reads_and_how_like_the_heads_input_that_is():
+    from model.analysis.circuits import circuit, effective_embedding
+
+    model = decoder("llama")  # RoPE: the stream entering layer 0 is the token embedding itself
+    first = circuit(model, 0, 1, CLEAN)
+    assert first.embedding == "direct" and first.reads_like == pytest.approx(1.0)
+    later = circuit(model, 2, 1, CLEAN)
+    assert later.embedding == "effective" and -1.0 <= later.reads_like < 0.999
+    assert circuit(model, 2, 1, CLEAN, embedding="direct").embedding == "direct"
+    mine, of = later.self_in_top5
+    assert of == len(set(CLEAN)) and 0 <= mine <= of
+    # the effective embedding is block 0's output for the token read alone, normalised
+    alone = run_with_hooks(model, [CLEAN[1]], [("blocks.0.hook_resid_post", lambda x, h: None)])
+    kept = {}
+    run_with_hooks(model, [CLEAN[1]], [("blocks.0.hook_resid_post", lambda x, h: kept.update(x=x))])
+    x = kept["x"][0, 0].double()
+    assert torch.allclose(effective_embedding(model, [CLEAN[1]])[0], x / x.pow(2).mean().sqrt(), atol=1e-9)
+    assert alone.shape == (1, 1, 32)
+    with pytest.raises(ValueError, match="embedding must be"):
+        circuit(model, 1, 0, CLEAN, embedding="tied")

@@ -214,6 +214,7 @@ def test_a_head_that_copies_scores_one_and_its_singular_values_are_its_products(
     card = circuit(model, 0, 0, IDS)
     assert card.copying == pytest.approx(1.0)
     assert all(src == out for src, out, _ in card.ov_pairs)  # each token raises itself most
+    assert card.self_in_top5 == (len(set(IDS)), len(set(IDS)))
     with torch.no_grad():
         attn.w_o.weight.copy_(-torch.eye(8))
     assert circuit(model, 0, 0, IDS).copying == pytest.approx(-1.0)  # an anti-copying (suppression) head

@@ -31,7 +31,7 @@ DECODER_ONLY = {"next.predictions", "next.generation", "lesson.gqa", "lesson.nee
 CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored profile: see the test below
 # the lens and attribution read an answer: an encoder's at a [MASK] (the short text has none), MiniLM has no head;
 # attribution needs a linear unembedding (a decoder's)
-CAUSES = {"causes.lens", "causes.attribution", "causes.patching"}
+CAUSES = {"causes.lens", "causes.attribution", "causes.patching", "causes.attribution_patching", "causes.paths"}
 MOE = {"experts"}  # a mixture of experts' routing: on gpt-oss's fixture, in a test of its own below
 EXPECTED_UNAVAILABLE = {  # cross-attention: only an encoder–decoder's decoder (see the test of its own below)
     "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS, *MOE},
@@ -57,10 +57,13 @@ CASES = pytest.mark.parametrize(
 #: zeroing and attribution there: 3.5 s instead of 16 s (their long labels are checked at 512 tokens on MiniLM,
 #: and SmolLM2's at 300 tokens in a page column below)
 IOI = "When Mary and John went to the store, John gave a drink to"
-TEXTS = {("smollm2", "causes.patching"): IOI, ("smollm2", "mixing"): IOI, ("smollm2", "mixing.compare"): IOI}
+PATCHED = ("causes.patching", "causes.attribution_patching", "causes.paths")
+TEXTS = {("smollm2", "mixing"): IOI, ("smollm2", "mixing.compare"): IOI} | {("smollm2", k): IOI for k in PATCHED}
 #: (model, view) -> the selection it needs to draw: patching a corrupted copy of its text (the other name)
 SELECTIONS = {
     ("smollm2", "causes.patching"): {"corrupted": IOI.replace("John gave", "Mary gave"), "kinds": ("z", "resid_pre")},
+    ("smollm2", "causes.attribution_patching"): {"corrupted": IOI.replace("John gave", "Mary gave")},
+    ("smollm2", "causes.paths"): {"corrupted": IOI.replace("John gave", "Mary gave")},
     ("smollm2", "lesson.needle"): {"lengths": (256, 320), "depths": (0, 100)},  # four short haystacks
 }
 

@@ -27,12 +27,14 @@ UNAVAILABLE = {
     "corpus.spread",
     "corpus.examples",
     "causes.attribution",  # needs a decoder's linear unembedding
-    "causes.patching",  # needs a corrupted prompt
 }
+#: patching, its estimate and path patching: the masked text against a corrupted copy (one noun swapped)
+PATCHED = {"causes.patching", "causes.attribution_patching", "causes.paths"}
 MOE_VIEWS = {"experts": {"layer": 2}}  # on Qwen3-MoE's fixture: layer 2 has experts (layer 1 is dense)
 #: a decoder's views laid out on SmolLM2 (the others stay on the bundled encoder), with their selection
 DECODER_VIEWS = {"lesson.needle": {"lengths": (256, 320), "depths": (0, 100)}}
 MASKED = TEXT.replace("tired", "[MASK]")  # the logit lens of an encoder reads its answer at a [MASK]
+CORRUPTED = MASKED.replace("animal", "dog")
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +51,12 @@ def test_every_slide_is_readable_from_the_back_row(page):
     experts = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "qwen3_moe")), TEXT)  # with a dense layer
     problems, checked, titles = [], 0, 0
     for key in REGISTRY:
-        src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" else plain
+        src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" or key in PATCHED else plain
         src = decoder_source() if key in CROSS_VIEWS else src  # an encoder–decoder's decoder
         src = experts if key in MOE_VIEWS else src  # a mixture of experts' routing
         default = {"layer": 1} if "layer" in REGISTRY[key].selection else {}
         selection = DECODER_VIEWS.get(key, MOE_VIEWS.get(key, default))
+        selection = {"corrupted": CORRUPTED} if key in PATCHED else selection
         try:
             views = build(key, src, Theme(), **selection)
         except ViewUnavailableError:

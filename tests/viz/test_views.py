@@ -73,6 +73,7 @@ ALTERNATIVES = {
     "receivers": "queries",
     "receiver_heads": "L1H0",
     "side": "Q",
+    "embedding": "direct",
 }
 #: views whose defaults cannot draw anything: the selection they need first (patching needs a corrupted prompt of
 #: the decoder's text's length, 10 tokens)

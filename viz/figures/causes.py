@@ -161,9 +161,10 @@ def circuit_card(
     *,
     title: str | None = None,
     theme: Theme | None = None,
+    pairs_title: str = "OV through the embeddings",
 ) -> go.Figure:
     """A head's circuits: the singular values of W_Q W_Kᵀ and W_V W_O (largest first, as shares of the first) and
-    its strongest OV token pairs through the embeddings (“source → output”)."""
+    its strongest OV token pairs through the embeddings (“source → output”), under ``pairs_title``."""
     qk, ov = as_array("qk_singular", qk_singular, 1), as_array("ov_singular", ov_singular, 1)
     scores = as_array("pair_scores", pair_scores, 1)
     labels = check_labels("pair_labels", pair_labels, len(scores))
@@ -172,8 +173,9 @@ def circuit_card(
         rows=1,
         cols=3,
         column_widths=[0.28, 0.28, 0.44],
-        horizontal_spacing=0.12,
-        subplot_titles=["QK: where it looks", "OV: what it writes", "OV through the embeddings"],
+        # the pairs' labels stand left of their bars, in the gap after the OV panel: long labels widen it
+        horizontal_spacing=min(0.24, 0.12 + 0.007 * max(0, max((len(t) for t in labels), default=0) - 8)),
+        subplot_titles=["QK: where it looks", "OV: what it writes", pairs_title],
     )
     for col, sv in ((1, qk), (2, ov)):
         share = sv / sv[0] if sv.size and sv[0] > 0 else sv

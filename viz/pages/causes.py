@@ -6,7 +6,7 @@ import time
 import streamlit as st
 
 from model.analysis.patching import patching_passes
-from viz.settings import CAUSES_SECTIONS, PATCH_CHOICES, PATCH_METHODS, PATCH_SWEEPS, PATH_RECEIVERS
+from viz.settings import CAUSES_SECTIONS, CIRCUIT_EMBEDDINGS, PATCH_CHOICES, PATCH_METHODS, PATCH_SWEEPS, PATH_RECEIVERS
 from viz.shell.context import page_context
 from viz.shell.research import get_pass_seconds
 from viz.shell.services import views
@@ -216,8 +216,18 @@ elif part == "Patching":
 
 else:  # Circuits
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads)
+    embedding = st.radio(
+        "Through the embedding",
+        CIRCUIT_EMBEDDINGS,
+        key="causes_embedding",
+        horizontal=True,
+        help="Effective: each token read alone through block 0 (its own attention and the first MLP), the nearest a "
+        "head after the first layer reads to a bare token. Direct: the token embedding itself (what layer 0 reads). "
+        "As fits the layer: direct for layer 0, effective after it.",
+    )
     try:
-        (card,) = views(ctx, "causes.circuit", layer=layer, head=head)
+        chosen = "" if embedding == CIRCUIT_EMBEDDINGS[0] else embedding
+        (card,) = views(ctx, "causes.circuit", layer=layer, head=head, embedding=chosen)
         show_view(card, "circuit_card")
     except ViewUnavailableError as exc:
         unavailable(exc)

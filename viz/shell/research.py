@@ -79,5 +79,5 @@ def get_pass_seconds(spec, device, n_tokens: int, _model) -> float:
 
 
 @shared("Reading the head's circuits…")
-def get_circuit(spec, device, layer: int, head: int, tokens: tuple[int, ...], _model) -> Circuit:
-    return circuit(_model, layer, head, list(tokens))
+def get_circuit(spec, device, layer: int, head: int, tokens: tuple[int, ...], embedding, _model) -> Circuit:
+    return circuit(_model, layer, head, list(tokens), embedding=embedding)

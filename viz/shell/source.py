@@ -219,9 +219,9 @@ class CachedSource:
             raise ViewUnavailableError("Run the haystacks first (the button above): they take a while.")
         return grid
 
-    def circuit(self, layer, head):
+    def circuit(self, layer, head, embedding=None):
         tokens = tuple(self.obs.ids)
-        return get_circuit(self.spec, self.device, int(layer), int(head), tokens, self.loaded.model)
+        return get_circuit(self.spec, self.device, int(layer), int(head), tokens, embedding, self.loaded.model)
 
 
 def needle_key(spec, device: str, lengths, depths) -> tuple:

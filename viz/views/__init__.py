@@ -19,7 +19,8 @@ mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, 
 captions    the sentences under figures, computed from the numbers drawn
 head_captions  the same for heads: their spread, ablation, Find heads' ranking, a prediction check
 finite      heads with NaN or Inf weights: not computable, with the reason
-causes      which parts cause the answer: logit lens, direct logit attribution, QK/OV circuits
+causes      which parts cause the answer: logit lens, direct logit attribution
+circuits    a head's QK/OV circuit card through the effective or direct embedding, and how far to trust it
 composition which earlier heads a head reads through its queries, keys or values (Elhage et al.)
 patching    activation patching: which clean activations bring the answer back into a corrupted run
 paths       attribution patching (the one-pass estimate, against real patching) and path patching
@@ -32,6 +33,7 @@ from viz.views import (  # noqa: F401
     attention,
     block,
     causes,
+    circuits,
     compare,
     composition,
     corpus,

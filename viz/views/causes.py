@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from model.analysis.lens import attribution_problem
-from viz.figures.causes import circuit_card, lens_grid, rank_line, signed_grid
+from viz.figures.causes import lens_grid, rank_line, signed_grid
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import pct, token_labels
 from viz.views.attention import subtitle
@@ -185,37 +185,3 @@ def effective_rank(sv: np.ndarray, share: float = 0.9) -> int:
     """How many singular directions hold ``share`` of Σσ²."""
     energy = np.cumsum(sv**2) / max(float(np.sum(sv**2)), 1e-30)
     return int(np.searchsorted(energy, share) + 1)
-
-
-@view("causes.circuit", page="causes")
-def circuit_view(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
-    """A head's QK and OV circuits: singular values and its strongest token pairs through the embeddings."""
-    card = src.circuit(layer, head)
-    pairs = card.ov_pairs
-    labels = token_labels([f"{token_text(src, a)} → {token_text(src, b)}" for a, b, _ in pairs], "none")
-    fig = circuit_card(
-        card.qk_singular,
-        card.ov_singular,
-        labels,
-        [v for *_, v in pairs],
-        title=f"Layer {layer}, head {head}: its QK and OV circuits",
-        theme=theme,
-    )
-    cfg = src.loaded.model.cfg
-    group = cfg.group_size
-    shared = (
-        f" (shared with query heads {card.kv_head * group}–{card.kv_head * group + group - 1})" if group > 1 else ""
-    )
-    kind = "copies" if card.copying > 0.7 else "suppresses what it attends to" if card.copying < -0.7 else "mixes"
-    a, b, _ = pairs[0]
-    qa, qb, _ = card.qk_pairs[0]
-    caption = (
-        f"L{layer}H{head} reads key/value head {card.kv_head}{shared}. Its OV circuit's copying score is "
-        f"{card.copying:.2f} (Elhage et al., 2021: Σλ/Σ|λ| of E·W_V·W_O·U; near 1 raises the token it attends to, "
-        f"near −1 lowers it): it {kind}. QK uses {effective_rank(card.qk_singular)} and OV "
-        f"{effective_rank(card.ov_singular)} of {len(card.ov_singular)} directions for 90 % of their size. Through the "
-        f"embeddings, among this text's tokens: {quoted(token_text(src, a))} raises {quoted(token_text(src, b))} "
-        f"most, and {quoted(token_text(src, qa))} looks hardest for {quoted(token_text(src, qb))}. Norm weights are "
-        "folded in; RoPE and the norms' scaling are left out."
-    )
-    return Captioned(with_subtitle(fig, src.loaded.name, theme), caption)

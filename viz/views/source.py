@@ -214,8 +214,9 @@ class DirectSource:
         make = lambda: composition_with(self.loaded.model, layer, head, mode)  # noqa: E731
         return self._once(("composition", layer, head, mode), make)
 
-    def circuit(self, layer, head):
-        return self._once(("circuit", layer, head), lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids)))
+    def circuit(self, layer, head, embedding=None):
+        make = lambda: circuit(self.loaded.model, layer, head, list(self.obs.ids), embedding=embedding)  # noqa: E731
+        return self._once(("circuit", layer, head, embedding), make)
 
 
 def _ordered(dist: np.ndarray, pairs: list) -> tuple[np.ndarray, list, np.ndarray]:
