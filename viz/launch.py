@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,11 +15,11 @@ APP = ROOT / "serve.py"  # serves app.py, warmed up first (docs/serving.md)
 
 
 def config_text() -> str:
-    """The settings file: the checkout's, or the copy installed with the package."""
+    """The settings file: the checkout's, or the copy installed with the package (attention_lab/_streamlit/)."""
     local = ROOT / ".streamlit" / "config.toml"
-    if local.is_file():
-        return local.read_text(encoding="utf-8")
-    return resources.files("attention_lab_streamlit").joinpath("config.toml").read_text(encoding="utf-8")
+    if not local.is_file():
+        local = ROOT / "_streamlit" / "config.toml"
+    return local.read_text(encoding="utf-8")
 
 
 def flags(text: str) -> list[str]:
