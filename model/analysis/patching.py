@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.analysis.memo import once
 from model.capture import hook_name
 from model.intervene import hooks, readout
 from model.transformer import Transformer
@@ -71,6 +72,11 @@ class Metric:
     @property
     def name(self) -> str:
         return "probability" if self.foil is None else "logit difference"
+
+    def at(self, n_tokens: int) -> Metric:
+        """The same metric with its position counted from the start of an ``n_tokens`` prompt (-1 and n − 1 are
+        one metric: a key for results computed once)."""
+        return Metric(self.answer, self.foil, self.position % n_tokens)
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,8 @@ def activation_patching(
     kinds: Sequence[str] = PATCH_KINDS,
     progress: Callable[[float], None] | None = None,
 ) -> Patching:
-    """Patch the clean run's activations into the corrupted run, cell by cell (see the module's docstring)."""
+    """Patch the clean run's activations into the corrupted run, cell by cell (see the module's docstring). Computed
+    once per model and inputs, for every caller (model/analysis/memo.py)."""
     clean, corrupted = as_batch(model, clean), as_batch(model, corrupted)
     if clean.shape != corrupted.shape:
         raise ValueError(
@@ -223,9 +230,19 @@ def activation_patching(
             "compares position with position, so they must have the same length"
             + (f" (and the batches {clean.size(0)} and {corrupted.size(0)} prompts)" if clean.size(0) > 1 else "")
         )
-    donor, receiver = cache_run(model, clean, kinds), cache_run(model, corrupted, kinds)
-    raw = patch_sweep(model, receiver, donor, metric, kinds, progress)
-    return Patching(metric, score(model, clean, metric), score(model, corrupted, metric), raw)
+    key = ("activation_patching", ids_key(clean), ids_key(corrupted), metric.at(clean.size(-1)), tuple(kinds))
+
+    def make() -> Patching:
+        donor, receiver = cache_run(model, clean, kinds), cache_run(model, corrupted, kinds)
+        raw = patch_sweep(model, receiver, donor, metric, kinds, progress)
+        return Patching(metric, score(model, clean, metric), score(model, corrupted, metric), raw)
+
+    return once(model, key, make)
+
+
+def ids_key(batch: torch.Tensor) -> tuple:
+    """(B, N) ids as a key: nested tuples."""
+    return tuple(tuple(int(t) for t in row) for row in batch.tolist())
 
 
 def patching_passes(n_layers: int, n_tokens: int, n_heads: int, kinds: Sequence[str]) -> float:

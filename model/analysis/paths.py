@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from model.analysis.patching import Metric, Patching, as_batch, cache_run, run_from, score
+from model.analysis.memo import once
+from model.analysis.patching import Metric, Patching, as_batch, cache_run, ids_key, run_from, score
 from model.capture import hook_name
 from model.transformer import Transformer
 
@@ -63,11 +64,17 @@ def path_patching(
     receivers: Sequence[Receiver] | str = "logits",
     progress: Callable[[float], None] | None = None,
 ) -> Patching:
-    """Every head as the sender, along the path to ``receivers``: a :class:`Patching` whose raw["z"] is (L, H)."""
+    """Every head as the sender, along the path to ``receivers``: a :class:`Patching` whose raw["z"] is (L, H).
+    Computed once per model and inputs, for every caller (model/analysis/memo.py)."""
     rec = check_receivers(model, receivers)
     clean, corrupted = as_batch(model, clean), as_batch(model, corrupted)
     if clean.shape != corrupted.shape:
         raise ValueError("the clean and corrupted prompts must have the same number of tokens")
+    key = ("path_patching", ids_key(clean), ids_key(corrupted), metric.at(clean.size(-1)), tuple(rec))
+    return once(model, key, lambda: _path_patching(model, clean, corrupted, metric, rec, progress))
+
+
+def _path_patching(model, clean, corrupted, metric, rec, progress) -> Patching:
     L, H, B = model.cfg.n_layers, model.cfg.n_heads, clean.size(0)
     donor, frozen = cache_run(model, clean, ("z",)), cache_run(model, corrupted, ("z",))
     stop = min((layer for layer, _, _ in rec), default=L)  # senders must come before every receiver

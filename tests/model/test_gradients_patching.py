@@ -267,3 +267,28 @@ def test_a_circuit_card_says_which_embedding_it_reads_and_how_like_the_heads_inp
     assert alone.shape == (1, 1, 32)
     with pytest.raises(ValueError, match="embedding must be"):
         circuit(model, 1, 0, CLEAN, embedding="tied")
+
+
+def test_a_sweep_is_computed_once_per_model_and_inputs_until_a_weight_changes_or_a_hook_is_attached(monkeypatch):
+    from model.analysis import patching
+
+    model = decoder("gpt2")
+    runs = []
+    real = patching.patch_sweep
+    monkeypatch.setattr(patching, "patch_sweep", lambda *a, **k: runs.append(1) or real(*a, **k))
+    metric = Metric(9, 3)
+    first = activation_patching(model, CLEAN, CORRUPTED, metric, ["z"])
+    again = activation_patching(model, [CLEAN], torch.tensor([CORRUPTED]), metric, ["z"])  # the same inputs
+    assert again is first and len(runs) == 1
+    activation_patching(model, CLEAN, CORRUPTED, Metric(9, 4), ["z"])  # another metric: computed
+    assert len(runs) == 2
+    with torch.no_grad():
+        model.blocks[1].attn.w_o.weight[0, 0] += 1.0  # an in-place edit: the kept result no longer holds
+    changed = activation_patching(model, CLEAN, CORRUPTED, metric, ["z"])
+    assert len(runs) == 3 and not np.allclose(changed.raw["z"], first.raw["z"])
+    with hooks(model, [("blocks.0.attn.hook_z", lambda z, h: z * 0)]):  # hooked: neither read nor kept
+        ablated = activation_patching(model, CLEAN, CORRUPTED, metric, ["z"])
+    assert len(runs) == 4 and not np.allclose(ablated.raw["z"], changed.raw["z"])
+    assert activation_patching(model, CLEAN, CORRUPTED, metric, ["z"]) is changed and len(runs) == 4
+    paths = path_patching(model, CLEAN, CORRUPTED, metric)
+    assert path_patching(model, CLEAN, CORRUPTED, metric, "logits") is paths
