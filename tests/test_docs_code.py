@@ -38,7 +38,8 @@ def test_the_notebook_examples_run_as_written(page, capsys):
         assert isinstance(namespace["grids"], dict) and "z" in namespace["grids"]
         assert (
             "torch.Size([1, 9, 14, 64])" in printed and "True L23H3" in printed
-        )  # the gradient at every head's output
+        )  # the gradient at every head's output; the stream taken apart
         assert "50 14 When" in printed and "(np.int64(23), np.int64(3))" in printed  # IOI over 50 prompts: L23H3
         assert "(np.int64(23), np.int64(3)) 0.69" in printed and "True" in printed  # path patching to the logits
         assert "(np.int64(16), np.int64(0)) 3.5" in printed  # the induction head reads the previous-token head
+        assert "[1, 1, 1]" in printed and "[6.12, 5.91] (np.int64(23), np.int64(3))" in printed  # padded batches

@@ -83,6 +83,48 @@ def logit_lens(
     return Lens(where, top.indices.numpy(), top.values.numpy(), target, rank, prob)
 
 
+def logit_lens_batch(
+    model: Transformer,
+    rows: Sequence[Sequence[int]],
+    targets: Sequence[int] | None = None,
+    k: int = 5,
+    pad_id: int | None = None,
+) -> list[Lens]:
+    """The logit lens at each text's last token for a batch of texts of any lengths, in one forward pass (padded
+    on the right, masked): one :class:`Lens` per text (one position), following each text's own target.
+    ``mean_target_prob`` averages the targets' probabilities layer by layer."""
+    ids, mask, lengths = pad_batch(rows, model.cfg.pad_token_id if pad_id is None else pad_id)
+    last = lengths - 1  # (B,)
+    kept: dict[int, torch.Tensor] = {}
+
+    def keep(x: torch.Tensor, hook) -> None:  # (B, N, d) -> (B, d) at each text's last token
+        kept[-1 if hook.layer is None else hook.layer] = x[torch.arange(len(last)), last.to(x.device)].detach()
+
+    with torch.no_grad():
+        hooked = [("hook_embed", keep), (lambda n: n.endswith(".hook_resid_post"), keep)]
+        run_with_hooks(model, ids, hooked, attention_mask=mask)
+        streams = torch.stack([kept[i] for i in range(-1, model.cfg.n_layers)])  # (L + 1, B, d_model)
+        logits = readout(model, final_norm(model, streams)).float().cpu()  # (L + 1, B, V)
+        probs = logits.softmax(-1)
+        top = probs.topk(min(k, probs.size(-1)), dim=-1)
+    out = []
+    for b in range(len(last)):
+        rank = prob = target = None
+        if targets is not None:
+            target = int(targets[b])
+            chosen = logits[:, b, target : target + 1]  # (L + 1, 1)
+            rank = ((logits[:, b] > chosen).sum(-1) + 1).numpy()[:, None]  # (L + 1, 1)
+            prob = probs[:, b, target].numpy()[:, None]
+        where = np.asarray([int(last[b])])
+        out.append(Lens(where, top.indices[:, b : b + 1].numpy(), top.values[:, b : b + 1].numpy(), target, rank, prob))
+    return out
+
+
+def mean_target_prob(lenses: Sequence[Lens]) -> np.ndarray:
+    """(L + 1,): each layer's probability of each text's target, averaged over the batch."""
+    return np.mean([lens.target_prob[:, 0] for lens in lenses], axis=0)
+
+
 @dataclass(frozen=True)
 class LogitAttribution:
     """Each part's direct share of one logit (or a logit difference) at one position."""
@@ -138,34 +180,74 @@ def _frozen_norm(model: Transformer, x: torch.Tensor) -> tuple[torch.Tensor, flo
     return ln.weight.double(), float(torch.rsqrt(var + ln.eps)), True
 
 
+def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Texts of any lengths as one batch, padded on the right (a causal model's real tokens never see the padding,
+    and their positions do not move): ids (B, N), attention mask (B, N) with 1 = real token, lengths (B,)."""
+    rows = [list(r) for r in rows]
+    if not rows or min(len(r) for r in rows) == 0:
+        raise ValueError("a batch needs at least one text, each of one token or more")
+    n = max(len(r) for r in rows)
+    ids = torch.full((len(rows), n), int(pad_id), dtype=torch.long)
+    mask = torch.zeros(len(rows), n, dtype=torch.long)
+    for b, row in enumerate(rows):
+        ids[b, : len(row)] = torch.tensor(row)
+        mask[b, : len(row)] = 1
+    return ids, mask, torch.tensor([len(r) for r in rows])
+
+
 def direct_logit_attribution(
     model: Transformer, ids: Sequence[int], target: int, foil: int | None = None, position: int = -1
 ) -> LogitAttribution:
     """Each head's, each feed-forward's and the embeddings' direct share of logit(target) [− logit(foil)] at
     ``position`` (default: the last), through the final norm frozen at this text's scale. Computed in float64;
     the parts sum to ``logit`` to float precision (tested)."""
+    return direct_logit_attribution_batch(model, [ids], [target], None if foil is None else [foil], [position])[0]
+
+
+def direct_logit_attribution_batch(
+    model: Transformer,
+    rows: Sequence[Sequence[int]],
+    targets: Sequence[int],
+    foils: Sequence[int] | None = None,
+    positions: Sequence[int] | None = None,
+    pad_id: int | None = None,
+) -> list[LogitAttribution]:
+    """:func:`direct_logit_attribution` for a batch of texts of any lengths in one forward pass (padded on the
+    right, masked), each with its own target, foil and position (default: its last token); one result per text.
+    ``mean_attribution`` averages them."""
     problem = attribution_problem(model)
     if problem:
         raise ValueError(problem)
-    cfg, n = model.cfg, len(ids)
-    pos = position % n
+    cfg = model.cfg
+    ids, mask, lengths = pad_batch(rows, cfg.pad_token_id if pad_id is None else pad_id)
+    B = ids.size(0)
+    pos = torch.tensor(list(positions) if positions is not None else [-1] * B) % lengths  # (B,) each text's own
+    rows_at = torch.arange(B)
     kept: dict[str, torch.Tensor] = {}
 
-    def keep(x: torch.Tensor, hook) -> None:
-        kept[hook.name] = x[0, ..., pos, :].detach().double() if x.dim() == 4 else x[0, pos].detach().double()
+    def keep(x: torch.Tensor, hook) -> None:  # each text's own position: (B, H, d_k) or (B, d)
+        where = pos.to(x.device)
+        kept[hook.name] = (x[rows_at, :, where] if x.dim() == 4 else x[rows_at, where]).detach().double().cpu()
 
     names = ["hook_embed", "hook_final"]
     names += [f"blocks.{i}.{p}" for i in range(cfg.n_layers) for p in ("attn.hook_z", "hook_mlp_out")]
     names.append(f"blocks.{cfg.n_layers - 1}.hook_resid_post")
     with torch.no_grad():
-        run_with_hooks(model, ids, [(name, keep) for name in names])
-        u = _direction(model, target, foil)  # (d,)
-        gamma, inv, centre = _frozen_norm(model, kept[f"blocks.{cfg.n_layers - 1}.hook_resid_post"])
-        w_eff = u * gamma * inv  # (d,) what a part's vector is dotted with
+        run_with_hooks(model, ids, [(name, keep) for name in names], attention_mask=mask)
+        u = torch.stack(
+            [_direction(model, int(t), None if foils is None else int(foils[b])) for b, t in enumerate(targets)]
+        )
+        u = u.cpu()  # (B, d)
+        final = kept[f"blocks.{cfg.n_layers - 1}.hook_resid_post"]  # (B, d)
+        norms = [_frozen_norm(model, final[b]) for b in range(B)]
+        gamma = norms[0][0].cpu() if isinstance(norms[0][0], torch.Tensor) else torch.ones(final.size(1))
+        inv = torch.tensor([n[1] for n in norms], dtype=torch.float64)  # (B,)
+        centre = norms[0][2]
+        w_eff = u * gamma.double()[None] * inv[:, None]  # (B, d) what a part's vector is dotted with
 
-        def share(c: torch.Tensor) -> torch.Tensor:  # c: (..., d) -> (...)
+        def share(c: torch.Tensor) -> torch.Tensor:  # c: (B, ..., d) -> (B, ...), each text its own direction
             c = c - c.mean(-1, keepdim=True) if centre else c
-            return c @ w_eff
+            return torch.einsum("b...d,bd->b...", c, w_eff)
 
         def joined(c: torch.Tensor) -> torch.Tensor:  # a sublayer's output as it joins the stream (Granite: × m)
             return share(c) * cfg.residual_multiplier
@@ -173,34 +255,49 @@ def direct_logit_attribution(
         heads, mlps, biases, value_biases = [], [], [], []
         for i, block in enumerate(model.blocks):
             attn = block.attn
-            z = kept[f"blocks.{i}.attn.hook_z"]  # (H, d_k)
-            w_o = attn.w_o.weight.double().view(cfg.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
-            per_head = torch.einsum("hk,dhk->hd", z, w_o)  # (H, d_model)
-            heads.append(joined(per_head))
+            z = kept[f"blocks.{i}.attn.hook_z"]  # (B, H, d_k)
+            w_o = attn.w_o.weight.double().cpu().view(cfg.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
+            heads.append(joined(torch.einsum("bhk,dhk->bhd", z, w_o)))  # (B, H)
             # the value every key hands over whatever the text: W_V of the norm's bias, plus b_V
             beta = getattr(block.ln1, "bias", None) if cfg.norm == "pre" else None
             const = attn.w_v(beta) if beta is not None else attn.w_v.bias
             if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
-                const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0]  # (H, d_k)
-                value_biases.append(joined(torch.einsum("hk,dhk->hd", const, w_o)))
+                const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0].cpu()
+                value_biases.append(joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1)))
             else:
-                value_biases.append(torch.zeros(attn.n_heads, dtype=torch.float64))
+                value_biases.append(torch.zeros(B, attn.n_heads, dtype=torch.float64))
             b = attn.w_o.bias
-            biases.append(float(joined(b.double())) if b is not None else 0.0)
-            mlps.append(float(joined(kept[f"blocks.{i}.hook_mlp_out"])))
-        embed = float(share(kept["hook_embed"]))
+            biases.append(
+                joined(b.double().cpu().expand(B, -1)) if b is not None else torch.zeros(B, dtype=torch.float64)
+            )
+            mlps.append(joined(kept[f"blocks.{i}.hook_mlp_out"]))  # (B,)
+        embed = share(kept["hook_embed"])  # (B,)
         beta = getattr(model.ln_f, "bias", None) if model.ln_f is not None else None
-        norm_bias = float(u @ beta.double()) if beta is not None else 0.0
-        logit = float(kept["hook_final"] @ u)
-    return LogitAttribution(
-        pos,
-        target,
-        foil,
-        torch.stack(heads).numpy(),
-        torch.stack(value_biases).numpy(),
-        np.asarray(mlps),
-        np.asarray(biases),
-        embed,
-        norm_bias,
-        logit,
-    )
+        norm_bias = u @ beta.double().cpu() if beta is not None else torch.zeros(B, dtype=torch.float64)
+        logit = (kept["hook_final"] * u).sum(-1)  # (B,)
+    heads_t, vb, mlps_t, biases_t = (torch.stack(x, 1) for x in (heads, value_biases, mlps, biases))  # (B, L, …)
+    return [
+        LogitAttribution(
+            int(pos[b]),
+            int(targets[b]),
+            None if foils is None else int(foils[b]),
+            heads_t[b].numpy(),
+            vb[b].numpy(),
+            mlps_t[b].numpy(),
+            biases_t[b].numpy(),
+            float(embed[b]),
+            float(norm_bias[b]),
+            float(logit[b]),
+        )
+        for b in range(B)
+    ]
+
+
+def mean_attribution(parts: Sequence[LogitAttribution]) -> dict[str, np.ndarray | float]:
+    """The average over a batch's texts of each part's share (heads (L, H), mlps (L,), embed) and of the logit."""
+    return {
+        "heads": np.mean([p.heads for p in parts], axis=0),
+        "mlps": np.mean([p.mlps for p in parts], axis=0),
+        "embed": float(np.mean([p.embed for p in parts])),
+        "logit": float(np.mean([p.logit for p in parts])),
+    }

@@ -292,3 +292,35 @@ def test_a_sweep_is_computed_once_per_model_and_inputs_until_a_weight_changes_or
     assert activation_patching(model, CLEAN, CORRUPTED, metric, ["z"]) is changed and len(runs) == 4
     paths = path_patching(model, CLEAN, CORRUPTED, metric)
     assert path_patching(model, CLEAN, CORRUPTED, metric, "logits") is paths
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2", "granite"])
+def test_a_padded_batch_of_texts_gives_each_text_what_it_gives_alone(name):
+    """Logit lens and direct logit attribution over texts of 7, 4 and 5 tokens in one padded, masked pass."""
+    from model.analysis.lens import (
+        direct_logit_attribution,
+        direct_logit_attribution_batch,
+        logit_lens,
+        logit_lens_batch,
+        mean_attribution,
+        mean_target_prob,
+    )
+
+    model = decoder(name)
+    rows = [CLEAN, [2, 8, 4, 6], [1, 5, 8, 9, 3]]
+    targets, foils = [9, 20, 3], [3, 21, 9]
+    lenses = logit_lens_batch(model, rows, targets)
+    for row, target, lens in zip(rows, targets, lenses, strict=True):
+        alone = logit_lens(model, row, [-1], target)
+        assert lens.positions.tolist() == [len(row) - 1]
+        assert np.array_equal(lens.top_ids, alone.top_ids) and np.allclose(lens.top_probs, alone.top_probs, atol=1e-6)
+        assert np.array_equal(lens.target_rank, alone.target_rank)
+    assert mean_target_prob(lenses).shape == (4,)
+    parts = direct_logit_attribution_batch(model, rows, targets, foils)
+    for row, t, f, part in zip(rows, targets, foils, parts, strict=True):
+        alone = direct_logit_attribution(model, row, t, f)
+        assert part.position == len(row) - 1 and part.logit == pytest.approx(alone.logit, abs=1e-9)
+        assert np.allclose(part.heads, alone.heads, atol=1e-9) and np.allclose(part.mlps, alone.mlps, atol=1e-9)
+        assert part.total == pytest.approx(part.logit, abs=1e-9)  # the parts still sum to each text's logit
+    mean = mean_attribution(parts)
+    assert np.allclose(mean["heads"], np.mean([p.heads for p in parts], axis=0))
