@@ -11,6 +11,22 @@ from tests.e2e.test_interaction import click_at, marker_point
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
+def open_layer_1_head_2(page) -> None:
+    """Click the first chart's cell of layer 1, head 2 (its click targets list the cells layer by layer) and check
+    that the attention map opens on that head."""
+    chart = page.locator(".js-plotly-plot").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    point = marker_point(
+        page, chart, "const tr = gd._fullData[1]; const H = gd._fullLayout.xaxis._categories.length; const i = H + 2;"
+    )
+    click_at(page, point)
+    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Layer 1, head 2"), titles
+
+
 def test_patching_a_template_and_opening_a_clicked_head(server, page):
     open_page(page, server, "causes", "Causes")
     page.get_by_role("radio", name="Patching", exact=True).first.click()
@@ -23,18 +39,7 @@ def test_patching_a_template_and_opening_a_clicked_head(server, page):
     assert page.get_by_text("they differ at position").first.is_visible()
     titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
     assert titles[0].startswith("Patching each head's output"), titles
-    chart = page.locator(".js-plotly-plot").first
-    chart.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    # the click targets list the cells layer by layer: layer 1, head 2
-    point = marker_point(
-        page, chart, "const tr = gd._fullData[1]; const H = gd._fullLayout.xaxis._categories.length; const i = H + 2;"
-    )
-    click_at(page, point)
-    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
-    wait_idle(page)
-    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
-    assert titles[0].startswith("Layer 1, head 2"), titles
+    open_layer_1_head_2(page)
     page.get_by_role("button", name="L1H2's QK and OV circuits").click()
     page.get_by_role("heading", name="Causes").first.wait_for(timeout=120_000)
     wait_idle(page)
@@ -75,14 +80,4 @@ def test_attribution_patching_beside_real_patching_and_a_path_patched_head_opens
     assert titles == ["Path patching: each head straight to the logits"], titles
     assert page.get_by_text("straight to the logits").first.is_visible()
     page.screenshot(path="/tmp/causes_paths.png", full_page=True)
-    chart = page.locator(".js-plotly-plot").first
-    chart.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    point = marker_point(
-        page, chart, "const tr = gd._fullData[1]; const H = gd._fullLayout.xaxis._categories.length; const i = H + 2;"
-    )
-    click_at(page, point)
-    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
-    wait_idle(page)
-    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
-    assert titles[0].startswith("Layer 1, head 2"), titles
+    open_layer_1_head_2(page)
