@@ -43,3 +43,4 @@ def test_the_notebook_examples_run_as_written(page, capsys):
         assert "(np.int64(23), np.int64(3)) 0.69" in printed and "True" in printed  # path patching to the logits
         assert "(np.int64(16), np.int64(0)) 3.5" in printed  # the induction head reads the previous-token head
         assert "[1, 1, 1]" in printed and "[6.12, 5.91] (np.int64(23), np.int64(3))" in printed  # padded batches
+        assert "810 270" in printed  # head metrics per text and head, and their means

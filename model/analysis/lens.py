@@ -93,7 +93,7 @@ def logit_lens_batch(
     """The logit lens at each text's last token for a batch of texts of any lengths, in one forward pass (padded
     on the right, masked): one :class:`Lens` per text (one position), following each text's own target.
     ``mean_target_prob`` averages the targets' probabilities layer by layer."""
-    ids, mask, lengths = pad_batch(rows, model.cfg.pad_token_id if pad_id is None else pad_id)
+    ids, mask, lengths = _readable(rows, model, pad_id)
     last = lengths - 1  # (B,)
     kept: dict[int, torch.Tensor] = {}
 
@@ -184,15 +184,22 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Ten
     """Texts of any lengths as one batch, padded on the right (a causal model's real tokens never see the padding,
     and their positions do not move): ids (B, N), attention mask (B, N) with 1 = real token, lengths (B,)."""
     rows = [list(r) for r in rows]
-    if not rows or min(len(r) for r in rows) == 0:
-        raise ValueError("a batch needs at least one text, each of one token or more")
-    n = max(len(r) for r in rows)
+    if not rows:
+        raise ValueError("a batch needs at least one text")
+    n = max(1, max(len(r) for r in rows))
     ids = torch.full((len(rows), n), int(pad_id), dtype=torch.long)
     mask = torch.zeros(len(rows), n, dtype=torch.long)
     for b, row in enumerate(rows):
         ids[b, : len(row)] = torch.tensor(row)
         mask[b, : len(row)] = 1
     return ids, mask, torch.tensor([len(r) for r in rows])
+
+
+def _readable(rows, model: Transformer, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """pad_batch for an instrument that reads each text at a token: every text needs one."""
+    if any(len(r) == 0 for r in rows):
+        raise ValueError("every text of the batch needs at least one token")
+    return pad_batch(rows, model.cfg.pad_token_id if pad_id is None else pad_id)
 
 
 def direct_logit_attribution(
@@ -219,7 +226,7 @@ def direct_logit_attribution_batch(
     if problem:
         raise ValueError(problem)
     cfg = model.cfg
-    ids, mask, lengths = pad_batch(rows, cfg.pad_token_id if pad_id is None else pad_id)
+    ids, mask, lengths = _readable(rows, model, pad_id)
     B = ids.size(0)
     pos = torch.tensor(list(positions) if positions is not None else [-1] * B) % lengths  # (B,) each text's own
     rows_at = torch.arange(B)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
+from model.analysis.lens import pad_batch
 from model.analysis.metrics import METRICS, head_metrics
 from model.analysis.sinks import SINK_TARGETS, sink_shares
 from model.capture import run_with_cache
@@ -63,12 +63,7 @@ def document_rows(doc: int, patterns: np.ndarray, enc: Encoded, causal: bool) ->
 
 def run_batch(model: Transformer, batch: Batch, pad_id: int, device: str = "cpu") -> list[dict[str, np.ndarray]]:
     """One padded forward pass; the rows of each of its documents."""
-    n = max(len(e) for e in batch.encoded)
-    ids = torch.full((len(batch.encoded), n), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch.encoded), n), dtype=torch.long)
-    for row, enc in enumerate(batch.encoded):
-        ids[row, : len(enc)] = torch.tensor(enc.ids)
-        mask[row, : len(enc)] = 1
+    ids, mask, _ = pad_batch([enc.ids for enc in batch.encoded], pad_id)  # (B, n), padded on the right
     _, trace = run_with_cache(model, ids.to(device), mask.to(device), kinds=["pattern"])
     patterns = trace.stack("pattern").float().numpy()  # (L, B, H, n, n)
     return [

@@ -324,3 +324,26 @@ def test_a_padded_batch_of_texts_gives_each_text_what_it_gives_alone(name):
         assert part.total == pytest.approx(part.logit, abs=1e-9)  # the parts still sum to each text's logit
     mean = mean_attribution(parts)
     assert np.allclose(mean["heads"], np.mean([p.heads for p in parts], axis=0))
+
+
+@pytest.mark.slow
+def test_the_trained_induction_heads_read_the_previous_token_head_through_their_keys(default_run):
+    """Watch it learn's default run: every layer-1 head that became an induction head K-composes most with the
+    layer-0 head that attends to the previous token (and the Causes view says which it reads)."""
+    from model.learn.store import loaded_model
+    from viz.notebook import show
+
+    run, _ = default_run
+    scores = run.snapshots[-1].scores
+    previous, induction = scores["previous"].float().numpy(), scores["task"].float().numpy()
+    prev_head = int(np.argmax(previous[0]))
+    assert previous[0, prev_head] > 0.8
+    loaded = loaded_model(run)
+    k = composition_scores(loaded.model, "K")
+    formed = [h for h in range(loaded.model.cfg.n_heads) if induction[1, h] > 0.5]
+    assert formed
+    for head in formed:
+        assert int(np.argmax(k[0, :, 1, head])) == prev_head, (head, k[0, :, 1, head])
+    text = "".join(loaded.tokenizer.id_to_token(i) for i in run.probe.ids[0].tolist()[:16])
+    fig = show(loaded, text, "composition", layer=1, head=formed[0])  # a toy vocabulary: the text's head kinds
+    assert f"Strongest: L0H{prev_head}" in fig.caption

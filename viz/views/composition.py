@@ -56,8 +56,13 @@ def composition_view(src: Source, theme: Theme, *, layer: int = 1, head: int = 0
 def roles(src: Source, layer: int, head: int, top: list[tuple[int, int]]) -> str:
     """What the head and its strongest senders do: on a repeated random sequence for a decoder (induction and
     previous-token scores: an induction head's keys read a previous-token head), else their kind on this text."""
+    run = None
     if src.loaded.has_lm:
-        run = src.induction(24, 0)
+        try:
+            run = src.induction(24, 0)
+        except ValueError:  # a toy vocabulary with too few whole words to draw a random sequence from
+            run = None
+    if run is not None:
         ind, prev = run["induction"], run["previous"]
         senders = ", ".join(f"L{a}H{b} {prev[a, b]:.2f}" for a, b in top)
         best = np.unravel_index(np.argmax(prev[:layer]), prev[:layer].shape)
