@@ -21,12 +21,13 @@ def attention_scores(
     scale: bool = True,
     factor: float = 0.0,
     softcap: float = 0.0,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """QKᵀ (divided by √d_k when ``scale``; multiplied by ``factor`` instead when one is given, as Gemma's
-    query_pre_attn_scalar^-½), soft-capped to ``softcap``·tanh(s / ``softcap``) when given (Gemma 2), with blocked
-    cells set to −inf.
+    query_pre_attn_scalar^-½), soft-capped to ``softcap``·tanh(s / ``softcap``) when given (Gemma 2), plus a
+    relative-position ``bias`` when given (T5, MPNet), with blocked cells set to −inf.
 
-    q: (B, H, N, d_k), k: (B, H, M, d_k), mask: broadcastable to (B, H, N, M), 0 = blocked.
+    q: (B, H, N, d_k), k: (B, H, M, d_k), mask and bias: broadcastable to (B, H, N, M), mask 0 = blocked.
     Returns (B, H, N, M).
     """
     scores = q @ k.transpose(-2, -1)  # (B, H, N, M)
@@ -38,6 +39,8 @@ def attention_scores(
         scores = scores / math.sqrt(q.size(-1))
     if softcap:  # Gemma 2: no score beyond ±softcap, however far q and k align
         scores = torch.tanh(scores / softcap) * softcap
+    if bias is not None:  # a learned number per head and relative position, whatever q and k are
+        scores = scores + bias
     if mask is not None:
         scores = scores.masked_fill(mask == 0, float("-inf"))
     return scores
@@ -198,8 +201,10 @@ class MultiHeadAttention(nn.Module):
         layer: int = 0,
         fused: bool = False,
         is_causal: bool = False,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x).
+        """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x); ``bias`` (1 or B, H, N,
+        M): a relative-position bias added to every score (T5, MPNet; ``Transformer.position_bias``).
 
         mask broadcastable to (B, H, N, M), 0 = blocked. ``cache`` (self-attention only) holds the earlier
         positions' keys and values of ``layer``; x is then the newest N tokens. Returns (B, N, d_model).
@@ -227,10 +232,11 @@ class MultiHeadAttention(nn.Module):
             k, v = cache.extend(layer, k, v)  # (B, H_kv, P + N, d_k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if fused:
-            return self._fused(q, k, v, mask, scale, is_causal)
+            return self._fused(q, k, v, mask, scale, is_causal, bias)
         if is_causal:
             raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
-        scores = attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor, self.softcap)  # (B, H, N, M)
+        k_all = self.expand_kv(k)  # (B, H, M, d_k)
+        scores = attention_scores(q, k_all, mask, scale, self.scale_factor, self.softcap, bias)  # (B, H, N, M)
         scores = self.hook_scores(scores)
         if self.sinks is None:
             weights = masked_softmax(scores)  # (B, H, N, M)
@@ -245,15 +251,30 @@ class MultiHeadAttention(nn.Module):
         return self.hook_out(self.w_o(self.merge_heads(z)))  # (B, N, d_model)
 
     def _fused(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: bool, causal: bool
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
+        scale: bool,
+        causal: bool,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """q (B, H, N, d_k), k and v (B, H_kv, M, d_k) -> (B, N, d_model) through torch's fused kernel."""
+        """q (B, H, N, d_k), k and v (B, H_kv, M, d_k) -> (B, N, d_model) through torch's fused kernel; a
+        relative-position ``bias`` (…, N, M) goes in as the kernel's float mask, −inf where ``mask`` blocks."""
         factor = (self.scale_factor or q.size(-1) ** -0.5) if scale else 1.0
+        if bias is not None:
+            if causal:  # the triangle written out: the kernel takes a float mask or is_causal, not both
+                n, m = q.size(-2), k.size(-2)
+                mask = torch.ones(n, m, dtype=torch.bool, device=q.device).tril(m - n)[None, None]  # (1, 1, N, M)
+                causal = False
+            blocked = None if mask is None else (mask == 0)
+            mask = bias.to(q.dtype) if blocked is None else bias.to(q.dtype).masked_fill(blocked, float("-inf"))
         if self.softcap or self.sinks is not None:  # the fused kernel has neither a cap nor a sink: the same sum, a
             # block of queries at a time
             return self.hook_out(self.w_o(self.merge_heads(self.hook_z(self._capped(q, k, v, mask, scale, causal)))))
         p = self.dropout if self.training else 0.0
-        if mask is not None and mask.dtype != torch.bool:
+        if mask is not None and mask.dtype != torch.bool and bias is None:
             mask = mask != 0  # the kernel would add a float mask to the scores; ours marks blocked cells with 0
         z = F.scaled_dot_product_attention(  # (B, H, N, d_k); the K/V heads are shared inside the kernel
             q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=factor, enable_gqa=self.group > 1

@@ -104,6 +104,15 @@ class TransformerConfig:
     router_bias: bool = False  # a bias on the router's logits (gpt-oss)
     expert_bias: bool = False  # biases in the experts' projections (gpt-oss)
     cross_attention: bool = False  # each block also attends to an encoder's output (the decoder of Vaswani et al.)
+    embedding_size: int = 0  # width of the token, position and type embeddings and their norm, projected to d_model
+    #                          by one linear layer (ELECTRA, ALBERT); the MLM head narrows back to it; 0: d_model,
+    #                          no projection
+    shared_layers: bool = False  # every layer is layer 0's weights, run n_layers times (ALBERT)
+    # a learned bias per head and bucketed relative position, added to every self-attention score and shared by all
+    # layers (T5, MPNet): exact distances up to rel_buckets / 4 (each side), log-spaced to rel_max_distance beyond
+    relative_bias: bool = False
+    rel_buckets: int = 32
+    rel_max_distance: int = 128
     attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
     #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
 
@@ -116,6 +125,11 @@ class TransformerConfig:
     def d_k(self) -> int:
         """Width of one head."""
         return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def embed_width(self) -> int:
+        """Width of the embedding tables (d_model unless embedding_size narrows them)."""
+        return self.embedding_size or self.d_model
 
     @property
     def attn_width(self) -> int:

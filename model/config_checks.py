@@ -14,6 +14,8 @@ MAX_SEQ_LEN_LIMIT = 65_536
 
 def check(cfg) -> None:
     """Raise ValueError, naming the field and what would fix it, for a config the model cannot be built from."""
+    if cfg.shared_layers and (cfg.n_experts or cfg.layer_types or cfg.nope_layers or cfg.cross_attention):
+        raise ValueError("shared layers are one block run n_layers times: no per-layer experts, windows or NoPE")
     if cfg.cross_attention and (cfg.parallel_residual or cfg.sandwich_norm):
         raise ValueError("cross-attention is built for plain pre- or post-norm blocks")
     for name in (
@@ -45,6 +47,9 @@ def check(cfg) -> None:
         "n_kv_heads",
         "rotary_dim",
         "head_dim",
+        "embedding_size",
+        "rel_buckets",
+        "rel_max_distance",
     )
     for name in ints:
         value = getattr(cfg, name)
@@ -55,6 +60,17 @@ def check(cfg) -> None:
             raise ValueError(f"{name} must be at least 1, got {getattr(cfg, name)}")
     if cfg.n_token_types < 0:
         raise ValueError("n_token_types must be 0 (off) or positive")
+    if cfg.relative_bias and (cfg.rel_buckets < 4 or cfg.rel_max_distance < cfg.rel_buckets // 2):
+        raise ValueError(
+            f"a relative bias needs rel_buckets ≥ 4 and rel_max_distance ≥ rel_buckets / 2, got {cfg.rel_buckets} "
+            f"and {cfg.rel_max_distance}"
+        )
+    if cfg.relative_bias and (cfg.attn_softcap or cfg.attn_sinks):
+        raise ValueError("a relative bias is not combined with capped scores or sinks")
+    if cfg.embedding_size < 0:
+        raise ValueError(f"embedding_size must be 0 (d_model) or positive, got {cfg.embedding_size}")
+    if cfg.embedding_size and cfg.lm_head:
+        raise ValueError("a next-token head reads the embeddings back: it needs embedding_size 0 (no projection)")
     if cfg.head_dim < 0:
         raise ValueError(f"head_dim must be 0 (d_model // n_heads) or positive, got {cfg.head_dim}")
     if not cfg.head_dim and cfg.d_model % cfg.n_heads:
@@ -169,19 +185,26 @@ def parameter_count(cfg) -> int:
     experts = cfg.n_experts * (3 * d * cfg.expert_width + ((2 * cfg.expert_width + d) if cfg.expert_bias else 0))
     router = cfg.n_experts * d + (cfg.n_experts if cfg.router_bias else 0)
     moe_extra = moe * (experts + router - ff)  # a mixture's layers hold experts and a router instead of one FF
+    e = cfg.embed_width
     block = attn + ff + ((2 if cfg.input_norms else 0) + (2 if cfg.sandwich_norm else 0)) * norm + qk
-    emb = cfg.vocab_size * d + cfg.n_token_types * d - (0 if cfg.first_attn_norm or not cfg.input_norms else norm)
+    emb = cfg.vocab_size * e + cfg.n_token_types * e - (0 if cfg.first_attn_norm or not cfg.input_norms else norm)
     if cfg.positional == "learned":
-        emb += (cfg.max_seq_len + cfg.position_offset) * d
+        emb += (cfg.max_seq_len + cfg.position_offset) * e
     if cfg.embedding_layer_norm:
-        emb += norm
+        emb += e if cfg.norm_kind == "rmsnorm" else 2 * e
+    if cfg.embedding_size:
+        emb += e * d + d  # the projection to d_model
     final = norm if cfg.use_final_layer_norm else 0
-    head = (d * d + d + 2 * d + cfg.vocab_size) if cfg.mlm_head else 0
+    head = (d * e + e + 2 * e + cfg.vocab_size) if cfg.mlm_head else 0
     if cfg.mlm_head and not cfg.tie_mlm_head:
-        head += cfg.vocab_size * d
+        head += cfg.vocab_size * e
     if cfg.lm_head and not cfg.tie_lm_head:
         head += cfg.vocab_size * d  # a tied LM head has no parameters of its own
-    return emb + cfg.n_layers * block + moe_extra + final + head
+    layers = 1 if cfg.shared_layers else cfg.n_layers
+    rel = cfg.rel_buckets * cfg.n_heads if cfg.relative_bias else 0  # one table, shared by the layers
+    if cfg.cross_attention:  # queries from the stream, keys and values from the encoder's output, and its norm
+        block += 4 * d * d + (4 * d if cfg.bias else 0) + norm
+    return emb + rel + layers * block + moe_extra + final + head
 
 
 def parse(cls, data: Any) -> dict[str, Any]:

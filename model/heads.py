@@ -17,15 +17,16 @@ class MLMHead(nn.Module):
 
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+        e = cfg.embed_width  # narrower embeddings (ELECTRA, ALBERT): the head narrows back to their width
+        self.dense = nn.Linear(cfg.d_model, e)
         self.act = cfg.mlm_activation
-        self.ln = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.decoder = None if cfg.tie_mlm_head else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # (V, d)
+        self.ln = nn.LayerNorm(e, eps=cfg.layer_norm_eps)
+        self.decoder = None if cfg.tie_mlm_head else nn.Linear(e, cfg.vocab_size, bias=False)  # (V, E)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
 
     def forward(self, h: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
-        """h: (B, N, d_model), embedding: (V, d_model) -> logits (B, N, V)."""
+        """h: (B, N, d_model), embedding: (V, E) -> logits (B, N, V); E = d_model unless embeddings are narrower."""
         x = self.dense(h)
         x = F.relu(x) if self.act == "relu" else F.gelu(x, approximate="tanh" if self.act == "gelu_tanh" else "none")
-        w = embedding if self.decoder is None else self.decoder.weight  # (V, d_model)
+        w = embedding if self.decoder is None else self.decoder.weight  # (V, E)
         return self.ln(x) @ w.t() + self.bias

@@ -148,3 +148,51 @@ class RotaryEmbedding(nn.Module):
         x1, x2 = x[..., 0::2], x[..., 1::2]  # (B, H, N, d_k/2) each
         out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (B, H, N, d_k/2, 2)
         return out.flatten(-2)  # (B, H, N, d_k)
+
+
+def relative_buckets(relative: torch.Tensor, bidirectional: bool, n_buckets: int, max_distance: int) -> torch.Tensor:
+    """The bucket of each relative position key − query (T5's ``_relative_position_bucket``, MPNet's too).
+
+    Bidirectional: half the buckets for keys after the query. Within a side, distances below n_side / 2 get a bucket
+    each; farther ones share log-spaced buckets up to ``max_distance``, beyond which all share the last. Causal:
+    keys after the query (masked anyway) fall in bucket 0. relative (…) int -> buckets (…) int64.
+    """
+    buckets = torch.zeros_like(relative)
+    if bidirectional:
+        n_buckets //= 2
+        buckets = buckets + (relative > 0).long() * n_buckets
+        distance = relative.abs()
+    else:
+        distance = -torch.clamp(relative, max=0)
+    exact = n_buckets // 2
+    small = distance < exact
+    far = (
+        exact
+        + (
+            torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact) * (n_buckets - exact)
+        ).long()
+    )
+    far = torch.clamp(far, max=n_buckets - 1)
+    return buckets + torch.where(small, distance, far)
+
+
+class RelativeBias(nn.Module):
+    """T5's and MPNet's relative-position bias: a learned number per bucket and head (n_buckets, H), looked up for
+    every query–key pair and added to the scores of every layer's self-attention."""
+
+    def __init__(self, n_heads: int, n_buckets: int, max_distance: int, bidirectional: bool) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(n_buckets, n_heads)  # (n_buckets, H)
+        self.n_buckets, self.max_distance, self.bidirectional = n_buckets, max_distance, bidirectional
+
+    def buckets(self, n: int, m: int, offset: int = 0, device: torch.device | None = None) -> torch.Tensor:
+        """The bucket of queries at positions offset … offset + n − 1 and keys 0 … m − 1: (n, m) int64."""
+        query = torch.arange(offset, offset + n, device=device)[:, None]  # (n, 1)
+        key = torch.arange(m, device=device)[None, :]  # (1, m)
+        return relative_buckets(key - query, self.bidirectional, self.n_buckets, self.max_distance)
+
+    def forward(self, n: int, m: int, offset: int = 0) -> torch.Tensor:
+        """The bias (1, H, n, m) for n queries (from position ``offset``) over m keys."""
+        table = self.embedding.weight
+        values = self.embedding(self.buckets(n, m, offset, table.device))  # (n, m, H)
+        return values.permute(2, 0, 1)[None]  # (1, H, n, m)

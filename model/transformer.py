@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from model import masks
 from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
 from model.feedforward import FeedForward
@@ -17,7 +18,7 @@ from model.heads import MLMHead
 from model.hooks import HookPoint
 from model.moe import MoE
 from model.norms import RMSNorm, make_norm
-from model.positional import LearnedPositionalEmbedding, RotaryEmbedding, SinusoidalPositionalEncoding
+from model.positional import LearnedPositionalEmbedding, RelativeBias, RotaryEmbedding, SinusoidalPositionalEncoding
 
 
 class TransformerBlock(nn.Module):
@@ -85,16 +86,18 @@ class TransformerBlock(nn.Module):
         fused: bool = False,
         is_causal: bool = False,
         memory: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked; ``memory`` (B, S, d_model): the
-        encoder's output that cross-attention reads (a block with ``cross_attention`` only).
+        encoder's output that cross-attention reads (a block with ``cross_attention`` only); ``bias`` (1, H, N, M):
+        the relative-position bias self-attention adds to its scores (T5, MPNet).
 
         ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions;
         ``fused``/``is_causal``: attention in one fused kernel (:meth:`MultiHeadAttention.forward`)."""
         x = self.hook_resid_pre(x)
 
         def attend(h: torch.Tensor) -> torch.Tensor:
-            kw = {"cache": cache, "layer": layer, "fused": fused, "is_causal": is_causal}
+            kw = {"cache": cache, "layer": layer, "fused": fused, "is_causal": is_causal, "bias": bias}
             return self.attn(h, mask=mask, scale=scale, positions=positions, **kw)
 
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
@@ -143,14 +146,15 @@ class Transformer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.type_emb = nn.Embedding(cfg.n_token_types, cfg.d_model) if cfg.n_token_types else None
+        e = cfg.embed_width  # d_model, or narrower embeddings projected up (ELECTRA, ALBERT)
+        self.tok_emb = nn.Embedding(cfg.vocab_size, e)
+        self.type_emb = nn.Embedding(cfg.n_token_types, e) if cfg.n_token_types else None
         self.pos_enc: nn.Module | None = None
         rope = None
         if cfg.positional == "sinusoidal":
-            self.pos_enc = SinusoidalPositionalEncoding(cfg.d_model, cfg.max_seq_len)
+            self.pos_enc = SinusoidalPositionalEncoding(e, cfg.max_seq_len)
         elif cfg.positional == "learned":
-            self.pos_enc = LearnedPositionalEmbedding(cfg.d_model, cfg.max_seq_len, cfg.position_offset)
+            self.pos_enc = LearnedPositionalEmbedding(e, cfg.max_seq_len, cfg.position_offset)
         elif cfg.positional == "rope":
             rope = RotaryEmbedding(
                 cfg.d_k, cfg.max_seq_len, cfg.rope_base, cfg.rope_style, cfg.rotary_dim, scaling=cfg.rope_spec
@@ -160,7 +164,10 @@ class Transformer(nn.Module):
         if rope is not None and cfg.rope_local_base and cfg.rope_local_base != cfg.rope_base:
             local = RotaryEmbedding(cfg.d_k, cfg.max_seq_len, cfg.rope_local_base, cfg.rope_style, cfg.rotary_dim)
         self.rope_local = local
-        self.emb_ln = make_norm(cfg) if cfg.embedding_layer_norm else None
+        rel = (cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, not cfg.causal)  # T5, MPNet: one for all layers
+        self.rel_bias = RelativeBias(*rel) if cfg.relative_bias else None
+        self.emb_ln = make_norm(cfg, e) if cfg.embedding_layer_norm else None
+        self.emb_proj = nn.Linear(e, cfg.d_model) if cfg.embedding_size else None  # (d_model, E)
         self.drop = nn.Dropout(cfg.dropout)
         self.hook_embed = HookPoint()  # (B, N, d_model), input to the first block
         self.blocks = nn.ModuleList(TransformerBlock(cfg, self.rope_of(i), i) for i in range(cfg.n_layers))
@@ -170,6 +177,17 @@ class Transformer(nn.Module):
         untied = cfg.lm_head and not cfg.tie_lm_head
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if untied else None  # (V, d_model)
         self.reset_parameters()
+        if cfg.shared_layers:
+            self.share_layers()
+
+    def share_layers(self) -> None:
+        """ALBERT: every block holds block 0's parameters (the same tensors), while each keeps its own hook points,
+        so a capture still tells layer 3 from layer 1."""
+        first = dict(self.blocks[0].named_modules())
+        for block in self.blocks[1:]:
+            for name, module in block.named_modules():
+                for key in list(module._parameters):
+                    module._parameters[key] = first[name]._parameters[key]
 
     def rope_of(self, layer: int) -> nn.Module | None:
         """The rotary embedding ``layer`` turns q and k with: Gemma 3's local one on its sliding layers, none on a
@@ -199,32 +217,14 @@ class Transformer(nn.Module):
     def build_mask(
         self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
     ) -> torch.Tensor | None:
-        """Combine padding (B, M) and causal masks into (B or 1, 1, N, M) with 0 = blocked, where the N
-        queries sit at positions offset … offset + N − 1 and M = offset + N (``offset`` > 0 with a KV cache)."""
-        mask = None
-        if attention_mask is not None:
-            mask = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, M)
-        if causal:
-            m = offset + n
-            tri = torch.ones(n, m, dtype=torch.bool, device=device).tril(diagonal=offset)[None, None]  # (1, 1, N, M)
-            mask = tri if mask is None else mask & tri
-        return mask
+        """Padding (B, M) and causal masks as one (B or 1, 1, N, M), 0 = blocked (:func:`model.masks.mask`)."""
+        return masks.mask(n, attention_mask, causal, device, offset)
 
     def build_masks(
         self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
     ) -> list[torch.Tensor | None]:
-        """One mask per layer: :meth:`build_mask`'s, and for a sliding layer that mask with only the window
-        left — causal: the ``sliding_window`` latest keys, the query's own included (key j > i − w, as Mistral);
-        bidirectional: keys with |i − j| ≤ w // 2 (ModernBERT's local attention)."""
-        full = self.build_mask(n, attention_mask, causal, device, offset)
-        if "sliding" not in self.cfg.layer_types:
-            return [full] * self.cfg.n_layers
-        w = self.cfg.sliding_window
-        i = torch.arange(offset, offset + n, device=device)[:, None]  # (N, 1) query positions
-        j = torch.arange(offset + n, device=device)[None, :]  # (1, M) key positions
-        near = (j > i - w) if causal else ((i - j).abs() <= w // 2)  # (N, M)
-        window = near[None, None] if full is None else full & near[None, None]  # (B or 1, 1, N, M)
-        return [window if self.cfg.is_sliding(layer) else full for layer in range(self.cfg.n_layers)]
+        """One mask per layer, sliding layers' with only their window left (:func:`model.masks.layer_masks`)."""
+        return masks.layer_masks(self.cfg, n, attention_mask, causal, device, offset)
 
     def embed(
         self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, positions: bool = True, offset: int = 0
@@ -245,7 +245,14 @@ class Transformer(nn.Module):
             x = self.pos_enc(x, offset)
         if self.emb_ln is not None:
             x = self.emb_ln(x)
-        return self.drop(x)
+        x = self.drop(x)
+        return x if self.emb_proj is None else self.emb_proj(x)  # (B, N, E) -> (B, N, d_model)
+
+    def direct_embedding(self) -> torch.Tensor:
+        """The token embeddings as the stream's width (V, d_model): the table itself, or each row through the
+        projection of narrower embeddings (its norm, which depends on position and type, left out)."""
+        w = self.tok_emb.weight  # (V, E)
+        return w if self.emb_proj is None else self.emb_proj(w)  # (V, d_model)
 
     def forward(
         self,
@@ -283,11 +290,17 @@ class Transformer(nn.Module):
         # the fused kernel skips the plain causal triangle block by block instead of reading an (N, M) mask
         plain = fused and causal and attention_mask is None and offset == 0
         x = self.hook_embed(self.embed(ids, token_type_ids, positions, offset))
+        bias = self.position_bias(n, offset) if positions else None
         for i, block in enumerate(self.blocks):
             tri = plain and not self.cfg.is_sliding(i)
-            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory}
+            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory, "bias": bias}
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
+
+    def position_bias(self, n: int, offset: int = 0) -> torch.Tensor | None:
+        """The relative-position bias (1, H, N, offset + N) every layer's self-attention adds to its scores, for N
+        queries from position ``offset``; None without one (``cfg.relative_bias``)."""
+        return None if self.rel_bias is None else self.rel_bias(n, offset + n, offset)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """hidden (B, N, d_model) -> next-token logits (B, N, V) through the tied embeddings; needs

@@ -22,6 +22,8 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import (
+    AlbertConfig,
+    AlbertForMaskedLM,
     AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
@@ -37,6 +39,8 @@ from transformers import (
     LlamaForCausalLM,
     ModernBertConfig,
     ModernBertForMaskedLM,
+    MPNetConfig,
+    MPNetForMaskedLM,
     PreTrainedTokenizerFast,
     RobertaConfig,
     RobertaForMaskedLM,
@@ -98,8 +102,12 @@ def cases():
     yield "distilbert_mlm", DistilBertForMaskedLM(distil), ("vocab.txt", bert_tok, "DistilBertTokenizer"), {}
     modern = ModernBertConfig(**MODERNBERT)
     yield "modernbert_mlm", ModernBertForMaskedLM(modern), ("json", bert_tok, None), {}
-    electra = ElectraConfig(vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **ENCODER)
+    electra = ElectraConfig(vocab_size=VOCAB, embedding_size=16, max_position_embeddings=128, **ENCODER)
     yield "electra_generator", ElectraForMaskedLM(electra), ("vocab.txt", bert_tok, "ElectraTokenizer"), {}
+    albert = AlbertConfig(vocab_size=VOCAB, embedding_size=16, max_position_embeddings=128, **ENCODER)
+    yield "albert_mlm", AlbertForMaskedLM(albert), ("json", bert_tok, None), {}
+    mpnet = MPNetConfig(**{**rob, "tie_word_embeddings": True})
+    yield "mpnet_mlm", MPNetForMaskedLM(mpnet), ("json", roberta_tok, None), {}
     gpt2 = GPT2Config(vocab_size=VOCAB, n_positions=128, n_embd=32, n_layer=2, n_head=4, tie_word_embeddings=False)
     yield "gpt2_untied", GPT2LMHeadModel(gpt2), ("bpe", gpt_tok, "GPT2Tokenizer"), {}
     llama = LlamaConfig(vocab_size=VOCAB, tie_word_embeddings=True, rms_norm_eps=1e-5, **DECODER)

@@ -23,6 +23,8 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import (
+    AlbertConfig,
+    AlbertModel,
     BertConfig,
     BertModel,
     DistilBertConfig,
@@ -41,6 +43,8 @@ from transformers import (
     MistralForCausalLM,
     ModernBertConfig,
     ModernBertModel,
+    MPNetConfig,
+    MPNetModel,
     Phi3Config,
     Phi3ForCausalLM,
     PreTrainedTokenizerFast,
@@ -153,7 +157,8 @@ def families():
     yield "mistral", MistralForCausalLM(mistral), llama_tok, {}
     qwen2 = Qwen2Config(vocab_size=VOCAB, tie_word_embeddings=True, **DECODER)
     yield "qwen2", Qwen2ForCausalLM(qwen2), gpt_tok, {"dtype": torch.float16}
-    electra = ElectraConfig(vocab_size=VOCAB, embedding_size=32, max_position_embeddings=128, **ENCODER)
+    # ELECTRA-small's shape in miniature: embeddings narrower than the encoder, lifted by embeddings_project
+    electra = ElectraConfig(vocab_size=VOCAB, embedding_size=16, max_position_embeddings=128, **ENCODER)
     yield "electra", ElectraModel(electra), bert_tok, {}
     qwen3 = Qwen3Config(vocab_size=VOCAB, head_dim=16, tie_word_embeddings=False, **DECODER)  # 4 × 16 ≠ 32
     yield "qwen3", Qwen3ForCausalLM(qwen3), gpt_tok, {}
@@ -174,6 +179,15 @@ def families():
     yield "gemma3_text", Gemma3ForCausalLM(gemma), llama_tok, {}
     modern = ModernBertConfig(**{**MODERNBERT, "num_hidden_layers": 4})
     yield "modernbert", ModernBertModel(modern), bert_tok, {}
+    # ALBERT: 16-wide embeddings and one layer run three times
+    albert = AlbertConfig(
+        vocab_size=VOCAB, embedding_size=16, max_position_embeddings=128, **{**ENCODER, "num_hidden_layers": 3}
+    )
+    yield "albert", AlbertModel(albert), bert_tok, {}
+    mpnet = MPNetConfig(
+        vocab_size=VOCAB, max_position_embeddings=130, pad_token_id=1, bos_token_id=0, eos_token_id=2, **ENCODER
+    )
+    yield "mpnet", MPNetModel(mpnet), roberta_tok, {}
     yield from decoders_2026(llama_tok, gpt_tok)
 
 

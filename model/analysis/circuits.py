@@ -127,7 +127,7 @@ def _vocabulary(model: Transformer, embedding: str) -> dict[str, torch.Tensor]:
         u = unembedding(model).float()  # (d_model, V)
         V = u.size(1)
         if embedding == "direct":
-            e = model.tok_emb.weight.detach().float().cpu()  # (V, d_model)
+            e = model.direct_embedding().detach().float().cpu()  # (V, d_model)
             mean = e.double().mean(0)
             trip = (u @ e).double() - u.double().sum(1, keepdim=True) * mean[None]  # Σ_t u_t (e_t − mean)ᵀ
             unit_mean = _unit(e.double(), _centres(model)).mean(0)
@@ -190,7 +190,7 @@ def circuit(
         copying = float(lam.real.sum() / lam.abs().sum()) if float(lam.abs().sum()) > 0 else float("nan")
         ids = list(dict.fromkeys(int(t) for t in tokens))
         if embedding == "direct":
-            src = model.tok_emb.weight.detach().double().cpu()[ids]  # (S, d_model)
+            src = model.direct_embedding().detach().double().cpu()[ids]  # (S, d_model)
         else:
             src = effective_embedding(model, ids)  # (S, d_model)
         at = src[[ids.index(int(t)) for t in tokens]]  # (N, d_model): each position's

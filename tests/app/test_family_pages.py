@@ -2,7 +2,8 @@
 d_model / H with QK-norm (Qwen3), sandwich norms and sliding layers (Gemma 3), capped scores (Gemma 2), a RoPE
 encoder with local layers (ModernBERT), a parallel residual with partial rotary (GPT-NeoX), NoPE layers (SmolLM3),
 norms on the outputs only (OLMo 2), multipliers (Granite), mixtures of experts (Mixtral, Qwen3-MoE) and learned
-sinks (gpt-oss): no page fails on them;
+sinks (gpt-oss), narrow embeddings (ELECTRA), one shared layer (ALBERT) and a relative-position bias (MPNet): no
+page fails on them;
 on Qwen3 (the widest change) every section of every sectioned page too."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ROPE = FIXTURES.parent / "hf_rope"
     [
         *("qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "smollm3", "olmo2", "granite"),
         *("mixtral", "qwen3_moe", "gpt_oss", "rope:dynamic", "rope:longrope"),
+        *("electra", "albert", "mpnet"),
     ],
 )
 def test_every_page_renders_on_the_family(family, monkeypatch):

@@ -34,6 +34,8 @@ EXPECTED = {
     "distilbert_mlm": ("mlm", True, "vocab.txt"),
     "modernbert_mlm": ("mlm", True, "tokenizer.json"),
     "electra_generator": ("mlm", True, "vocab.txt"),
+    "albert_mlm": ("mlm", True, "tokenizer.json"),
+    "mpnet_mlm": ("mlm", True, "tokenizer.json"),
     "gpt2_untied": ("lm", False, "vocab.json + merges.txt (GPT-2's"),
     "llama_spm": ("lm", True, "tokenizer.model"),
     "gemma3_untied": ("lm", False, "tokenizer.json"),
@@ -90,7 +92,7 @@ def test_each_head_changes_what_is_shown(case):
     model, ids = loaded.model, ref["short.ids"]
     hidden, _ = run_with_cache(model, ids[None], kinds=["pattern"])
     with torch.inference_mode():  # what a dropped MLM head (no transform, no bias) or a wrongly tied head leaves
-        without = hidden[0] @ model.tok_emb.weight.t()
+        without = hidden[0] @ model.direct_embedding().t()
     if model.cfg.mlm_head or not model.cfg.tie_lm_head:
         assert (without - ref["short.logits"]).abs().max() > 0.1, name
 

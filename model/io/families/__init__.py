@@ -10,6 +10,7 @@ from typing import Any
 
 from model.errors import CheckpointError
 from model.io.families import (
+    albert,
     bert,
     distilbert,
     electra,
@@ -23,6 +24,7 @@ from model.io.families import (
     mistral,
     mixtral,
     modernbert,
+    mpnet,
     olmo2,
     phi3,
     qwen2,
@@ -39,6 +41,8 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "xlm-roberta": roberta.load,
     "distilbert": distilbert.load,
     "electra": electra.load,
+    "albert": albert.load,
+    "mpnet": mpnet.load,
     "modernbert": modernbert.load,
     "gpt2": gpt2.load,
     "gpt_neox": gpt_neox.load,

@@ -77,8 +77,8 @@ def encoder(src: Folder, mlm: MLMNames, **overrides: Any) -> tuple[TransformerCo
     head: dict[str, torch.Tensor] = {}
     own = False
     if f"{mlm.dense}.weight" in src.ledger:
-        d = need(src.raw, "hidden_size")
-        head, own = take_mlm(src, mlm, ANCHOR, d)
+        e = overrides.get("embedding_size") or need(src.raw, "hidden_size")  # the head narrows to the embeddings
+        head, own = take_mlm(src, mlm, ANCHOR, e)
     cfg = bert_config(src.raw, mlm_head=bool(head), tie_mlm_head=not own, **overrides)
     state = rename(src.ledger, cfg.n_layers, EMBED_MAP, LAYER_MAP, "encoder.layer.{i}.")
     return cfg, {**state, **head}
