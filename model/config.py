@@ -56,6 +56,7 @@ class TransformerConfig:
     sliding_window: int = 0  # a sliding layer's window: causal, the w latest keys (itself too); else |i − j| ≤ w // 2
     o_bias: bool | None = None  # a bias on W_o; None: as `bias` (Qwen2 biases q, k and v but not o)
     tie_lm_head: bool = True  # next-token logits through the token embeddings; False: their own lm_head matrix
+    lm_bias: bool = False  # a bias per token added to the next-token logits (BART's final_logits_bias)
     position_offset: int = 0  # learned positions start at this row of the table (RoBERTa: padding_idx + 1)
     rotary_dim: int = 0  # RoPE rotates the first rotary_dim dimensions of each head (GPT-NeoX: d_k / 4); 0: all
     qk_norm: bool = False  # RMSNorm over each head's q and k before RoPE (Qwen3, Gemma 3)

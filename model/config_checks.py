@@ -180,6 +180,7 @@ def parameter_count(cfg) -> int:
     norm = d if cfg.norm_kind == "rmsnorm" else 2 * d
     qk_width = (a + kv) if cfg.qk_norm_scope == "all" else 2 * cfg.d_k  # q's norm and k's
     qk = (qk_width if cfg.norm_kind == "rmsnorm" else 2 * qk_width) if cfg.qk_norm else 0
+    cross = attn + (d if cfg.norm_kind == "rmsnorm" else 2 * d)  # cross-attention: the same projections, a norm
     attn += cfg.n_heads if cfg.attn_sinks else 0
     moe = sum(cfg.is_moe(i) for i in range(cfg.n_layers))
     experts = cfg.n_experts * (3 * d * cfg.expert_width + ((2 * cfg.expert_width + d) if cfg.expert_bias else 0))
@@ -200,10 +201,11 @@ def parameter_count(cfg) -> int:
         head += cfg.vocab_size * e
     if cfg.lm_head and not cfg.tie_lm_head:
         head += cfg.vocab_size * d  # a tied LM head has no parameters of its own
+    head += cfg.vocab_size if cfg.lm_head and cfg.lm_bias else 0
     layers = 1 if cfg.shared_layers else cfg.n_layers
     rel = cfg.rel_buckets * cfg.n_heads if cfg.relative_bias else 0  # one table, shared by the layers
     if cfg.cross_attention:  # queries from the stream, keys and values from the encoder's output, and its norm
-        block += 4 * d * d + (4 * d if cfg.bias else 0) + norm
+        block += cross
     return emb + rel + layers * block + moe_extra + final + head
 
 

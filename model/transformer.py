@@ -52,10 +52,10 @@ class TransformerBlock(nn.Module):
             head_dim=cfg.head_dim,
         )
         # the seq2seq decoder's second sublayer: queries from the stream, keys and values from the encoder's output
-        both = cfg.cross_attention
-        self.cross = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias) if both else None
+        both, plain = cfg.cross_attention, dict(o_bias=cfg.o_bias, scale_factor=cfg.attn_scale, head_dim=cfg.head_dim)
+        self.cross = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias, **plain) if both else None
         self.ln_cross = make_norm(cfg) if both else nn.Identity()
-        # (1 or B, S, d_model): an encoder's output bound to this block (model/learn/seq2seq.bound_decoder), read
+        # (1 or B, S, d_model): an encoder's output bound to this block (model/encdec.bound_decoder), read
         # when a call passes no memory, so every page can run a finished decoder on the source it was opened with
         self.register_buffer("memory", None, persistent=False)
         self.parallel = cfg.parallel_residual
@@ -176,13 +176,13 @@ class Transformer(nn.Module):
         self.mlm = MLMHead(cfg) if cfg.mlm_head else None
         untied = cfg.lm_head and not cfg.tie_lm_head
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False) if untied else None  # (V, d_model)
+        self.lm_bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.lm_head and cfg.lm_bias else None  # (V,)
         self.reset_parameters()
         if cfg.shared_layers:
             self.share_layers()
 
     def share_layers(self) -> None:
-        """ALBERT: every block holds block 0's parameters (the same tensors), while each keeps its own hook points,
-        so a capture still tells layer 3 from layer 1."""
+        """ALBERT: every block holds block 0's parameters, each with its own hook points (captures tell them apart)."""
         first = dict(self.blocks[0].named_modules())
         for block in self.blocks[1:]:
             for name, module in block.named_modules():
@@ -303,11 +303,11 @@ class Transformer(nn.Module):
         return None if self.rel_bias is None else self.rel_bias(n, offset + n, offset)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """hidden (B, N, d_model) -> next-token logits (B, N, V) through the tied embeddings; needs
-        ``cfg.lm_head``."""
+        """hidden (B, N, d_model) -> next-token logits (B, N, V) (``cfg.lm_head``), + BART's bias, ÷ T5's √d_model."""
         if not self.cfg.lm_head:
             raise ValueError("this model has no next-token head")
         logits = hidden @ (self.tok_emb.weight if self.lm_head is None else self.lm_head.weight).t()  # (B, N, V)
+        logits = logits if self.lm_bias is None else logits + self.lm_bias
         if self.cfg.logit_divisor != 1.0:  # Granite's logits_scaling
             logits = logits / self.cfg.logit_divisor
         c = self.cfg.logit_softcap

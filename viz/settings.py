@@ -86,6 +86,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("trained_run", "", str, url=True),  # a run of "Watch it learn" (its 12-hex-digit key)
     Setting("trained_stack", "decoder", str, SEQ2SEQ_STACKS, url=True),  # an encoder–decoder run's stack
     Setting("trained_source", "", str, url=True),  # what its decoder's cross-attention reads ("": the probe's)
+    Setting("pair_stack", "decoder", str, SEQ2SEQ_STACKS, url=True),  # a T5 / BART folder's or upload's stack
+    Setting("pair_source", "", str, url=True),  # what its decoder's cross-attention reads ("": a default sentence)
     Setting("ckpt_heads", 8, int),  # heads of a checkpoint that does not store them (the post's encoder)
     Setting("ckpt_norm", "pre", str, ("pre", "post")),
     # a file that brings no tokenizer: nothing is chosen for the user ("choose"), least of all one whose vocabulary

@@ -61,8 +61,10 @@ class ModelSpec:
     norm: str = ""  # upload/folder: "pre" or "post" blocks for the post's encoder; "": the file's, else pre
     tokenizer: str = ""  # for a file without one: "bundled", "ids", "upload:<sha256>" or (CLI) a path; "": none
     base: ModelSpec | None = None  # reinit kind: a fresh random init of this model's config
-    stack: str = ""  # trained kind, an encoder–decoder's: "encoder" or "decoder" ("": the decoder)
-    source_text: str = ""  # trained kind, an encoder–decoder's decoder: the source its cross-attention reads
+    # an encoder–decoder's (a trained run, or a T5 / BART folder or upload): the stack the pages open, "encoder" or
+    # "decoder" ("": the decoder); "pair": both stacks as one EncoderDecoder (the API's, and the cache's)
+    stack: str = ""
+    source_text: str = ""  # an encoder–decoder's decoder: the source its cross-attention reads
 
     @property
     def root(self) -> ModelSpec:
@@ -236,12 +238,23 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
             raise CheckpointError("the uploaded bytes do not match their digest")
         loaded = load_bytes(data, spec.name, **answers)
         tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
-        return _named(loaded, spec.name or "upload", f"uploaded file {spec.name}", tokenizer=tok, chosen=spec.tokenizer)
+        source = f"uploaded file {spec.name}"
+        return stacked(_named(loaded, spec.name or "upload", source, tokenizer=tok, chosen=spec.tokenizer), spec)
     if spec.kind == "folder":
         if not spec.path.strip():
             raise CheckpointError("type the path of a checkpoint file or folder")
         path = Path(spec.path.strip()).expanduser()
         loaded = load_checkpoint(path, **answers)
         tok = tokenizer_for(spec.tokenizer, loaded.model.cfg.vocab_size, uploads)
-        return _named(loaded, path.name, str(path), tokenizer=tok, chosen=spec.tokenizer)
+        return stacked(_named(loaded, path.name, str(path), tokenizer=tok, chosen=spec.tokenizer), spec)
     raise CheckpointError(f"unknown model source {spec.kind!r}")
+
+
+def stacked(loaded: LoadedModel, spec: ModelSpec) -> LoadedModel:
+    """An encoder–decoder opened as ``spec`` says: one stack (default the decoder, reading ``spec.source_text``), or
+    the pair itself (``stack="pair"``); any other model as it is."""
+    from model.io.families.encdec import is_pair, open_stack
+
+    if not is_pair(loaded) or spec.stack == "pair":
+        return loaded
+    return open_stack(loaded, spec.stack or "decoder", spec.source_text)

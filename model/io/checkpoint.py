@@ -152,8 +152,12 @@ def questions_at(path: str | Path) -> Questions:
         if raw is not None and "model_type" in raw:  # a Hugging Face folder: it may lack only its tokenizer
             vocab = raw.get("vocab_size")
             found = _has_tokenizer(path) or any(p.suffix.lower() == ".gguf" for p in path.iterdir())
+            pair = raw.get("is_encoder_decoder") is True or raw.get("model_type") in ("t5", "bart", "mbart")
             return Questions(
-                needs_tokenizer=not found, vocab_size=vocab if isinstance(vocab, int) else 0, looked_for=LOOKED_FOR
+                needs_tokenizer=not found,
+                vocab_size=vocab if isinstance(vocab, int) else 0,
+                looked_for=LOOKED_FOR,
+                pair=pair,
             )
         weights = weights_in(path)
         if weights is None:

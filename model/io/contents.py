@@ -53,6 +53,7 @@ class Questions:
     looked_for: str = ""  # the tokenizer files looked for beside the weights, when none was found
     d_model: int = 0
     vocab_size: int = 0
+    pair: bool = False  # an encoder–decoder (T5, BART): which stack to open, and the decoder's source
 
 
 def read_contents(data: bytes, name: str) -> Contents:

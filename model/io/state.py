@@ -180,6 +180,16 @@ def build_from_state(
     if cfg.positional == "sinusoidal" and cfg.max_seq_len < SINUSOIDAL_MIN_LEN:
         cfg = replace(cfg, max_seq_len=SINUSOIDAL_MIN_LEN)
     model = Transformer(cfg)
+    notes = load_into(model, state)
+    loaded = LoadedModel(model=model, tokenizer=None, info=dict(info or {}), warnings=notes)
+    if tokenizer is not None:
+        loaded.attach_tokenizer(tokenizer)
+    return loaded
+
+
+def load_into(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[str]:
+    """Load ``state`` into ``model`` strictly (every key, every shape, else a CheckpointError naming them) and put it
+    in eval mode; returns the notes on NaN/Inf weights (also warned)."""
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
@@ -203,7 +213,4 @@ def build_from_state(
         warnings.warn(note, stacklevel=2)
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in state.items()}, strict=True)
     model.eval()
-    loaded = LoadedModel(model=model, tokenizer=None, info=dict(info or {}), warnings=notes)
-    if tokenizer is not None:
-        loaded.attach_tokenizer(tokenizer)
-    return loaded
+    return notes

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from model.analysis.metrics import head_metrics
 from model.capture import run_with_cache
 from model.config import TransformerConfig
-from model.learn.seq2seq import EncoderDecoder
+from model.encdec import EncoderDecoder
 from model.learn.tasks import PAD, TASKS, Batch, batch, head_scores, vocabulary
 from model.long import Cancelled  # the jobs' cancel signal: the run is dropped, nothing of it kept
 from model.transformer import Transformer

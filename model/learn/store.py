@@ -55,8 +55,8 @@ def loaded_model(run: Run, stack: str = "decoder", source: str = ""):
     encoder–decoder opens one stack: ``"encoder"`` (self-attention over the source) or ``"decoder"`` (causal
     self-attention over the target, with its cross-attention reading ``source``: default the probe's); the
     decoder's ``info["source_tokens"]`` are the source's tokens, the keys of its cross-attention."""
+    from model.io.families.encdec import open_stack
     from model.io.state import LoadedModel
-    from model.learn.seq2seq import bound_decoder, encoder_of
     from model.learn.tasks import TASKS
 
     tok = tokenizer_of(run.spec)
@@ -64,20 +64,8 @@ def loaded_model(run: Run, stack: str = "decoder", source: str = ""):
             "steps": run.step}  # fmt: skip
     if not TASKS[run.spec.task].seq2seq:
         return LoadedModel(copy.deepcopy(run.model).eval(), tok, info)
-    if stack == "encoder":
-        info["name"] += " — its encoder"
-        return LoadedModel(encoder_of(run.model), tok, info)
-    if stack != "decoder":
-        raise ValueError(f"an encoder–decoder opens its 'encoder' or its 'decoder', not {stack!r}")
-    text = source.strip() or probe_texts(run)[0]
-    limit = run.model.encoder.cfg.max_seq_len
-    enc = tok.encode(text)
-    ids = torch.tensor([enc.ids[:limit]], dtype=torch.long)  # (1, S)
-    info["name"] += " — its decoder"
-    info["source_text"], info["source_tokens"] = text, list(enc.tokens[:limit])
-    if len(enc.ids) > limit:
-        info["source_note"] = f"The source was cut to the encoder's {limit} tokens (it had {len(enc.ids)})."
-    return LoadedModel(bound_decoder(run.model, ids), tok, info)
+    pair = LoadedModel(run.model, tok, info)  # the imported T5s and BARTs open their stacks the same way
+    return open_stack(pair, stack, source.strip() or probe_texts(run)[0])
 
 
 def probe_texts(run: Run) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from tests.app.test_pages import SECTIONED
 from tests.hf_fixtures import FIXTURES
 
 ROPE = FIXTURES.parent / "hf_rope"
+PAIRS = FIXTURES.parent / "hf_encdec"
 
 
 @pytest.mark.slow
@@ -24,15 +25,21 @@ ROPE = FIXTURES.parent / "hf_rope"
         *("qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "smollm3", "olmo2", "granite"),
         *("mixtral", "qwen3_moe", "gpt_oss", "rope:dynamic", "rope:longrope"),
         *("electra", "albert", "mpnet"),
+        *("pair:t5:decoder", "pair:t5_v1_1:encoder", "pair:bart:decoder", "pair:mbart:encoder"),
     ],
 )
 def test_every_page_renders_on_the_family(family, monkeypatch):
-    """(rope:…: a decoder with a scaled RoPE whose angles depend on the text's length, tests/fixtures/hf_rope.)"""
-    folder = ROPE / family.split(":")[1] if family.startswith("rope:") else FIXTURES / family
+    """(rope:…: a decoder with a scaled RoPE whose angles depend on the text's length, tests/fixtures/hf_rope;
+    pair:…: one stack of an encoder–decoder, tests/fixtures/hf_encdec.)"""
+    parts = family.split(":")
+    folder = {"rope": ROPE, "pair": PAIRS}[parts[0]] / parts[1] if len(parts) > 1 else FIXTURES / family
     monkeypatch.setenv("ATTENTION_LAB_MODEL_DIRS", str(folder.parent))
     at = new_app()
     at.sidebar.selectbox(key="model_kind").set_value("folder").run()
     at.sidebar.text_input(key="folder_path").set_value(str(folder)).run()
+    if family.startswith("pair:"):
+        at.sidebar.radio(key="pair_stack").set_value(parts[2]).run()
+        assert at.session_state["pair_stack"] == parts[2]
     at.sidebar.text_area(key="text").set_value("The query asks, the keys answer, and the values come back.").run()
     assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
     for page in PAGES:

@@ -274,7 +274,7 @@ def test_the_date_task_aligns_each_copied_digit_with_its_source_character():
 
 @pytest.mark.slow  # 300 steps of training
 def test_an_encoder_decoder_learns_to_align_dates_and_reads_back():
-    from model.learn.seq2seq import EncoderDecoder
+    from model.encdec import EncoderDecoder
 
     spec = TrainSpec(task="dates", n_layers=1, n_heads=4, d_model=64, positional="sinusoidal", steps=300)
     run = train(spec)

@@ -10,7 +10,7 @@ import torch
 from model.capture import run_with_cache
 from model.config import TransformerConfig
 from model.devices import copy_buffers
-from model.learn.seq2seq import EncoderDecoder, bound_decoder, encoder_of
+from model.encdec import EncoderDecoder, bound_decoder, encoder_of
 from model.learn.tasks import letter_tokenizer
 from model.observe import observe
 from model.transformer import Transformer

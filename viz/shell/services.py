@@ -28,7 +28,7 @@ from model.analysis.stream import Stream, residual_stream
 from model.errors import CheckpointError
 from model.experiments import induction_run, masked_predictions, padded_batch, permutation_check
 from model.generate import generate, predictions_from_hidden, stop_tokens
-from model.io.catalog import ModelSpec, load, reinit_of
+from model.io.catalog import ModelSpec, load, reinit_of, stacked
 from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
 from model.long import LongObservation, long_similarity
@@ -57,6 +57,10 @@ def _build_model(spec: ModelSpec, device: str, data: dict[str, bytes] | None) ->
     copy, not a second load of its file."""
     if spec.kind == "reinit" and spec.base is not None:
         loaded = reinit_of(get_model(spec.base, "cpu", data), spec.seed)
+    elif spec.kind in ("folder", "upload") and spec.stack in ("encoder", "decoder"):  # one stack of a T5 or BART:
+        # the pair is read once, each source binds a copy of its decoder
+        pair = get_model(replace(spec, stack="pair", source_text=""), "cpu", data)
+        loaded = stacked(pair, spec)
     else:
         loaded = load(spec, data)
     if device != "cpu":

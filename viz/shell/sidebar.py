@@ -15,9 +15,10 @@ from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS
 from model.io.gguf import SMOLLM_INSTALL
 from model.learn.store import describe, spec_of, stored_runs
 from model.learn.tasks import TASKS
-from viz.settings import BY_KEY, EXAMPLES, SEQ2SEQ_STACKS, YOUR_TEXT
+from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
 from viz.shell.paths import LOCAL_ADDRESSES, REFUSED, SWITCHED_OFF, allowed, model_dirs, share_command
 from viz.shell.services import get_questions, upload_bytes
+from viz.shell.stacks import stack_spec
 
 
 @dataclass
@@ -84,7 +85,7 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
         spec = spec_of(key)
         if spec is None or not TASKS[spec.task].seq2seq:
             return ModelSpec("trained", path=key), None
-        return _seq2seq_spec(key), None
+        return stack_spec(ModelSpec("trained", path=key), "trained", _name_the_example), None
     if kind == "upload":
         up = st.file_uploader(
             "Checkpoint: .safetensors or .pt/.pth (the post's state dict, Attention Lab's), a LLaMA .gguf, or a "
@@ -134,55 +135,6 @@ def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
     return ModelSpec(kind), None
 
 
-def _seq2seq_spec(key: str) -> ModelSpec:
-    """An encoder–decoder run opens one stack: the encoder (the text is a source it reads) or the decoder (the text
-    is a target it writes, reading the source given here through its cross-attention)."""
-    stack = st.radio(
-        "Stack",
-        SEQ2SEQ_STACKS,
-        format_func={"decoder": "Decoder (self- and cross-attention)", "encoder": "Encoder"}.get,
-        key="trained_stack",
-        on_change=_swap_texts,
-        horizontal=True,
-        help="An encoder–decoder is two transformers. The encoder reads the source (07mar1994); the decoder writes "
-        "the target (1994-03-07), attending to its own earlier tokens (causal self-attention) and to the "
-        "encoder's output (cross-attention).",
-    )
-    if stack == "encoder":
-        st.caption("The text below is the source the encoder reads, such as 07mar1994.")
-        return ModelSpec("trained", path=key, stack="encoder")
-    source = st.text_input(
-        "Source the encoder reads",
-        key="trained_source",
-        placeholder="07mar1994 (empty: the run's probe date)",
-        max_chars=64,
-    )
-    st.caption("The text below is the target the decoder writes, such as 1994-03-07.")
-    return ModelSpec("trained", path=key, stack="decoder", source_text=source.strip())
-
-
-def _swap_texts() -> None:
-    """The text follows the stack: the encoder reads the decoder's source; back on the decoder, the text the encoder
-    read is its source again and the target it had comes back."""
-    state = st.session_state
-    if state["trained_stack"] == "encoder":
-        state["_trained_target"] = state["text"]
-        source = state.get("trained_source") or _probe_source(state.get("trained_run", ""))
-        state["text"] = source or state["text"]
-    else:
-        state["trained_source"] = state["text"]
-        state["text"] = state.pop("_trained_target", state["text"])
-    _name_the_example()
-
-
-def _probe_source(key: str) -> str:
-    """The source of a run's first probe pair, what its decoder reads when no source was given ("" if none)."""
-    from model.learn.store import probe_texts, read
-
-    run = read(None, key) if key else None
-    return probe_texts(run)[0] if run is not None else ""
-
-
 def _run_label(key: str) -> str:
     spec = spec_of(key)
     return f"{key}: {describe(spec)}" if spec is not None else key
@@ -219,6 +171,8 @@ def _answered(spec: ModelSpec, asked: Questions | str, file_key: str) -> ModelSp
             format_func={"pre": "pre-norm (as in the post)", "post": "post-norm"}.get,
             help="Pre- and post-norm blocks have the same weights; say which order your forward pass uses.",
         )
+    if asked.pair:  # T5, BART: the stack the pages open, and the source its decoder reads
+        spec = stack_spec(spec, "pair", _name_the_example)
     if asked.needs_tokenizer:
         where = f"looked for {asked.looked_for}" if asked.looked_for else "the file stores none"
         choice = st.radio(

@@ -11,6 +11,7 @@ from typing import Any
 from model.errors import CheckpointError
 from model.io.families import (
     albert,
+    bart,
     bert,
     distilbert,
     electra,
@@ -32,6 +33,7 @@ from model.io.families import (
     qwen3_moe,
     roberta,
     smollm3,
+    t5,
 )
 from model.io.state import LoadedModel
 
@@ -59,6 +61,9 @@ FAMILIES: dict[str, Callable[[Path, Mapping[str, Any]], LoadedModel]] = {
     "mixtral": mixtral.load,
     "qwen3_moe": qwen3_moe.load,
     "gpt_oss": gpt_oss.load,
+    "t5": t5.load,
+    "bart": bart.load,
+    "mbart": bart.load,
 }
 
 

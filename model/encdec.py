@@ -1,6 +1,7 @@
 """The post's other half: an encoder–decoder (Vaswani et al., 2017). The encoder is the post's encoder; the
 decoder is the same transformer with causal self-attention and a cross-attention sublayer in every block that reads
-the encoder's output (``TransformerConfig.cross_attention``), then a next-token head."""
+the encoder's output (``TransformerConfig.cross_attention``), then a next-token head. The toy of “Watch it learn”
+and imported T5 and BART models are this one class; each page opens one stack (:func:`open_stack`)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,19 @@ def decoder_config(cfg: TransformerConfig) -> TransformerConfig:
 
 
 class EncoderDecoder(nn.Module):
-    """source ids (B, S) and target ids (B, T) -> the decoder's hidden states (B, T, d_model)."""
+    """source ids (B, S) and target ids (B, T) -> the decoder's hidden states (B, T, d_model).
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    ``cfg`` is the encoder's; the decoder's is ``decoder_cfg`` (an imported model's own: T5's decoder buckets its
+    relative positions one way) or, by default, :func:`decoder_config` of it (the toy's)."""
+
+    def __init__(self, cfg: TransformerConfig, decoder_cfg: TransformerConfig | None = None) -> None:
         super().__init__()
-        self.cfg = cfg  # the encoder's; the decoder's is decoder_config(cfg)
+        self.cfg = cfg
         self.encoder = Transformer(cfg.replace(causal=False, lm_head=False, mlm_head=False))
-        self.decoder = Transformer(decoder_config(cfg))
+        dec = decoder_config(cfg) if decoder_cfg is None else decoder_cfg
+        if not (dec.causal and dec.cross_attention and dec.lm_head) or dec.d_model != cfg.d_model:
+            raise ValueError("the decoder must be causal, with cross-attention, a next-token head and the same d_model")
+        self.decoder = Transformer(dec)
 
     def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         memory = self.encoder(source)  # (B, S, d_model)

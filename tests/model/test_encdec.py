@@ -1,0 +1,134 @@
+"""T5 (v1.0 and v1.1 / FLAN), BART and mBART folders against what transformers computed on them
+(tests/fixtures/hf_encdec, made by scripts/make_encdec_fixtures.py): the same token ids for the source and for the
+decoder's input, every encoder, decoder and cross-attention weight within 1e-5, the encoder's last hidden state and the
+decoder's logits within 1e-4 — through the path every page takes (one stack opened, the source bound)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from model.capture import run_with_cache
+from model.encdec import EncoderDecoder
+from model.io.catalog import ModelSpec, digest, load
+from model.io.checkpoint import load_checkpoint
+from model.io.families.encdec import open_stack
+from tests.hf_fixtures import zipped
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf_encdec"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "config.json").is_file())
+PAIRS = {
+    "short": ("The animal didn't cross the street because it was too tired.", "The animal was tired."),
+    "long": (
+        "The query asks, the keys answer, and the values come back weighted by how well each key fits the query.",
+        "Each key answers the query, and the values come back weighted.",
+    ),
+}
+#: what each case must come in as
+EXPECTED = {
+    "t5": dict(norm_kind="rmsnorm", relative_bias=True, attn_scale=1.0, activation="relu", positional="none"),
+    "t5_v1_1": dict(norm_kind="rmsnorm", relative_bias=True, activation="geglu_tanh", bias=False),
+    "bart": dict(norm="post", position_offset=2, embedding_layer_norm=True, bias=True, scale_embeddings=True),
+    "mbart": dict(norm="pre", position_offset=2, embedding_layer_norm=True, final_layer_norm=True),
+}
+DECODER = {
+    "t5": dict(logit_divisor=32**0.5, tie_lm_head=True, causal=True, n_layers=3, rel_buckets=16),
+    "t5_v1_1": dict(logit_divisor=1.0, tie_lm_head=False, n_layers=3),
+    "bart": dict(lm_bias=True, tie_lm_head=True, cross_attention=True, d_ff=48),
+    "mbart": dict(lm_bias=True, norm="pre"),
+}
+
+
+def test_every_case_has_a_fixture():
+    assert set(CASES) == set(EXPECTED) == set(DECODER)
+
+
+@pytest.fixture(scope="module", params=CASES)
+def case(request):
+    folder = FIXTURES / request.param
+    return request.param, load_checkpoint(folder), load_file(str(folder / "reference.safetensors"))
+
+
+def test_config_translation(case):
+    name, loaded, _ = case
+    model = loaded.model
+    assert isinstance(model, EncoderDecoder) and not loaded.warnings
+    for field, value in EXPECTED[name].items():
+        assert getattr(model.encoder.cfg, field) == value, (name, field)
+        assert getattr(model.decoder.cfg, field) == value or field in ("causal",), (name, field)
+    for field, value in DECODER[name].items():
+        assert getattr(model.decoder.cfg, field) == value, (name, field, getattr(model.decoder.cfg, field))
+    assert model.decoder.cfg.cross_attention and not model.encoder.cfg.causal
+    assert loaded.report.unread == ["reference.safetensors"] and not loaded.report.left_out  # every tensor is read
+    assert loaded.report.tokenizer == "tokenizer.json" and "shared.weight" in " ".join(loaded.report.used)
+
+
+def _max(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max())
+
+
+@pytest.mark.parametrize("key", sorted(PAIRS))
+def test_matches_transformers(case, key):
+    name, loaded, ref = case
+    source, target = PAIRS[key]
+    encoder = open_stack(loaded, "encoder")
+    assert encoder.tokenizer.encode(source).ids == tuple(ref[f"{key}.ids"].tolist())
+    hidden, trace = run_with_cache(encoder.model, ref[f"{key}.ids"][None], kinds=["pattern"])
+    for layer in range(encoder.model.cfg.n_layers):
+        assert _max(trace.get("pattern", layer)[0], ref[f"{key}.encoder_attentions"][layer]) <= 1e-5, (name, layer)
+    assert _max(hidden[0], ref[f"{key}.encoder_hidden"]) <= 1e-4
+
+    decoder = open_stack(loaded, "decoder", source)
+    assert decoder.info["source_tokens"] == list(encoder.tokenizer.encode(source).tokens)
+    ids = ref[f"{key}.decoder_ids"]
+    assert decoder.tokenizer.encode(target).ids == tuple(ids[: len(ids)].tolist())  # the labels shifted right
+    hidden, trace = run_with_cache(decoder.model, ids[None], kinds=["pattern", "cross_pattern"])
+    for layer in range(decoder.model.cfg.n_layers):
+        assert _max(trace.get("pattern", layer)[0], ref[f"{key}.decoder_attentions"][layer]) <= 1e-5, (name, layer)
+        assert _max(trace.get("cross_pattern", layer)[0], ref[f"{key}.cross_attentions"][layer]) <= 1e-5
+    with torch.inference_mode():
+        assert _max(decoder.model.lm_logits(hidden)[0], ref[f"{key}.logits"]) <= 1e-4
+
+
+#: what each fixture exercises, and the decoder's config without it: the same weights must then miss transformers
+WITHOUT = {
+    "t5": {"relative_bias": False, "logit_divisor": 1.0, "attn_scale": 0.0},
+    "t5_v1_1": {"rel_max_distance": 128},
+    "bart": {"lm_bias": False, "scale_embeddings": False},
+}
+
+
+@pytest.mark.parametrize(("name", "field"), [(n, f) for n, fields in WITHOUT.items() for f in fields])
+def test_the_fixture_matches_only_with_the_feature(name, field):
+    folder = FIXTURES / name
+    loaded, ref = load_checkpoint(folder), load_file(str(folder / "reference.safetensors"))
+    model = loaded.model
+    dec = dataclasses.replace(model.decoder.cfg, **{field: WITHOUT[name][field]})
+    enc = dataclasses.replace(model.cfg, **{field: WITHOUT[name][field]}) if field != "lm_bias" else model.cfg
+    other = EncoderDecoder(enc, dec).eval()
+    other.load_state_dict(model.state_dict(), strict=False)
+    with torch.inference_mode():
+        logits = other.lm_logits(other(ref["long.ids"][None], ref["long.decoder_ids"][None]))[0]
+    assert _max(logits, ref["long.logits"]) > 1e-2
+
+
+def test_path_and_zip_upload_open_the_same_model():
+    folder = FIXTURES / "bart"
+    data = zipped(folder)
+    one = load(ModelSpec("folder", path=str(folder)))
+    two = load(ModelSpec("upload", digest=digest(data), name="bart.zip"), data)
+    for stack, causal in (("encoder", False), ("decoder", True)):
+        a = load(ModelSpec("folder", path=str(folder), stack=stack, source_text="a source"))
+        b = load(ModelSpec("upload", digest=digest(data), name="bart.zip", stack=stack, source_text="a source"), data)
+        assert not isinstance(a.model, EncoderDecoder) and a.model.cfg == b.model.cfg
+        assert a.model.cfg.causal is causal and a.model.cfg.cross_attention is causal
+        if causal:
+            assert a.info["source_text"] == "a source" and a.info["source_tokens"] == b.info["source_tokens"]
+            assert a.info["source_tokens"][0] == "<s>" and a.name.endswith("— its decoder")
+    pair = load(ModelSpec("folder", path=str(folder), stack="pair"))
+    assert isinstance(pair.model, EncoderDecoder) and isinstance(one.model, EncoderDecoder) is False
+    assert one.model.cfg.cross_attention and one.model.cfg == two.model.cfg  # a pair opens its decoder by default
