@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.disentangled import position_terms
 from model.hooks import HookPoint
 
 
@@ -145,6 +146,8 @@ class MultiHeadAttention(nn.Module):
         head_dim: int = 0,
         softcap: float = 0.0,
         sinks: bool = False,
+        disentangled: tuple[str, ...] = (),
+        share_att_key: bool = False,
     ) -> None:
         super().__init__()
         if not head_dim and d_model % n_heads:
@@ -164,6 +167,13 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(n_heads * self.d_k, d_model, bias=bias if o_bias is None else o_bias)
         self.rope = rope
+        # DeBERTa: position terms from the relative embeddings, through W_q/W_k (shared) or projections of their own
+        self.disentangled = tuple(disentangled)
+        own = not share_att_key
+        self.pos_k = nn.Linear(d_model, n_heads * self.d_k) if own and "c2p" in disentangled else None
+        self.pos_q = nn.Linear(d_model, n_heads * self.d_k) if own and "p2c" in disentangled else None
+        self.hook_c2p = HookPoint()  # (B, H, N, M), DeBERTa's content→position term, scaled
+        self.hook_p2c = HookPoint()  # (B, H, N, M), its position→content term, scaled
         # QK-norm (Qwen3, Gemma 3): a norm over d_k of each head's q and k, before RoPE
         self.q_norm, self.k_norm = qk_norm if qk_norm is not None else (None, None)
         self.qk_whole = qk_norm_whole  # the norms span the whole projection (OLMo 2), not one head
@@ -202,6 +212,7 @@ class MultiHeadAttention(nn.Module):
         fused: bool = False,
         is_causal: bool = False,
         bias: torch.Tensor | None = None,
+        rel: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """x: (B, N, d_model) queries; context: (B, M, d_model) keys/values (defaults to x); ``bias`` (1 or B, H, N,
         M): a relative-position bias added to every score (T5, MPNet; ``Transformer.position_bias``).
@@ -231,6 +242,11 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.extend(layer, k, v)  # (B, H_kv, P + N, d_k)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        if self.disentangled and rel is not None:  # DeBERTa's terms join the scores as a bias (rel: table, index)
+            factor = (self.scale_factor or q.size(-1) ** -0.5) if scale else 1.0
+            terms = position_terms(self, q, k, rel[0], rel[1], factor)
+            hooks = {"c2p": self.hook_c2p, "p2c": self.hook_p2c}
+            bias = sum((hooks[t](terms[t]) for t in terms), torch.zeros(()) if bias is None else bias)
         if fused:
             return self._fused(q, k, v, mask, scale, is_causal, bias)
         if is_causal:

@@ -114,6 +114,14 @@ class TransformerConfig:
     relative_bias: bool = False
     rel_buckets: int = 32
     rel_max_distance: int = 128
+    # DeBERTa's disentangled attention (model/disentangled.py): position terms of their own in every layer's scores,
+    # "c2p" (content→position) and/or "p2c" (position→content), from 2·rel_span shared relative embeddings
+    disentangled: tuple[str, ...] = ()
+    rel_span: int = 0  # relative distances each side with an embedding (position_buckets, or max_relative_positions)
+    rel_log_buckets: int = 0  # > 0: distances log-bucketed into this many (DeBERTa-v3's position_buckets); 0: clamped
+    rel_log_max: int = 0  # the distance the log buckets reach (max_relative_positions)
+    share_att_key: bool = False  # the position terms go through the layer's own W_q and W_k (DeBERTa-v3)
+    rel_norm: bool = False  # a LayerNorm on the relative embeddings (norm_rel_ebd: layer_norm)
     attn_only: bool = False  # no feed-forward sublayer (and no norm before it): the attention-only toy models of
     #                          Elhage et al. (2021) and Olsson et al. (2022); its hooks still fire, with zeros
 

@@ -50,6 +50,9 @@ def check(cfg) -> None:
         "embedding_size",
         "rel_buckets",
         "rel_max_distance",
+        "rel_span",
+        "rel_log_buckets",
+        "rel_log_max",
     )
     for name in ints:
         value = getattr(cfg, name)
@@ -67,6 +70,14 @@ def check(cfg) -> None:
         )
     if cfg.relative_bias and (cfg.attn_softcap or cfg.attn_sinks):
         raise ValueError("a relative bias is not combined with capped scores or sinks")
+    if cfg.disentangled:
+        from model.disentangled import TERMS
+
+        if set(cfg.disentangled) - set(TERMS) or cfg.rel_span < 1 or cfg.causal or cfg.relative_bias:
+            raise ValueError(
+                f"disentangled attention names terms among {TERMS} (got {list(cfg.disentangled)}), needs rel_span ≥ 1 "
+                "and is an encoder's without another relative bias"
+            )
     if cfg.embedding_size < 0:
         raise ValueError(f"embedding_size must be 0 (d_model) or positive, got {cfg.embedding_size}")
     if cfg.embedding_size and cfg.lm_head:
@@ -204,6 +215,9 @@ def parameter_count(cfg) -> int:
     head += cfg.vocab_size if cfg.lm_head and cfg.lm_bias else 0
     layers = 1 if cfg.shared_layers else cfg.n_layers
     rel = cfg.rel_buckets * cfg.n_heads if cfg.relative_bias else 0  # one table, shared by the layers
+    if cfg.disentangled:  # DeBERTa: the relative embeddings (and their norm), each layer's own position projections
+        rel += 2 * cfg.rel_span * d + (2 * d if cfg.rel_norm else 0)
+        block += 0 if cfg.share_att_key else len(set(cfg.disentangled)) * (d * a + a)
     if cfg.cross_attention:  # queries from the stream, keys and values from the encoder's output, and its norm
         block += cross
     return emb + rel + layers * block + moe_extra + final + head

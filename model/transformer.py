@@ -10,14 +10,15 @@ import math
 import torch
 from torch import nn
 
-from model import masks
+from model import initialise, masks
 from model.attention import KVCache, MultiHeadAttention
 from model.config import TransformerConfig
+from model.disentangled import RelativeEmbeddings
 from model.feedforward import FeedForward
 from model.heads import MLMHead
 from model.hooks import HookPoint
 from model.moe import MoE
-from model.norms import RMSNorm, make_norm
+from model.norms import make_norm
 from model.positional import LearnedPositionalEmbedding, RelativeBias, RotaryEmbedding, SinusoidalPositionalEncoding
 
 
@@ -50,6 +51,8 @@ class TransformerBlock(nn.Module):
             softcap=cfg.attn_softcap,
             sinks=cfg.attn_sinks,
             head_dim=cfg.head_dim,
+            disentangled=cfg.disentangled,
+            share_att_key=cfg.share_att_key,
         )
         # the seq2seq decoder's second sublayer: queries from the stream, keys and values from the encoder's output
         both, plain = cfg.cross_attention, dict(o_bias=cfg.o_bias, scale_factor=cfg.attn_scale, head_dim=cfg.head_dim)
@@ -87,17 +90,19 @@ class TransformerBlock(nn.Module):
         is_causal: bool = False,
         memory: torch.Tensor | None = None,
         bias: torch.Tensor | None = None,
+        rel: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """x: (B, N, d_model); mask broadcastable to (B, H, N, M), 0 = blocked; ``memory`` (B, S, d_model): the
         encoder's output that cross-attention reads (a block with ``cross_attention`` only); ``bias`` (1, H, N, M):
-        the relative-position bias self-attention adds to its scores (T5, MPNet).
+        the relative-position bias self-attention adds to its scores (T5, MPNet); ``rel``: DeBERTa's relative
+        embeddings and the row each pair reads (:class:`model.disentangled.RelativeEmbeddings`).
 
         ``positions=False`` skips RoPE (the permutation lab's switch); ``cache`` holds earlier positions;
         ``fused``/``is_causal``: attention in one fused kernel (:meth:`MultiHeadAttention.forward`)."""
         x = self.hook_resid_pre(x)
 
         def attend(h: torch.Tensor) -> torch.Tensor:
-            kw = {"cache": cache, "layer": layer, "fused": fused, "is_causal": is_causal, "bias": bias}
+            kw = {"cache": cache, "layer": layer, "fused": fused, "is_causal": is_causal, "bias": bias, "rel": rel}
             return self.attn(h, mask=mask, scale=scale, positions=positions, **kw)
 
         if self.parallel:  # GPT-NeoX: both sublayers read the block's input; resid_mid holds x + attention
@@ -166,6 +171,8 @@ class Transformer(nn.Module):
         self.rope_local = local
         rel = (cfg.n_heads, cfg.rel_buckets, cfg.rel_max_distance, not cfg.causal)  # T5, MPNet: one for all layers
         self.rel_bias = RelativeBias(*rel) if cfg.relative_bias else None
+        span = (cfg.rel_span, cfg.rel_log_buckets, cfg.rel_log_max, cfg.rel_norm, cfg.layer_norm_eps)
+        self.rel_pos = RelativeEmbeddings(cfg.d_model, *span) if cfg.disentangled else None  # DeBERTa
         self.emb_ln = make_norm(cfg, e) if cfg.embedding_layer_norm else None
         self.emb_proj = nn.Linear(e, cfg.d_model) if cfg.embedding_size else None  # (d_model, E)
         self.drop = nn.Dropout(cfg.dropout)
@@ -179,15 +186,7 @@ class Transformer(nn.Module):
         self.lm_bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.lm_head and cfg.lm_bias else None  # (V,)
         self.reset_parameters()
         if cfg.shared_layers:
-            self.share_layers()
-
-    def share_layers(self) -> None:
-        """ALBERT: every block holds block 0's parameters, each with its own hook points (captures tell them apart)."""
-        first = dict(self.blocks[0].named_modules())
-        for block in self.blocks[1:]:
-            for name, module in block.named_modules():
-                for key in list(module._parameters):
-                    module._parameters[key] = first[name]._parameters[key]
+            initialise.share_layers(self)
 
     def rope_of(self, layer: int) -> nn.Module | None:
         """The rotary embedding ``layer`` turns q and k with: Gemma 3's local one on its sliding layers, none on a
@@ -197,22 +196,8 @@ class Transformer(nn.Module):
         return self.rope_local if self.rope_local is not None and self.cfg.is_sliding(layer) else self.rope
 
     def reset_parameters(self) -> None:
-        """The classic recipe: N(0, d_model^-0.5) embeddings, Xavier-uniform linears, zero biases."""
-        std = self.cfg.d_model**-0.5
-        for module in self.modules():
-            if isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, 0.0, std)
-            elif isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, MoE):
-                module.experts.reset_parameters()
-            elif isinstance(module, RMSNorm):
-                nn.init.constant_(module.weight, 1.0 - module.offset)  # a unit scale, whatever the storage
+        """N(0, d_model^-0.5) embeddings, Xavier-uniform linears, zero biases (model/initialise.py)."""
+        initialise.reset(self)
 
     def build_mask(
         self, n: int, attention_mask: torch.Tensor | None, causal: bool, device: torch.device, offset: int = 0
@@ -291,9 +276,11 @@ class Transformer(nn.Module):
         plain = fused and causal and attention_mask is None and offset == 0
         x = self.hook_embed(self.embed(ids, token_type_ids, positions, offset))
         bias = self.position_bias(n, offset) if positions else None
+        rel = self.rel_pos(n) if positions and self.rel_pos is not None else None
         for i, block in enumerate(self.blocks):
             tri = plain and not self.cfg.is_sliding(i)
             kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory, "bias": bias}
+            kw["rel"] = rel
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 

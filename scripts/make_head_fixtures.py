@@ -27,6 +27,8 @@ from transformers import (
     AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
+    DebertaV2Config,
+    DebertaV2ForMaskedLM,
     DistilBertConfig,
     DistilBertForMaskedLM,
     ElectraConfig,
@@ -108,6 +110,12 @@ def cases():
     yield "albert_mlm", AlbertForMaskedLM(albert), ("json", bert_tok, None), {}
     mpnet = MPNetConfig(**{**rob, "tie_word_embeddings": True})
     yield "mpnet_mlm", MPNetForMaskedLM(mpnet), ("json", roberta_tok, None), {}
+    # DeBERTa-v2's shape: absolute positions too, position projections of its own, distances clamped at 6, the legacy
+    # MLM head
+    deberta = DebertaV2Config(vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True,
+                              max_relative_positions=6, pos_att_type="c2p|p2c", type_vocab_size=2, legacy=True,
+                              **ENCODER)  # fmt: skip
+    yield "deberta_v2_mlm", DebertaV2ForMaskedLM(deberta), ("json", bert_tok, None), {}
     gpt2 = GPT2Config(vocab_size=VOCAB, n_positions=128, n_embd=32, n_layer=2, n_head=4, tie_word_embeddings=False)
     yield "gpt2_untied", GPT2LMHeadModel(gpt2), ("bpe", gpt_tok, "GPT2Tokenizer"), {}
     llama = LlamaConfig(vocab_size=VOCAB, tie_word_embeddings=True, rms_norm_eps=1e-5, **DECODER)

@@ -27,6 +27,8 @@ from transformers import (
     AlbertModel,
     BertConfig,
     BertModel,
+    DebertaV2Config,
+    DebertaV2Model,
     DistilBertConfig,
     DistilBertModel,
     ElectraConfig,
@@ -188,6 +190,12 @@ def families():
         vocab_size=VOCAB, max_position_embeddings=130, pad_token_id=1, bos_token_id=0, eos_token_id=2, **ENCODER
     )
     yield "mpnet", MPNetModel(mpnet), roberta_tok, {}
+    # DeBERTa-v3's shape: relative positions only (8 log buckets), shared key projections, normed relative embeddings
+    deberta = DebertaV2Config(vocab_size=VOCAB, max_position_embeddings=128, relative_attention=True,
+                              position_buckets=8, pos_att_type=["p2c", "c2p"], share_att_key=True,
+                              norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
+                              **ENCODER)  # fmt: skip
+    yield "deberta-v2", DebertaV2Model(deberta), bert_tok, {}
     yield from decoders_2026(llama_tok, gpt_tok)
 
 

@@ -33,7 +33,8 @@ import numpy as np
 import torch
 
 from model.intervene import hooks
-from model.transformer import RMSNorm, Transformer
+from model.norms import RMSNorm
+from model.transformer import Transformer
 
 TOP = 10
 EMBEDDINGS = ("effective", "direct")

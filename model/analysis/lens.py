@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from model.intervene import readout, run_with_hooks
-from model.transformer import RMSNorm, Transformer
+from model.norms import RMSNorm
+from model.transformer import Transformer
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ PAIRS = FIXTURES.parent / "hf_encdec"
     [
         *("qwen3", "gemma3_text", "gemma2", "modernbert", "gpt_neox", "smollm3", "olmo2", "granite"),
         *("mixtral", "qwen3_moe", "gpt_oss", "rope:dynamic", "rope:longrope"),
-        *("electra", "albert", "mpnet"),
+        *("electra", "albert", "mpnet", "deberta-v2"),
         *("pair:t5:decoder", "pair:t5_v1_1:encoder", "pair:bart:decoder", "pair:mbart:encoder"),
     ],
 )

@@ -9,7 +9,8 @@ from model.capture import run_with_cache
 from model.config import TransformerConfig
 from model.generate import generate, next_token_distribution
 from model.io.checkpoint import load_checkpoint
-from model.transformer import RMSNorm, Transformer
+from model.norms import RMSNorm
+from model.transformer import Transformer
 from tests.security.gguf_files import write_tiny_gguf
 
 

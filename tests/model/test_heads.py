@@ -36,6 +36,7 @@ EXPECTED = {
     "electra_generator": ("mlm", True, "vocab.txt"),
     "albert_mlm": ("mlm", True, "tokenizer.json"),
     "mpnet_mlm": ("mlm", True, "tokenizer.json"),
+    "deberta_v2_mlm": ("mlm", True, "tokenizer.json"),
     "gpt2_untied": ("lm", False, "vocab.json + merges.txt (GPT-2's"),
     "llama_spm": ("lm", True, "tokenizer.model"),
     "gemma3_untied": ("lm", False, "tokenizer.json"),

@@ -39,6 +39,16 @@ EXPECTED = {
     "electra": dict(norm="post", positional="learned", n_token_types=2, embedding_size=16, d_model=32),
     "albert": dict(norm="post", embedding_size=16, shared_layers=True, n_layers=3, activation="gelu_tanh"),
     "mpnet": dict(norm="post", relative_bias=True, rel_buckets=32, position_offset=2, n_token_types=0),
+    "deberta-v2": dict(
+        disentangled=("p2c", "c2p"),
+        rel_span=8,
+        rel_log_buckets=8,
+        rel_log_max=128,
+        share_att_key=True,
+        rel_norm=True,
+        positional="none",
+        attn_scale=(8 * 3) ** -0.5,
+    ),
     "qwen3": dict(qk_norm=True, bias=False, tie_lm_head=False, head_dim=16, d_model=32, n_heads=4),
     "phi3": dict(layer_types=("sliding",) * 3, sliding_window=6, activation="swiglu"),
     "gpt_neox": dict(parallel_residual=True, rotary_dim=4, bias=True, tie_lm_head=False),
@@ -152,6 +162,7 @@ WITHOUT = {
     "qwen3_moe": {"router_norm_topk": True},
     "gpt_oss": {"attn_sinks": False, "swiglu_limit": 1e9, "rope_scaling": ""},
     "mpnet": {"relative_bias": False},
+    "deberta-v2": {"disentangled": (), "rel_log_buckets": 0},
 }
 
 
