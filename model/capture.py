@@ -37,6 +37,8 @@ KIND_PATHS: dict[str, str] = {
     "z": "attn.hook_z",  # (B, H, N, d_k), per-head output before W_o
     "attn_out": "attn.hook_out",  # (B, N, d_model)
     "cross_pattern": "cross.hook_pattern",  # (B, H, N, S): a decoder's cross-attention on the encoder's S tokens
+    "c2p": "attn.hook_c2p",  # (B, H, N, N): DeBERTa's content→position term of the scores, scaled
+    "p2c": "attn.hook_p2c",  # (B, H, N, N): its position→content term
     "resid_pre": "hook_resid_pre",  # (B, N, d_model)
     "resid_mid": "hook_resid_mid",  # (B, N, d_model)
     "resid_post": "hook_resid_post",  # (B, N, d_model)

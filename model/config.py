@@ -195,6 +195,13 @@ class TransformerConfig:
         return bool(self.layer_types) and self.layer_types[layer] == "sliding"
 
     @property
+    def windows(self) -> tuple[int, ...]:
+        """Per layer: its sliding window, 0 for a global layer; () when every layer is global."""
+        return tuple(self.sliding_window if self.is_sliding(i) else 0 for i in range(self.n_layers)) * bool(
+            self.layer_types
+        )
+
+    @property
     def use_final_layer_norm(self) -> bool:
         return self.norm == "pre" if self.final_layer_norm is None else self.final_layer_norm
 

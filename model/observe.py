@@ -83,6 +83,8 @@ class Observation:
     sink: np.ndarray | None = None  # (L, H, N): the share of each row a learned sink takes (gpt-oss); rows of
     #                                 ``patterns`` then sum to 1 − it
     experts: np.ndarray | None = None  # (L_moe, N, E): each expert's router weight on each token, per MoE layer
+    c2p: np.ndarray | None = None  # (L, H, N, N): DeBERTa's content→position term of the scores (when captured)
+    p2c: np.ndarray | None = None  # (L, H, N, N): its position→content term
     expert_layers: tuple[int, ...] = ()  # the layers ``experts`` holds, in order
     _metrics: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -176,9 +178,8 @@ def _np(t: torch.Tensor | None) -> np.ndarray | None:
 
 
 def expected_bytes(model: Transformer, enc: Encoded, options: Options = Options()) -> int:
-    """A generous estimate of the bytes :func:`observe` holds at its peak for an encoded text: the float32
-    activations it keeps (what ``Observation.capture_bytes`` reports) counted twice, for the forward pass's own
-    temporaries (scores, softmax, the feed-forward's inner width). For admission control (viz/shell/gate.py)."""
+    """A generous estimate of the bytes :func:`observe` holds at its peak for an encoded text: the activations it
+    keeps (``Observation.capture_bytes``) twice, for the pass's temporaries. For admission control (viz/shell/gate)."""
     return 2 * capture_bytes(model.cfg, len(enc), (*options.kinds, "pattern"))
 
 
@@ -215,7 +216,9 @@ def observe_encoded(
     bad = [i for i in enc.ids if i >= cfg.vocab_size]
     if bad:
         raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
-    kinds = tuple(dict.fromkeys((*options.kinds, "pattern", *(("cross_pattern",) if cfg.cross_attention else ()))))
+    # position inside the scores (a relative bias, DeBERTa's terms) is not in q and k: the scores are captured
+    inside = ("scores",) * bool(cfg.relative_bias or cfg.disentangled) + ("cross_pattern",) * cfg.cross_attention
+    kinds = tuple(dict.fromkeys((*options.kinds, "pattern", *inside)))
     t0 = time.perf_counter()
     try:
         hidden, trace = _forward(model, ids, kinds, options, device)
@@ -256,14 +259,14 @@ def observe_encoded(
         notices=notices,
         causal=bool(cfg.causal if options.causal is None else options.causal),
         kv_group=cfg.group_size,
-        windows=tuple(cfg.sliding_window if cfg.is_sliding(i) else 0 for i in range(cfg.n_layers))
-        if cfg.layer_types
-        else (),
+        windows=cfg.windows,
         score_factor=cfg.attn_scale,
         softcap=cfg.attn_softcap,
         cross=stacked("cross_pattern"),
         sink=stacked("sink"),
         experts=stacked("expert_weights"),
+        c2p=stacked("c2p"),
+        p2c=stacked("p2c"),
         expert_layers=tuple(trace.layers("expert_weights")),
     )
 

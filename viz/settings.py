@@ -171,6 +171,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("perm_positions", False, bool, page="positional", url=True),
     Setting("perm_seed", 0, int, page="positional", url=True, bounds=(0, 1000)),
     Setting("pe_section", PE_SECTIONS[0], str, PE_SECTIONS, page="positional", url=True),
+    Setting("rel_layer", 0, int, fits="layer", page="positional", url=True),  # the score split / relative bias
+    Setting("rel_head", 0, int, fits="head", page="positional", url=True),
+    Setting(  # the token in focus, else the first ordinary token
+        "rel_query",
+        lambda s, state: (_focus(state, "focus_query") or [*s.ordinary, 0])[0],
+        int,
+        fits="token",
+        page="positional",
+        url=True,
+    ),
     Setting("pe_positions", 128, int, page="positional", url=True, bounds=(16, 8192)),
     Setting(
         "pe_dims",

@@ -42,13 +42,36 @@ if part == PE_SECTIONS[0]:
     show_view(sim, "pe_sim")
 
 elif part == PE_SECTIONS[1]:
-    st.markdown(f"**{ctx.model_name}** uses **{cfg.positional}** positions.")
-    try:
-        show_views(views(ctx, "pe.model"), "pe_model")
-    except ViewUnavailableError as exc:
-        unavailable(exc)
+    inside = "disentangled" if cfg.disentangled else "bias" if cfg.relative_bias else ""
+    if inside and cfg.positional == "none":
+        st.markdown(f"**{ctx.model_name}** adds no position to its embeddings: order enters inside the scores.")
+    else:
+        st.markdown(f"**{ctx.model_name}** uses **{cfg.positional}** positions.")
+        try:
+            show_views(views(ctx, "pe.model"), "pe_model")
+        except ViewUnavailableError as exc:
+            unavailable(exc)
     if cfg.positional == "rope":
         st.caption("RoPE rotates q and k instead of adding a vector, so q·k depends only on their distance.")
+    if inside:
+        st.subheader("Position inside the scores")
+        st.markdown(
+            "Each score is **content→content** (q·k) plus **content→position** (the query against the key's "
+            "relative distance) plus **position→content** (the key against it), all scaled by 1/√(3·d_k): position "
+            "enters attention as terms of its own, not as a vector added to the embeddings."
+            if inside == "disentangled"
+            else "Each score is q·k plus a **learned number per head and relative distance** (key − query), the same "
+            "in every layer: position enters attention only through this bias."
+        )
+        layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="rel_")
+        query = st.selectbox(
+            "Query (the token whose row is split)",
+            list(range(obs.n_tokens)),
+            format_func=lambda i: f"{i}: {obs.tokens[i]}",
+            key="rel_query",
+        )
+        key = "pe.split" if inside == "disentangled" else "pe.bias"
+        show_views(views(ctx, key, layer=layer, head=head, query=int(query)), "pe_inside")
 
 else:
     st.markdown(

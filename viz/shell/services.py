@@ -90,7 +90,8 @@ def get_observation(spec: ModelSpec, device: str, text: str, options: Options, _
         return ("observation", spec, device, enc.ids, opts)
 
     full = replace(options, kinds=ATTENTION_KINDS)
-    obs = CACHE.peek(key(full)) if options != full else None
+    served = options != full and set(options.kinds) <= set(full.kinds)  # the full capture holds what is asked
+    obs = CACHE.peek(key(full)) if served else None
     if obs is None:
 
         def make() -> Observation:

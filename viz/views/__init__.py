@@ -10,6 +10,7 @@ find        heads ranked by their weight on chosen (query, key) pairs
 inside      Q/K/V step by step, one query, the Q/K plane, value norms, rollout and flow
 masks       the causal mask switched on or lifted, a padded batch
 lessons     positional encodings, the permutation lab, the lessons page
+relative    position inside the scores: DeBERTa's score split, T5's and MPNet's relative bias
 decoder     next-token predictions, generation, attention sinks, induction heads, grouped K/V heads
 cross       an encoder–decoder's cross-attention: one head, every head
 corpus      a corpus profile: every head on two metrics, a metric's spread per head, a head's top documents
@@ -49,6 +50,7 @@ from viz.views import (  # noqa: F401
     needle,
     patching,
     paths,
+    relative,
 )
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 
