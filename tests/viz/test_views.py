@@ -122,6 +122,15 @@ def moe_src():
     return DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt_oss")), "the then the then there")
 
 
+@pytest.fixture(scope="module")
+def relative_srcs():
+    """DeBERTa-v3 and MPNet in miniature: the views of position inside the scores (the split, the relative bias)."""
+    from tests.hf_fixtures import FIXTURES
+
+    text = "the cat sat on the mat because it was tired"
+    return [DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / f)), text) for f in ("deberta-v2", "mpnet")]
+
+
 def built(view_key, src, **selection):
     selection = {**REQUIRED.get(view_key, {}), **selection}
     if view_key.startswith("corpus.") and "profile" not in selection and src.spec.kind in PROFILES:
@@ -136,12 +145,14 @@ def spec_of(view) -> str:
     return json.dumps(view.figure.to_plotly_json(), sort_keys=True, default=str)
 
 
-def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_src, seq2seq_src, moe_src):
+def test_every_view_builds_with_its_defaults_and_names_are_unique(
+    src, decoder_src, seq2seq_src, moe_src, relative_srcs
+):
     """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder (cross-attention:
-    an encoder–decoder's; experts: a mixture of experts)."""
+    an encoder–decoder's; experts: a mixture of experts; position inside the scores: DeBERTa, MPNet)."""
     names = []
     for key in REGISTRY:
-        views = built(key, src) or built(key, decoder_src) or built(key, seq2seq_src) or built(key, moe_src)
+        views = next((v for s in (src, decoder_src, seq2seq_src, moe_src, *relative_srcs) if (v := built(key, s))), [])
         assert views, key
         for v in views:
             assert v.title and v.name and len(v.name) <= MAX_NAME, key
@@ -152,9 +163,12 @@ def test_every_view_builds_with_its_defaults_and_names_are_unique(src, decoder_s
 
 @pytest.mark.parametrize("key", list(REGISTRY))
 @pytest.mark.slow
-def test_a_figure_that_changes_with_a_selection_changes_its_name(src, decoder_src, seq2seq_src, moe_src, key):
+def test_a_figure_that_changes_with_a_selection_changes_its_name(
+    src, decoder_src, seq2seq_src, moe_src, relative_srcs, key
+):
     defaults = REGISTRY[key].selection
-    src = next((s for s in (src, decoder_src, seq2seq_src) if built(key, s)), moe_src)  # each view where it draws
+    where = (src, decoder_src, seq2seq_src, *relative_srcs)
+    src = next((s for s in where if built(key, s)), moe_src)  # each view where it draws
     base = {v.key: v for v in built(key, src)}
     for param in defaults:
         assert param in ALTERNATIVES, f"no alternative value for {param!r}: add one"
