@@ -41,6 +41,7 @@ COMPARE_MODES = ("two heads", "two texts", "two models")
 COMPARE_MODELS = ("random", "bundled", "minilm")
 #: pages in sections: only the section on screen is computed and drawn (tabs would draw all of them)
 QKV_SECTIONS = ("X → Q, K, V", "Scores → output", "One query", "Query/key space", "Value norms")
+HV_KINDS = ("self-attention", "cross-attention")  # the head view of a decoder that reads a source
 PE_SECTIONS = ("Sinusoidal formula", "This model's encoding", "Permutation lab")
 CORPUS_SOURCES = ("bundled held-out documents", "my .txt or .jsonl file")
 METRIC_DEFINITIONS = ("Attention Lab's (ordinary queries)", "Clark et al. 2019 (as their code computes)")
@@ -142,6 +143,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("corpus_metric", "entropy", str, PROFILE_COLUMNS, page="corpus", url=True),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view", url=True),
     Setting("hv_threshold", 0.05, float, page="head-view", url=True, bounds=(0.0, 0.5)),
+    Setting("hv_attention", HV_KINDS[0], str, HV_KINDS, page="head-view", url=True),  # an encoder–decoder's decoder
     Setting("metrics_definitions", METRIC_DEFINITIONS[0], str, METRIC_DEFINITIONS, page="metrics", url=True),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),
     Setting("ov_head", 0, int, fits="head", saved=False, page="overview"),

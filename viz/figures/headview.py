@@ -160,11 +160,13 @@ def _sink_lines(fig, sink: np.ndarray, ys: np.ndarray, threshold: float, top: fl
 
 
 def head_view_data(
-    patterns, tokens, heads, threshold: float, theme: Theme, query: int = -1, key: int = -1, sink=None
+    patterns, tokens, heads, threshold: float, theme: Theme, query: int = -1, key: int = -1, sink=None, keys=None
 ) -> dict:
     """What the interactive head view (viz/shell/components/head_view.js) draws: the tokens, each offered head's
     strongest lines and colour, the threshold, the focus and the sizes. patterns: (H, N, N); ``sink`` (H, N): a
-    learned sink's share of each row (gpt-oss), drawn as one more, faded target below the keys (key index N)."""
+    learned sink's share of each row (gpt-oss), drawn as one more, faded target below the keys (key index N).
+    ``keys``: the key side's own S tokens (cross-attention: the target's queries on the source's keys, patterns
+    (H, N, S)); the key side then takes no focus, which names a token of the text."""
     if sink is not None:
         patterns = np.concatenate([np.asarray(patterns), np.asarray(sink)[..., None]], axis=-1)  # (H, N, N + 1)
     return {
@@ -187,4 +189,5 @@ def head_view_data(
         "maxHeight": 680,
         "dark": theme.dark,
         "sinkLabel": SINK_TARGET if sink is not None else "",
+        "keyTokens": None if keys is None else [str(t) for t in keys],
     }

@@ -3,12 +3,14 @@
 import streamlit as st
 
 from viz.figures.headview import WINDOW
+from viz.settings import HV_KINDS
 from viz.shell.components import head_view
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import export_buttons, layer_head_picker, unavailable
 from viz.views import ViewUnavailableError
+from viz.views.cross import source_tokens
 
 LONG_WINDOW = 2 * WINDOW  # tokens of a long text drawn at a time
 ctx = page_context()
@@ -24,8 +26,18 @@ st.caption(
 layer, _ = layer_head_picker(obs.n_layers, obs.n_heads, head=False)
 heads = st.multiselect("Heads", list(range(obs.n_heads)), key="hv_heads", format_func=lambda h: f"head {h}")
 threshold = st.session_state["hv_threshold"]
+cross = obs.cross is not None and long is None and st.radio(
+    "Attention", HV_KINDS, key="hv_attention", horizontal=True,
+    help="This decoder reads a source: its self-attention looks at the target's earlier tokens, its "
+    "cross-attention at the source's tokens.",
+) == HV_KINDS[1]  # fmt: skip
 if not heads:
     st.info("Pick at least one head.")
+elif cross:  # the target's tokens (queries) on the left, the source's (keys) on the right
+    keys = source_tokens(ctx.source)
+    rows = obs.keep(ctx.hide_special)
+    st.caption(f"Left: the target's tokens (the decoder's queries); right: the {len(keys)} tokens of the source.")
+    head_view(obs.cross[layer][:, rows], ctx.tokens, heads, threshold, ctx.theme, key="hv_component", keys=keys)
 elif long is not None:  # a window of the whole text: each of its queries' exact weights on its keys
     n, focus = long.n_tokens, st.session_state["focus_query"]
     first = st.slider(
@@ -44,7 +56,9 @@ else:
     st.caption(f"Download a static version ({WINDOW} tokens around the query in focus) for slides:")
     focus = st.session_state["focus_query"]  # the token clicked on screen: its lines stand out in the download
     start = max(0, min(max(0, focus) - WINDOW // 2, len(ctx.tokens) - WINDOW))
-if heads:
+if heads and cross:
+    st.caption("The download for slides draws self-attention; switch to it above to download.")
+elif heads:
     try:
         (fig,) = views(ctx, "headview", layer=layer, heads=tuple(heads), threshold=threshold, start=start, focus=focus)
         export_buttons(fig, "hv_fig")

@@ -55,10 +55,13 @@ elif part == PE_SECTIONS[1]:
         st.caption("RoPE rotates q and k instead of adding a vector, so q·k depends only on their distance.")
     if inside:
         st.subheader("Position inside the scores")
+        said = {"c2p": "**content→position** (the query against the key's relative distance)",
+                "p2c": "**position→content** (the key against the query's relative distance)"}  # fmt: skip
+        terms = " plus ".join(said[t] for t in ("c2p", "p2c") if t in cfg.disentangled)
         st.markdown(
-            "Each score is **content→content** (q·k) plus **content→position** (the query against the key's "
-            "relative distance) plus **position→content** (the key against it), all scaled by 1/√(3·d_k): position "
-            "enters attention as terms of its own, not as a vector added to the embeddings."
+            f"Each score is **content→content** (q·k) plus {terms}, all scaled by "
+            f"1/√({1 + len(cfg.disentangled)}·d_k): position enters attention as terms of its own, not as a vector "
+            "added to the embeddings."
             if inside == "disentangled"
             else "Each score is q·k plus a **learned number per head and relative distance** (key − query), the same "
             "in every layer: position enters attention only through this bias."

@@ -25,8 +25,8 @@ def source_tokens(src: Source) -> list[str]:
 def _cross(src: Source) -> np.ndarray:
     if src.obs.cross is None:
         raise ViewUnavailableError(
-            "this model has no cross-attention: only an encoder–decoder's decoder reads a source (open one from "
-            "“Watch it learn”'s date task)"
+            "this model has no cross-attention: only an encoder–decoder's decoder reads a source (open a T5 or BART "
+            "folder, or a run of “Watch it learn”'s date task)"
         )
     return src.obs.cross  # (L, H, N, S)
 

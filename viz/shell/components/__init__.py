@@ -65,12 +65,14 @@ def head_view(
     key: str,
     offset: int = 0,
     sink: np.ndarray | None = None,
+    keys: list[str] | None = None,
 ):
     """The interactive head view of one layer. patterns: (H, N, N) of the heads to offer (toggles start on);
     ``offset``: the text position of the first token (a window of a long text); ``sink`` (H, N): a learned
-    sink's share of each row, a faded target of its own."""
+    sink's share of each row, a faded target of its own; ``keys``: the key side's own tokens (cross-attention:
+    patterns (H, N, S) of the target on the source)."""
     query, focus_key = (int(st.session_state[k]) - offset for k in ("focus_query", "focus_key"))
     n = len(tokens)
     data = head_view_data(patterns, tokens, heads, threshold, theme, query if 0 <= query < n else -1,
-                          focus_key if 0 <= focus_key < n else -1, sink)  # fmt: skip
+                          focus_key if 0 <= focus_key < n else -1, sink, keys)  # fmt: skip
     _mount("head_view", data, key, offset)

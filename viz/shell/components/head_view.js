@@ -6,8 +6,10 @@ export default function (component) {
   const data = component.data[0]; // sent as [data] (see _mount in __init__.py)
   parentElement.querySelector(".al-hv")?.remove(); // our previous drawing (the injected <style> stays)
   const n = data.tokens.length;
+  // cross-attention: the keys are another text's tokens (the source), m of them; they take no focus
+  const keys = data.keyTokens || data.tokens, m = keys.length, cross = Boolean(data.keyTokens);
   // a learned sink (gpt-oss): one more target below the keys, faded, that belongs to no token (key index n)
-  const rows = data.sinkLabel ? n + 1 : n;
+  const rows = data.sinkLabel ? n + 1 : Math.max(n, m);
   const rowH = data.rowHeight;
   const font = `${data.fontSize}px "DejaVu Sans", Arial, sans-serif`;
   const colours = { text: data.dark ? "#f8f9fa" : "#111111", muted: data.dark ? "#adb5bd" : "#6c757d",
@@ -73,7 +75,8 @@ export default function (component) {
   ctx.font = "italic " + font; // the sink's label is set in italics: measured so, it is not cut off
   const sinkW = data.sinkLabel ? ctx.measureText(data.sinkLabel).width : 0;
   ctx.font = font;
-  const labelW = Math.min(220, Math.max(...data.tokens.map((t) => ctx.measureText(t).width), sinkW, 20)) + 10;
+  const widest = Math.max(...data.tokens.map((t) => ctx.measureText(t).width), ...keys.map((t) => ctx.measureText(t).width));
+  const labelW = Math.min(220, Math.max(widest, sinkW, 20)) + 10;
   let width = 0;
   function layout() {
     width = scroller.clientWidth || 600;
@@ -110,10 +113,11 @@ export default function (component) {
         if ((q < top || q > bottom) && (k < top || k > bottom)) continue;
         const touches = act && ((act.side === "query" && q === act.index) || (act.side === "key" && k === act.index));
         const alpha = 0.15 + 0.85 * (w / maxW);
-        ctx.globalAlpha = (act && !touches ? 0.04 : alpha) * (k === n ? 0.6 : 1); // the sink's lines: faded, dashed
+        const toSink = !cross && k === n;
+        ctx.globalAlpha = (act && !touches ? 0.04 : alpha) * (toSink ? 0.6 : 1); // the sink's lines: faded, dashed
         if (act && !touches) faint++; else strong++;
-        if (k === n) sinkLines++;
-        ctx.setLineDash(k === n ? [5, 4] : []);
+        if (toSink) sinkLines++;
+        ctx.setLineDash(toSink ? [5, 4] : []);
         ctx.beginPath(); ctx.moveTo(xLeft(), rowY(q)); ctx.lineTo(xRight(), rowY(k)); ctx.stroke();
       }
     });
@@ -124,15 +128,16 @@ export default function (component) {
       ctx.fillStyle = colours.muted; ctx.textAlign = "left"; ctx.font = "italic " + font;
       ctx.fillText(data.sinkLabel, width - labelW, rowY(n));
     }
-    for (let i = Math.max(0, top); i < Math.min(n, bottom); i++) {
+    for (let i = Math.max(0, top); i < Math.min(Math.max(n, m), bottom); i++) {
       for (const side of ["query", "key"]) {
+        if (i >= (side === "query" ? n : m)) continue;
         const isAct = act && act.side === side && act.index === i;
-        const isFocus = (side === "query" && i === data.query) || (side === "key" && i === data.key);
+        const isFocus = (side === "query" && i === data.query) || (side === "key" && !cross && i === data.key);
         ctx.fillStyle = isFocus ? (side === "query" ? colours.focus : colours.key) : isAct ? colours.focus : colours.text;
         ctx.textAlign = side === "query" ? "right" : "left";
         const x = side === "query" ? labelW : width - labelW;
         ctx.font = (isAct || isFocus ? "bold " : "") + font;
-        ctx.fillText(data.tokens[i], x, rowY(i));
+        ctx.fillText(side === "query" ? data.tokens[i] : keys[i], x, rowY(i));
       }
     }
     if (act && keyboard && act.index >= top && act.index < bottom) {
@@ -144,6 +149,7 @@ export default function (component) {
     root.dataset.strong = String(strong);
     root.dataset.faint = String(faint);
     root.dataset.sinkLines = String(sinkLines); // lines drawn to the learned sink (0 without one)
+    root.dataset.keys = String(m); // the key side's tokens (a source's under cross-attention)
     root.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }
 
@@ -151,9 +157,9 @@ export default function (component) {
     const rect = canvas.getBoundingClientRect();
     const x = event.clientX - rect.left, y = event.clientY - rect.top + scroller.scrollTop - 4;
     const index = Math.floor(y / rowH);
-    if (index < 0 || index >= n) return null;
-    if (x <= labelW + 4) return { side: "query", index };
-    if (x >= width - labelW - 4) return { side: "key", index };
+    if (index < 0) return null;
+    if (x <= labelW + 4 && index < n) return { side: "query", index };
+    if (x >= width - labelW - 4 && index < m) return { side: "key", index };
     return null;
   }
   let pending = false;
@@ -166,7 +172,7 @@ export default function (component) {
   canvas.addEventListener("mouseleave", () => { hovered = null; redraw(); });
   canvas.addEventListener("click", (event) => {
     const h = hit(event);
-    if (!h) return;
+    if (!h || (cross && h.side === "key")) return; // a source token is not a token of the text in focus
     const focus = h.side === "query" ? { query: h.index, key: data.key } : { query: data.query, key: h.index };
     setStateValue("focus", { ...focus, seq: Date.now() });
   });
@@ -178,7 +184,7 @@ export default function (component) {
     if (y < scroller.scrollTop || y + rowH > scroller.scrollTop + height) scroller.scrollTop = Math.max(0, y - height / 2);
     const lines = data.heads.reduce((sum, head, h) => sum + (visible[h] ? head.w.filter((w, e) =>
       w >= threshold && (c.side === "query" ? head.q[e] : head.k[e]) === c.index).length : 0), 0);
-    said.textContent = `${c.side} ${data.tokens[c.index]} (position ${c.index}): ${lines} lines`;
+    said.textContent = `${c.side} ${(c.side === "query" ? data.tokens : keys)[c.index]} (position ${c.index}): ${lines} lines`;
     root.dataset.active = `${c.side}:${c.index}`; // at once; the lines follow on the next frame
     redraw();
   };
@@ -193,16 +199,18 @@ export default function (component) {
     const key = event.key;
     if (key === "Tab") {
       const next = order + (event.shiftKey ? -1 : 1);
-      if (next < 0 || next >= 2 * n) return; // past either end: the browser moves on
+      if (next < 0 || next >= n + m) return; // past either end: the browser moves on
       order = next;
     } else if (key === "ArrowDown" || key === "ArrowUp") {
-      const index = Math.min(Math.max(cursor.index + (key === "ArrowDown" ? 1 : -1), 0), n - 1);
+      const last = (cursor.side === "query" ? n : m) - 1;
+      const index = Math.min(Math.max(cursor.index + (key === "ArrowDown" ? 1 : -1), 0), last);
       order = (cursor.side === "query" ? 0 : n) + index;
     } else if (key === "ArrowLeft" || key === "ArrowRight") {
-      order = (key === "ArrowLeft" ? 0 : n) + cursor.index;
+      order = key === "ArrowLeft" ? Math.min(cursor.index, n - 1) : n + Math.min(cursor.index, m - 1);
     } else if (key === "Enter" || key === " ") {
       event.preventDefault();
       const c = cursor;
+      if (cross && c.side === "key") return;
       const focus = c.side === "query" ? { query: c.index, key: data.key } : { query: data.query, key: c.index };
       setStateValue("focus", { ...focus, seq: Date.now() });
       return;
