@@ -196,10 +196,14 @@ SETTINGS: tuple[Setting, ...] = (
         "find_relation",
         lambda s, state: "tokens" if _focus(state, "focus_query") else "previous",
         str,
-        RELATIONS,
+        (*RELATIONS, "source tokens"),  # the last: a decoder's cross-attention (viz/views/find.SOURCE)
         page="find",
         url=True,
     ),
+    Setting("find_sources", [], list, page="find", url=True),  # (the source's token positions)
+    Setting(
+        "metrics_cross", "focus", str, ("focus", "spread", "writes next", "monotone"), page="metrics", url=True
+    ),  # source tokens (keys of cross-attention) picked
     Setting("find_queries", lambda s, state: _focus(state, "focus_query"), list, fits="tokens", page="find", url=True),
     Setting("find_keys", lambda s, state: _focus(state, "focus_key"), list, fits="tokens", page="find", url=True),
     Setting("lesson_section", LESSON_SECTIONS[0], str, LESSON_SECTIONS, page="lessons", url=True),

@@ -94,13 +94,14 @@ class Found:
 
 
 def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
-    """Rank heads by the weight on ``pairs``. patterns: (L, H, N, N); pairs: (N, N) bool (query, key).
+    """Rank heads by the weight on ``pairs``. patterns: (L, H, N, M); pairs: (N, M) bool (query, key); M = N for
+    self-attention, the source's length for a decoder's cross-attention (``special`` is then the queries').
 
     A query counts when it has at least one key. When every counted query has the same keys (picked tokens,
     special tokens, punctuation), ``column`` measures those keys' weight from the other ordinary queries."""
     p = np.asarray(patterns, dtype=np.float32)
     pairs = np.asarray(pairs, dtype=bool)
-    n = p.shape[-1]
+    n, square = p.shape[-2], p.shape[-1] == p.shape[-2]
     queries = np.flatnonzero(pairs.any(1))
     if len(queries) == 0:
         raise ValueError("no (query, key) pair to look for: pick at least one query and one key")
@@ -112,7 +113,7 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
     keys = pairs[queries[0]]
     if all((pairs[q] == keys).all() for q in queries):
         ordinary = np.ones(n, dtype=bool) if special is None else ~np.asarray(special, dtype=bool)
-        others = np.flatnonzero(ordinary & ~np.isin(np.arange(n), queries) & ~keys)
+        others = np.flatnonzero(ordinary & ~np.isin(np.arange(n), queries) & (~keys if square else True))
         if len(others):
             column = p[:, :, others][..., keys].sum(-1).mean(-1)  # (L, H)
     return Found(score, column, chance, len(queries))

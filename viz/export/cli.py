@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         "--tokenizer",
         help="for a checkpoint without one: bundled (BERT uncased), ids (the text is token ids) or a tokenizer.json",
     )
-    p.add_argument("--text")
+    p.add_argument("--text", help="the text (an encoder–decoder's decoder: the target it writes)")
+    p.add_argument("--stack", choices=("decoder", "encoder"), help="an encoder–decoder's (T5, BART): default decoder")
+    p.add_argument("--source", default="", help="the source an encoder–decoder's decoder reads")
     p.add_argument("--view", action="append", help=f"a view key (see --list; also {', '.join(ALIASES)}); repeatable")
     p.add_argument("--page", help="with --pack: every view of this page (url path, e.g. attention, qkv)")
     p.add_argument("--layer", type=int)
@@ -160,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(list_views())
         return 0
-    answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or ""}
+    answers = {"heads": args.heads or 0, "norm": args.norm or "", "tokenizer": args.tokenizer or "",
+               "stack": args.stack or "", "source_text": args.source}  # fmt: skip
     spec = ModelSpec(args.model) if args.model in NAMED else ModelSpec("folder", path=args.model, **answers)
     if args.report:
         try:

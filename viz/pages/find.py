@@ -18,13 +18,16 @@ from viz.shell.widgets import (
     unavailable,
 )
 from viz.views import ViewUnavailableError
-from viz.views.find import RELATION_LABELS, found_for
+from viz.views.cross import source_tokens
+from viz.views.find import RELATION_LABELS, SOURCE, found_for
 
 
 def open_found(layer: int, head: int) -> None:
     """Show this head on the attention map, with the first picked query and key in focus."""
-    if st.session_state.get("find_relation") == "tokens":
-        for pick, focus in (("find_queries", "focus_query"), ("find_keys", "focus_key")):
+    relation = st.session_state.get("find_relation")
+    if relation in ("tokens", SOURCE):  # a source token is not a token of the text: only the query takes focus
+        picks = (("find_queries", "focus_query"),) + ((("find_keys", "focus_key"),) if relation == "tokens" else ())
+        for pick, focus in picks:
             if st.session_state.get(pick):
                 st.session_state[focus] = int(st.session_state[pick][0])
     open_head(layer, head)
@@ -51,7 +54,11 @@ st.caption(
     f"A head is flagged **column** when the other tokens give the same keys at least {COLUMN_SHARE:.0%} as much: "
     "its weight there is not about your query. Click a thumbnail or a row to open that head."
 )
-relation = st.radio("Look for", RELATIONS, format_func=RELATION_LABELS.get, horizontal=True, key="find_relation")
+offered = (*RELATIONS, SOURCE) if obs.cross is not None else RELATIONS  # a decoder that reads a source: its cross
+if st.session_state["find_relation"] not in offered:
+    st.session_state["find_relation"] = RELATIONS[0]
+labels = {**RELATION_LABELS, SOURCE: "target tokens on source tokens I pick (cross-attention)"}
+relation = st.radio("Look for", offered, format_func=labels.get, horizontal=True, key="find_relation")
 if relation in METRIC_HELP:  # previous / next: one definition with Head metrics (the same numbers)
     st.caption(plain(f"The same number as Head metrics' “{relation}” column. {METRIC_HELP[relation]}"))
 queries, keys = [], []
@@ -64,6 +71,13 @@ if relation == "tokens":
 
     queries = c1.multiselect("Query tokens (rows)", options, format_func=token, key="find_queries")
     keys = c2.multiselect("Key tokens (columns)", options, format_func=token, key="find_keys")
+elif relation == SOURCE:
+    c1, c2 = st.columns(2)
+    names = source_tokens(ctx.source)
+    queries = c1.multiselect("Target tokens (queries)", list(range(obs.n_tokens)),
+                             format_func=lambda i: f"{i}: {obs.tokens[i]}", key="find_queries")  # fmt: skip
+    keys = c2.multiselect("Source tokens (keys)", list(range(len(names))), format_func=lambda i: f"{i}: {names[i]}",
+                          key="find_sources")  # fmt: skip
 try:
     (fig,) = views(ctx, "find", relation=relation, queries=tuple(queries), keys=tuple(keys))
 except ViewUnavailableError as exc:

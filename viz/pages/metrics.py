@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from model.analysis.clark import CLARK_HELP, CLARK_METRICS
+from model.analysis.cross import CROSS_METRICS
 from model.analysis.kinds import KINDS
 from model.analysis.metrics import METRIC_HELP, metrics_table
 from model.analysis.similarity import similarity_rows, similarity_seconds
@@ -159,6 +160,12 @@ st.dataframe(
         if m not in ("layer", "head")
     },
 )
+if ctx.obs.cross is not None and not whole:  # an encoder–decoder's decoder: how its heads read the source
+    st.subheader("How the heads read the source (cross-attention)")
+    metric = st.selectbox("Statistic", list(CROSS_METRICS), key="metrics_cross", help=CROSS_METRICS.get(
+        st.session_state.get("metrics_cross"), ""))  # fmt: skip
+    (cross,) = views(ctx, "cross_metrics", metric=metric)
+    show_view(cross, "metrics_cross_fig", on_select=lambda: open_clicked("metrics_cross_fig"), selection_mode="points")
 st.subheader("Which heads attend alike?")
 obs = ctx.obs
 heads = obs.n_layers * obs.n_heads

@@ -104,3 +104,35 @@ def _best_aligned(patterns: np.ndarray) -> tuple[int, int, float]:
     sharp = patterns.max(-1).mean(-1)  # (L, H)
     layer, head = np.unravel_index(int(np.argmax(sharp)), sharp.shape)
     return int(layer), int(head), float(sharp[layer, head])
+
+
+@view("cross_metrics", page="metrics")
+def cross_metrics_view(src: Source, theme: Theme, *, metric: str = "focus"):
+    """One statistic of every decoder head's cross-attention, layers down, heads across (click a cell: that head)."""
+    from model.analysis.cross import CROSS_METRICS, cross_metrics
+    from viz.figures.causes import signed_grid
+
+    patterns = _cross(src)
+    if metric not in CROSS_METRICS:
+        raise ViewUnavailableError(f"unknown cross-attention metric {metric!r}: {', '.join(CROSS_METRICS)}")
+    obs, keys = src.obs, source_tokens(src)
+    values = cross_metrics(patterns, obs.tokens, keys)[metric]  # (L, H)
+    L, H = values.shape
+    monotone = metric == "monotone"
+    fig = signed_grid(
+        values, [f"layer {i}" for i in range(L)], [f"head {h}" for h in range(H)],
+        title=f"Cross-attention: {metric}, every decoder head", value_name=metric,
+        zmax=1.0, cell_ids=np.stack(np.indices((L, H)), -1), where="layer %{y}, %{x}", x_title="head",
+        y_title="layer", theme=theme, signed=monotone,
+    )  # fmt: skip
+    finite = np.isfinite(values)
+    if not finite.any():
+        caption = f"{metric.capitalize()} needs at least three target tokens with different strongest source tokens."
+    else:
+        lay, hd = np.unravel_index(np.nanargmax(values), values.shape)
+        caption = (
+            f"{metric.capitalize()}: {CROSS_METRICS[metric]}. Highest: L{lay}H{hd} at {values[lay, hd]:.2f}; "
+            f"median over the {int(finite.sum())} heads {float(np.nanmedian(values)):.2f}; over the source's "
+            f"{len(keys)} tokens and the target's {obs.n_tokens}."
+        )
+    return Captioned(with_subtitle(fig, _subtitle(src), theme), caption)

@@ -24,12 +24,28 @@ RELATION_LABELS = {
     "punctuation": "punctuation",
 }
 assert tuple(RELATION_LABELS) == RELATIONS
+#: an encoder–decoder's decoder: target tokens (queries) picked against source tokens (keys), in its cross-attention
+SOURCE = "source tokens"
 
 
 def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[int, ...]) -> tuple[Found, str]:
     """(the ranking, what was looked for in words). Raises ViewUnavailableError when there is nothing to rank."""
     obs = src.obs
     n = obs.n_tokens
+    if relation == SOURCE:
+        from viz.views.cross import source_tokens
+
+        names = source_tokens(src)  # refuses a model without cross-attention
+        queries = tuple(q for q in queries if 0 <= q < n)
+        keys = tuple(k for k in keys if 0 <= k < len(names))
+        if not queries or not keys:
+            raise ViewUnavailableError("Pick at least one target token and one source token.")
+        pairs = np.zeros((n, len(names)), dtype=bool)
+        pairs[np.ix_(queries, keys)] = True
+        what = (
+            " ".join(quoted(obs.tokens[q]) for q in queries) + " → source " + " ".join(quoted(names[k]) for k in keys)
+        )
+        return find_heads(obs.cross, pairs, obs.special), what
     if relation == "tokens":
         queries = tuple(q for q in queries if 0 <= q < n)
         keys = tuple(k for k in keys if 0 <= k < n)
@@ -67,14 +83,17 @@ def find(
     """The ``top`` heads with the most weight on the chosen pairs, strongest first (click one to open it)."""
     found, what = found_for(src, relation, tuple(queries), tuple(keys))
     heads = found.ranking()[: max(1, top)]
-    patterns = np.stack([src.obs.patterns[lay, hd] for lay, hd in heads])  # (K, N, N)
+    every = src.obs.cross if relation == SOURCE else src.obs.patterns
+    patterns = np.stack([every[lay, hd] for lay, hd in heads])  # (K, N, N), or (K, N, S) of cross-attention
+    picked = relation in ("tokens", SOURCE)
+    kind = "cross-attention heads" if relation == SOURCE else "heads"
     fig = ranked_heads(
         patterns,
         head_labels(found, heads),
         heads,
-        rows=queries if relation == "tokens" else (),
-        cols=keys if relation == "tokens" else (),
-        title=f"The {len(heads)} heads with most weight on {what.removeprefix('Each token → ')}",
+        rows=queries if picked else (),
+        cols=keys if picked else (),
+        title=f"The {len(heads)} {kind} with most weight on {what.removeprefix('Each token → ')}",
         theme=theme,
     )
     caption = found_heads(what, found.score, found.column, found.flagged, found.chance, found.n_queries, len(heads))
