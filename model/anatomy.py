@@ -59,6 +59,11 @@ def _attention_detail(cfg: TransformerConfig) -> str:
         extras.append(f"q·k × {cfg.attn_scale:.3g} (not ÷√{cfg.d_k})")
     if cfg.attn_softcap:
         extras.append(f"scores capped at ±{cfg.attn_softcap:g}")
+    if cfg.relative_bias:
+        extras.append(f"+ a learned bias per head and relative distance ({cfg.rel_buckets} buckets, every layer)")
+    if cfg.disentangled:
+        names = {"c2p": "content→position", "p2c": "position→content"}
+        extras.append(f"+ {' and '.join(names[t] for t in cfg.disentangled)} terms from relative embeddings")
     extras.append("causal mask" if cfg.causal else "sees every token")
     sliding = sum(cfg.is_sliding(i) for i in range(cfg.n_layers))
     if sliding:
@@ -100,10 +105,14 @@ def _embed_detail(cfg: TransformerConfig) -> tuple[str, str]:
         bits.append(f"+ {cfg.positional} position table")
     elif cfg.positional == "rope":
         bits.append("positions enter as RoPE inside attention")
+    elif cfg.relative_bias or cfg.disentangled:
+        bits.append("positions enter inside attention, as relative distances")
     else:
         bits.append("no positional signal")
     if cfg.n_token_types:
         bits.append(f"+ {cfg.n_token_types} token types")
+    if cfg.embedding_size:
+        bits[0] = f"{cfg.vocab_size:,} × {cfg.embedding_size}, projected to {cfg.d_model}"
     return label, " · ".join(bits)
 
 
@@ -127,7 +136,10 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         page = page or {"attention": "attention", "ff": "mixing", "norm": "mixing", "add": "mixing"}[kind]
         parts.append(Part(key, label, detail, kind, lane, r, page, in_block=True))
 
-    subs = (attn,) if cfg.attn_only else (attn, ff)  # an attention-only model has no feed-forward sublayer
+    cross = ("cross", "cross-attention", f"queries from the target, keys and values from the encoder's output · "
+             f"{cfg.n_heads} heads × d_k {cfg.d_k}", "attention")  # fmt: skip
+    subs = (attn, cross) if cfg.cross_attention else (attn,)  # a decoder of an encoder–decoder reads the source too
+    subs = subs if cfg.attn_only else (*subs, ff)  # an attention-only model has no feed-forward sublayer
     first = row
     if cfg.parallel_residual:  # GPT-NeoX: both branches read x; one addition
         add("ln1", norm, "before attention", "norm", 1, row)
@@ -141,7 +153,7 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
     elif cfg.norm == "pre":
         for i, (key, label, detail, kind) in enumerate(subs):
             n, a = f"ln{i + 1}", f"add{i + 1}"
-            where = "before attention" if i == 0 else "before the feed-forward"
+            where = {"attn": "before attention", "cross": "before cross-attention"}.get(key, "before the feed-forward")
             if i == 0 and not cfg.first_attn_norm:
                 where += " (not in layer 0: the embedding already ends in a norm)"
             below = row  # OLMo 2: no norm on what the branch reads
@@ -170,6 +182,11 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
             add(n, norm, "on the stream itself: the sum is rescaled after every sublayer", "norm", 0, row + 2)
             edges += [(last, key), (key, a), (last, a), (a, n)]
             row, last = row + 3, n
+    if cfg.cross_attention:  # what cross-attention reads besides the stream: the encoder's output, beside it
+        at = next(p.row for p in parts if p.key == "cross")
+        add("source", "encoder output", "the source, read once by the encoder: keys and values of every layer's "
+            "cross-attention", "input", 2, at, "attention")  # fmt: skip
+        edges.append(("source", "cross"))
     block_rows = (first, row - 1)
     if cfg.use_final_layer_norm:
         parts.append(Part("final_norm", f"final {norm}", "once, after the last block", "norm", 0, row, "mixing"))
@@ -186,7 +203,8 @@ def anatomy(cfg: TransformerConfig) -> Anatomy:
         head = ("hidden states", f"{cfg.d_model} numbers per token (no prediction head)", "overview")
     parts.append(Part("head", head[0], head[1], "head", 0, row, head[2]))
     edges.append((last, "head"))
-    return Anatomy(tuple(parts), tuple(edges), cfg.n_layers, block_rows, _summary(cfg, norm))
+    shared = " One set of weights serves every layer (ALBERT): the block runs L times." if cfg.shared_layers else ""
+    return Anatomy(tuple(parts), tuple(edges), cfg.n_layers, block_rows, _summary(cfg, norm) + shared)
 
 
 def _summary(cfg: TransformerConfig, norm: str) -> str:

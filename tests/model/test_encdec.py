@@ -132,3 +132,19 @@ def test_path_and_zip_upload_open_the_same_model():
     pair = load(ModelSpec("folder", path=str(folder), stack="pair"))
     assert isinstance(pair.model, EncoderDecoder) and isinstance(one.model, EncoderDecoder) is False
     assert one.model.cfg.cross_attention and one.model.cfg == two.model.cfg  # a pair opens its decoder by default
+
+
+def test_the_block_drawn_from_a_decoders_config_has_its_cross_attention():
+    from model.anatomy import anatomy
+
+    for name, norm in (("t5", "pre"), ("bart", "post")):
+        decoder = open_stack(load_checkpoint(FIXTURES / name), "decoder", "a source").model
+        a = anatomy(decoder.cfg)
+        rows = {p.key: p.row for p in a.parts}
+        assert rows["attn"] < rows["cross"] < rows["ff"], (name, rows)  # self-attention, cross-attention, FF
+        assert ("source", "cross") in a.edges and a.part("source").row == rows["cross"]
+        assert a.summary.lower().startswith(f"{norm}-norm")
+        encoder = anatomy(open_stack(load_checkpoint(FIXTURES / name), "encoder").model.cfg)
+        assert "cross" not in {p.key for p in encoder.parts}
+    t5 = anatomy(open_stack(load_checkpoint(FIXTURES / "t5"), "encoder").model.cfg)
+    assert "relative distances" in t5.part("embed").detail and "learned bias" in t5.part("attn").detail

@@ -42,6 +42,8 @@ def _path(a: dict, b: dict) -> list[tuple[float, float]]:
     _, u1, v0, _ = _box(b)
     if ax == bx:
         return [(ax, y1), (bx, v0)]
+    if ay == by and bx < ax:  # side by side (the encoder's output into cross-attention): out of a's left side
+        return [(_box(a)[0], ay), (u1, by)]
     if bx > ax:  # stream -> branch: up a little, across, up into the box
         mid = ay + 0.5
         return [(ax, y1), (ax, mid), (bx, mid), (bx, v0)]
