@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -63,6 +64,8 @@ def test_config_translation(case):
     for field, value in DECODER[name].items():
         assert getattr(model.decoder.cfg, field) == value, (name, field, getattr(model.decoder.cfg, field))
     assert model.decoder.cfg.cross_attention and not model.encoder.cfg.causal
+    for stack in (model.encoder, model.decoder):  # cross-attention, relative tables and BART's logit bias counted
+        assert stack.cfg.parameter_count() == sum(p.numel() for p in stack.parameters())
     assert loaded.report.unread == ["reference.safetensors"] and not loaded.report.left_out  # every tensor is read
     assert loaded.report.tokenizer == "tokenizer.json" and "shared.weight" in " ".join(loaded.report.used)
 
@@ -148,3 +151,21 @@ def test_the_block_drawn_from_a_decoders_config_has_its_cross_attention():
         assert "cross" not in {p.key for p in encoder.parts}
     t5 = anatomy(open_stack(load_checkpoint(FIXTURES / "t5"), "encoder").model.cfg)
     assert "relative distances" in t5.part("embed").detail and "learned bias" in t5.part("attn").detail
+
+
+@pytest.mark.parametrize("name", ["t5", "bart"])
+def test_the_decoder_writes_a_target_greedily_with_its_cache(name):
+    """The Next token page's generation on a decoder reading a source: the cached steps (relative bias or learned
+    positions at each new offset, the source bound) pick what a full pass picks, with the same attention rows."""
+    from model.generate import generate
+
+    decoder = open_stack(load_checkpoint(FIXTURES / name), "decoder", PAIRS["long"][0])
+    ids = list(decoder.tokenizer.encode("Each key").ids)
+    cached, full = generate(decoder.model, ids, 5), generate(decoder.model, ids, 5, use_cache=False)
+    assert [s.token for s in cached] == [s.token for s in full]
+    for a, b in zip(cached, full, strict=True):
+        assert np.abs(a.rows - b.rows[..., : a.rows.shape[-1]]).max() <= 1e-5
+    seq = ids + [s.token for s in cached[:-1]]
+    with torch.inference_mode():
+        logits = decoder.model.lm_logits(decoder.model(torch.tensor([seq])))[0]  # (T, V)
+    assert logits[len(ids) - 1 :].argmax(-1).tolist() == [s.token for s in cached]

@@ -132,6 +132,7 @@ def test_config_translation(family):
     for field, value in EXPECTED[name].items():
         assert getattr(cfg, field) == value, (name, field, getattr(cfg, field))
     assert loaded.info["model_type"] == name and loaded.info["family"] and not loaded.warnings
+    assert cfg.parameter_count() == sum(p.numel() for p in loaded.model.parameters())  # shared layers counted once
 
 
 @pytest.mark.parametrize("key", sorted(TEXTS))

@@ -12,6 +12,12 @@ ctx = page_context()
 obs = ctx.obs
 whole = reads_whole(ctx) and ctx.loaded.has_lm
 st.title("Next token", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+if not ctx.loaded.has_lm and ctx.spec.stack == "encoder":  # one stack of an encoder–decoder
+    st.info(
+        f"{ctx.model_name} reads the source and predicts nothing itself. Switch the sidebar's **Stack** to "
+        "**Decoder** to see the decoder write its target token by token, reading this source."
+    )
+    st.stop()
 if not ctx.loaded.has_lm:
     st.info(
         f"{ctx.model_name} has no next-token head: it is an encoder, which reads the whole text at once and "

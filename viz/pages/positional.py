@@ -40,6 +40,12 @@ if part == PE_SECTIONS[0]:
         unavailable(exc)
     (sim,) = views(ctx, "pe.similarity", n_positions=n)
     show_view(sim, "pe_sim")
+    st.caption(
+        "Position need not be added to the embeddings at all. Relative-position encoders put it inside the scores: "
+        "T5 and MPNet add a learned number per head and distance, DeBERTa adds content→position and "
+        "position→content terms of their own. Open such a model (a folder, or all-mpnet-base-v2 in the sidebar): "
+        "**This model's encoding** then splits its scores into the parts that make them."
+    )
 
 elif part == PE_SECTIONS[1]:
     inside = "disentangled" if cfg.disentangled else "bias" if cfg.relative_bias else ""

@@ -208,12 +208,9 @@ def check_rotary(src: Folder, cfg: TransformerConfig) -> None:
             )
 
 
-def build(src: Folder, cfg: TransformerConfig, state: dict[str, torch.Tensor], family: str) -> LoadedModel:
-    """Account for every tensor (what no rule takes refuses the load, named), find the tokenizer, build, and say
-    which family it was read as and what was read."""
-    if cfg.positional == "rope":
-        check_rotary(src, cfg)
-    unexpected = src.ledger.settle()
+def described(src: Folder, family: str) -> tuple[Any, LoadReport, dict[str, Any]]:
+    """(the folder's tokenizer or None, the load report filled in, the model's info) once every tensor is accounted
+    for: what was read, what became of each tensor, which files were left unread, the family it was read as."""
     tokenizer, tok_source, tok_files = folder_tokenizer(src.path, src.raw)
     report = src.ledger.fill(src.report)
     report.family, report.tokenizer = family, tok_source
@@ -223,11 +220,21 @@ def build(src: Folder, cfg: TransformerConfig, state: dict[str, torch.Tensor], f
     )
     name = src.raw.get("_name_or_path") or src.path.name
     info = {
-        "name": name if isinstance(name, str) else src.path.name,
+        "name": name if isinstance(name, str) and name else src.path.name,
         "source": str(src.path),
         "model_type": src.raw.get("model_type"),
         "family": family,
     }
+    return tokenizer, report, info
+
+
+def build(src: Folder, cfg: TransformerConfig, state: dict[str, torch.Tensor], family: str) -> LoadedModel:
+    """Account for every tensor (what no rule takes refuses the load, named), find the tokenizer, build, and say
+    which family it was read as and what was read."""
+    if cfg.positional == "rope":
+        check_rotary(src, cfg)
+    unexpected = src.ledger.settle()
+    tokenizer, report, info = described(src, family)
     loaded = build_from_state(cfg, {**state, **unexpected}, tokenizer, info)
     loaded.report = report
     return loaded

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import torch
 from tokenizers import Tokenizer as _HFTokenizer
@@ -12,10 +11,9 @@ from tokenizers import Tokenizer as _HFTokenizer
 from model.config import TransformerConfig
 from model.encdec import EncoderDecoder, bound_decoder, encoder_of
 from model.errors import CheckpointError
-from model.io.families.common import Folder
+from model.io.families.common import Folder, described
 from model.io.state import LoadedModel, load_into
 from model.io.tokenizer import Encoded, Tokenizer
-from model.io.tokenizer_files import folder_tokenizer
 
 #: the longest source the encoder reads when a stack is opened (T5's relative positions have no table to end)
 MAX_SOURCE = 1024
@@ -40,21 +38,8 @@ def build_pair(
     except ValueError as exc:
         raise CheckpointError(f"this model cannot be built: {exc}") from None
     notes = load_into(model, state)
-    tokenizer, tok_source, tok_files = folder_tokenizer(src.path, src.raw)
-    report = src.ledger.fill(src.report)
-    report.family, report.tokenizer = family, tok_source
-    report.files += [f for f in tok_files if f not in report.files]
-    report.unread = sorted(
-        p.name for p in src.path.iterdir() if p.is_file() and p.name not in report.files and not p.name.startswith(".")
-    )
-    name = src.raw.get("_name_or_path") or src.path.name
-    info: dict[str, Any] = {
-        "name": name if isinstance(name, str) and name else src.path.name,
-        "source": str(src.path),
-        "model_type": src.raw.get("model_type"),
-        "family": family,
-        "decoder_start": list(start),
-    }
+    tokenizer, report, info = described(src, family)
+    info["decoder_start"] = list(start)
     loaded = LoadedModel(model=model, tokenizer=None, info=info, warnings=notes)  # type: ignore[arg-type]
     if tokenizer is not None:
         loaded.attach_tokenizer(tokenizer)
