@@ -195,6 +195,15 @@ class TransformerConfig:
         return bool(self.layer_types) and self.layer_types[layer] == "sliding"
 
     @property
+    def not_read_whole(self) -> str:
+        """What the whole-text reader (model/long.py, q and k only) does not carry yet, in words; "": nothing."""
+        if self.attn_sinks:
+            return "learned attention sinks"
+        return (
+            "a relative-position bias" if self.relative_bias else "DeBERTa's position terms" * bool(self.disentangled)
+        )
+
+    @property
     def windows(self) -> tuple[int, ...]:
         """Per layer: its sliding window, 0 for a global layer; () when every layer is global."""
         return tuple(self.sliding_window if self.is_sliding(i) else 0 for i in range(self.n_layers)) * bool(

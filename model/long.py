@@ -285,8 +285,8 @@ def observe_long(
     """Read the whole text (up to the model's own limit, or ``max_len`` tokens) with one fused forward pass on the
     model's device. ``options.max_len`` (the patterns pages keep) does not apply here."""
     cfg, options = model.cfg, options or Options()
-    if cfg.attn_sinks:  # the pages read its first tokens exactly instead (model/observe.py says so)
-        raise ValueError("reading a text whole does not carry learned attention sinks (gpt-oss) yet")
+    if cfg.not_read_whole:  # the pages read its first tokens exactly instead (model/observe.py says so)
+        raise ValueError(f"reading a text whole does not carry {cfg.not_read_whole} yet")
     enc, notices = encode_text(tokenizer, text, min(max_len or cfg.max_seq_len, cfg.max_seq_len))
     if bad := [i for i in enc.ids if i >= cfg.vocab_size]:
         raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")

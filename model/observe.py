@@ -208,9 +208,9 @@ def observe_encoded(
     """:func:`observe` of a text already encoded (the app keys its cache by the token ids)."""
     cfg = model.cfg
     ids = torch.tensor([enc.ids], dtype=torch.long)
-    if enc.truncated and cfg.attn_sinks:
+    if enc.truncated and cfg.not_read_whole:
         notices.append(
-            f"This model has learned attention sinks, which the whole-text reader does not carry yet: the pages show "
+            f"This model has {cfg.not_read_whole}, which the whole-text reader does not carry yet: the pages show "
             f"its first {len(enc.ids):,} tokens, read exactly."
         )
     bad = [i for i in enc.ids if i >= cfg.vocab_size]

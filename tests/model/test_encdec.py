@@ -169,3 +169,18 @@ def test_the_decoder_writes_a_target_greedily_with_its_cache(name):
     with torch.inference_mode():
         logits = decoder.model.lm_logits(decoder.model(torch.tensor([seq])))[0]  # (T, V)
     assert logits[len(ids) - 1 :].argmax(-1).tolist() == [s.token for s in cached]
+
+
+def test_a_long_text_of_a_relative_position_model_is_read_exactly_not_whole():
+    """The whole-text reader keeps q and k only: it would leave T5's bias out of every pattern, so the pages read the
+    first 512 tokens exactly and say so."""
+    from model.long import observe_long
+    from model.observe import observe
+
+    encoder = open_stack(load_checkpoint(FIXTURES / "t5"), "encoder")
+    text = " ".join(["The animal didn't cross the street because it was too tired."] * 60)
+    obs = observe(encoder.model, encoder.tokenizer, text)
+    assert obs.truncated and obs.n_tokens == 512
+    assert any("relative-position bias, which the whole-text reader does not carry" in n for n in obs.notices)
+    with pytest.raises(ValueError, match="does not carry a relative-position bias"):
+        observe_long(encoder.model, encoder.tokenizer, text)

@@ -8,7 +8,9 @@ from functools import cache
 from model.io.catalog import ModelSpec
 from viz.views.source import DirectSource
 
-CROSS_VIEWS = {"cross", "cross_overview"}  # only an encoder–decoder's decoder has cross-attention
+CROSS_VIEWS = {"cross", "cross_overview", "cross_metrics"}  # only an encoder–decoder's decoder has cross-attention
+#: position inside the scores, drawn on the tiny fixtures of the families that have it
+RELATIVE_VIEWS = {"pe.split": "deberta-v2", "pe.bias": "mpnet"}
 
 
 @cache

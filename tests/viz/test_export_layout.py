@@ -15,7 +15,7 @@ import pytest
 
 from model.io.catalog import ModelSpec
 from scripts.browser import is_tick, outside, overlaps, text_boxes, text_group
-from tests.viz.seq2seq import CROSS_VIEWS, decoder_source
+from tests.viz.seq2seq import CROSS_VIEWS, RELATIVE_VIEWS, decoder_source
 from viz.export.render import render_image
 from viz.figures import Theme
 from viz.views import REGISTRY, ViewUnavailableError, build
@@ -33,8 +33,9 @@ CORPUS = {"corpus.scatter", "corpus.spread", "corpus.examples"}  # need a stored
 # attribution needs a linear unembedding (a decoder's)
 CAUSES = {"causes.lens", "causes.attribution", "causes.patching", "causes.attribution_patching", "causes.paths"}
 MOE = {"experts"}  # a mixture of experts' routing: on gpt-oss's fixture, in a test of its own below
+RELATIVE = set(RELATIVE_VIEWS)  # DeBERTa's score split, the relative bias: on their fixtures, in a test below
 EXPECTED_UNAVAILABLE = {  # cross-attention: only an encoder–decoder's decoder (see the test of its own below)
-    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS, *MOE},
+    "bundled": {*DECODER_ONLY, *CORPUS, *CAUSES, *CROSS_VIEWS, *MOE, *RELATIVE},
     "minilm": {
         "flow",
         "lesson.mlm",
@@ -44,8 +45,9 @@ EXPECTED_UNAVAILABLE = {  # cross-attention: only an encoder–decoder's decoder
         *CAUSES,
         *CROSS_VIEWS,
         *MOE,
+        *RELATIVE,
     },
-    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS, *CROSS_VIEWS, *MOE},  # > 32 tokens
+    "smollm2": {"flow", "lesson.mlm", "lesson.ablation_predictions", *CORPUS, *CROSS_VIEWS, *MOE, *RELATIVE},
 }
 SENTENCE = "The cat sat on the mat because it was tired, and then the dog barked."
 DECODER = ("smollm2", " ".join([SENTENCE] * 4))
@@ -132,10 +134,27 @@ def test_the_cross_attention_views_are_inside_readable_and_apart(page, theme_nam
     """An encoder–decoder's decoder: the target's tokens on the source's, and every head's thumbnails."""
     src, problems, checked = decoder_source(), [], 0
     for key in sorted(CROSS_VIEWS):
-        found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1, head=2), THEMES[theme_name])
+        chosen = {k: v for k, v in {"layer": 1, "head": 2}.items() if k in REGISTRY[key].selection}
+        found, count = laid_out(page, build(key, src, THEMES[theme_name], **chosen), THEMES[theme_name])
         problems += found
         checked += count
     assert checked > 30  # titles, subtitles, ticks of both axes, colour bar, head labels
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("theme_name", list(THEMES))
+def test_position_inside_the_scores_exports_cleanly(page, theme_name):
+    """DeBERTa's score split (four maps, then a query's row as stacked bars with a legend) and MPNet's relative bias
+    beside the content scores, on their tiny fixtures."""
+    from tests.hf_fixtures import FIXTURES
+
+    problems, checked = [], 0
+    for key, family in RELATIVE_VIEWS.items():
+        src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / family)), SENTENCE)
+        found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1, head=2, query=3), THEMES[theme_name])
+        problems += found
+        checked += count
+    assert checked > 60
     assert not problems, "\n".join(problems)
 
 

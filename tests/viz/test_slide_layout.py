@@ -10,7 +10,7 @@ import pytest
 from model.io.catalog import ModelSpec
 from scripts.browser import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
 from tests.hf_fixtures import FIXTURES
-from tests.viz.seq2seq import CROSS_VIEWS, decoder_source
+from tests.viz.seq2seq import CROSS_VIEWS, RELATIVE_VIEWS, decoder_source
 from viz.export.render import render_view
 from viz.figures import Theme
 from viz.figures.theme import SLIDE_SCALE, SLIDE_TICK_PX
@@ -54,6 +54,8 @@ def test_every_slide_is_readable_from_the_back_row(page):
         src = decoder if key in DECODER_VIEWS else masked if key == "causes.lens" or key in PATCHED else plain
         src = decoder_source() if key in CROSS_VIEWS else src  # an encoder–decoder's decoder
         src = experts if key in MOE_VIEWS else src  # a mixture of experts' routing
+        if key in RELATIVE_VIEWS:  # position inside the scores: DeBERTa's split, MPNet's bias
+            src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / RELATIVE_VIEWS[key])), TEXT)
         default = {"layer": 1} if "layer" in REGISTRY[key].selection else {}
         selection = DECODER_VIEWS.get(key, MOE_VIEWS.get(key, default))
         selection = {"corrupted": CORRUPTED} if key in PATCHED else selection

@@ -53,7 +53,7 @@ def score_split(
     relayout(fig, barmode="relative")
     axis = thinned(labels, tick_budget(1000, theme.sizes.tick))
     update_axes(fig, "x", type="category", title={"text": "key token"}, **axis)
-    update_axes(fig, "y", title={"text": "score (before the softmax)"}, zeroline=True)
+    update_axes(fig, "y", title={"text": "score"}, zeroline=True)
     longest = max((len(t) for t in axis["ticktext"]), default=0) if len(labels) > 12 else 0
     height = (480 if theme.presentation else 440) + int(min(240, longest * CHAR_EM * theme.sizes.tick))
     return style(fig, theme, title=title, height=height + int(2.4 * theme.sizes.base), legend=True)

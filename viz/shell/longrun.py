@@ -23,11 +23,11 @@ WHOLE = "whole text"  # what a page that reads the whole text says in its title'
 
 def reads_whole(ctx: PageContext) -> bool:
     """Whether this text is longer than the patterns kept for pages (and the model reads more of it). Not with
-    learned attention sinks (gpt-oss): the whole-text reader does not carry them, so the pages keep the first
-    tokens, exactly (the observation's notice says so)."""
+    learned attention sinks (gpt-oss) or position inside the scores (T5, MPNet, DeBERTa): the whole-text reader does
+    not carry them, so the pages keep the first tokens, exactly (the observation's notice says so)."""
     obs, cfg = ctx.obs, ctx.loaded.model.cfg
     return (
-        not cfg.attn_sinks
+        not cfg.not_read_whole
         and obs.truncated
         and min(obs.n_tokens_full, cfg.max_seq_len) > LONG_FROM
         and cfg.max_seq_len > LONG_FROM
