@@ -251,8 +251,8 @@ class MultiHeadAttention(nn.Module):
             return self._fused(q, k, v, mask, scale, is_causal, bias)
         if is_causal:
             raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
-        k_all = self.expand_kv(k)  # (B, H, M, d_k)
-        scores = attention_scores(q, k_all, mask, scale, self.scale_factor, self.softcap, bias)  # (B, H, N, M)
+        scores = attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor, self.softcap, bias)
+        # scores: (B, H, N, M)
         scores = self.hook_scores(scores)
         if self.sinks is None:
             weights = masked_softmax(scores)  # (B, H, N, M)

@@ -111,3 +111,17 @@ def test_a_decoders_bias_is_causal_and_other_models_say_why_not():
         build("pe.bias", bert, Theme())
     with pytest.raises(ViewUnavailableError, match="disentangled"):
         build("pe.split", bert, Theme())
+
+
+def test_a_decoders_bias_caption_reads_only_the_keys_it_sees():
+    from model.io.families.encdec import open_stack
+
+    dec = open_stack(load_checkpoint(FIXTURES / "hf_encdec" / "t5"), "decoder", "a source")
+    obs = observe(dec.model, dec.tokenizer, "The animal was tired, and so was the dog.")
+    maps, _ = build("pe.bias", DirectSource(ModelSpec("folder"), dec, obs), Theme(), layer=0, head=1, query=3)
+    assert "after" not in re.search(r"adds most .* and least [^.]*", maps.caption).group(0)  # no future key
+    with torch.inference_mode():
+        bias = dec.model.position_bias(obs.n_tokens)[0, 1].numpy()
+    n = obs.n_tokens
+    seen = {j - i: bias[i, j] for i in range(n) for j in range(i + 1)}
+    assert f"adds most ({max(seen.values()):+.2f})" in maps.caption

@@ -135,13 +135,13 @@ def pe_bias(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: 
     keep = np.isfinite(scores[query])
     row_tokens = [t for t, k in zip(tokens, keep, strict=True) if k]
     row = {"content": content[query][keep], "bias": bias[query][keep]}
-    caption = split_caption(row_tokens, row, row_tokens.index(tokens[query]) if tokens[query] in row_tokens else 0,
-                            "the relative bias", "makes")  # fmt: skip
+    at = int(keep[:query].sum())  # the query's own place among the keys it sees
+    caption = split_caption(row_tokens, row, at, "the relative bias", "makes")
     bars = score_split(row_tokens, row, TERM_NAMES, title=f"Query {quoted(tokens[query])}: content and bias per key",
                        theme=theme, mark=int(_softmax(sum(row.values())).argmax()))  # fmt: skip
     sub = subtitle(src)
     return {
-        "maps": Captioned(with_subtitle(maps, sub, theme), bias_caption(model, head, obs.n_tokens)),
+        "maps": Captioned(with_subtitle(maps, sub, theme), bias_caption(model, head, obs.n_tokens, ~masked)),
         "row": Captioned(with_subtitle(bars, sub, theme), caption),
     }
 
@@ -155,12 +155,15 @@ def bias_matrix(model, n: int, head: int) -> np.ndarray:
     return bias.float().cpu().numpy()
 
 
-def bias_caption(model, head: int, n: int) -> str:
-    """What the head's bias favours, by relative distance (key − query), over the distances this text has."""
+def bias_caption(model, head: int, n: int, drawn: np.ndarray | None = None) -> str:
+    """What the head's bias favours, by relative distance (key − query), over the distances this text has and the
+    cells drawn (``drawn`` (N, N) bool: a decoder's keys after the query are masked, so not counted)."""
     bias = bias_matrix(model, n, head)
     i, j = np.indices(bias.shape)
-    dist = (j - i).ravel()
-    by = {int(d): float(bias.ravel()[dist == d][0]) for d in np.unique(dist)}
+    seen = np.ones(bias.shape, dtype=bool) if drawn is None else drawn
+    dist = (j - i)[seen]
+    values = bias[seen]
+    by = {int(d): float(values[dist == d][0]) for d in np.unique(dist)}
     top, low = max(by, key=by.get), min(by, key=by.get)
 
     def where(d: int) -> str:
