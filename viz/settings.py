@@ -75,6 +75,11 @@ def _focus(state: Mapping[str, Any], key: str) -> list[int]:
     return [value] if isinstance(value, int) and value >= 0 else []
 
 
+def _focus_or_first(s, state: Mapping[str, Any]) -> int:
+    """The query in focus, else the first ordinary token of the observation ``s`` (else 0)."""
+    return (_focus(state, "focus_query") or [*s.ordinary, 0])[0]
+
+
 SETTINGS: tuple[Setting, ...] = (
     # the sidebar
     Setting("model_kind", "bundled", str, SOURCES, url=True),
@@ -177,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rel_head", 0, int, fits="head", page="positional", url=True),
     Setting(  # the token in focus, else the first ordinary token
         "rel_query",
-        lambda s, state: (_focus(state, "focus_query") or [*s.ordinary, 0])[0],
+        _focus_or_first,
         int,
         fits="token",
         page="positional",
@@ -212,7 +217,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("predict_head", 0, int, fits="head", page="lessons", url=True),
     Setting(  # the token in focus, else the first ordinary token
         "predict_query",
-        lambda s, state: (_focus(state, "focus_query") or [*s.ordinary, 0])[0],
+        _focus_or_first,
         int,
         fits="token",
         page="lessons",

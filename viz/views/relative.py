@@ -141,7 +141,7 @@ def pe_bias(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: 
                        theme=theme, mark=int(_softmax(sum(row.values())).argmax()))  # fmt: skip
     sub = subtitle(src)
     return {
-        "maps": Captioned(with_subtitle(maps, sub, theme), bias_caption(model, head, obs.n_tokens, ~masked)),
+        "maps": Captioned(with_subtitle(maps, sub, theme), bias_caption(model, bias, ~masked, head)),
         "row": Captioned(with_subtitle(bars, sub, theme), caption),
     }
 
@@ -155,12 +155,11 @@ def bias_matrix(model, n: int, head: int) -> np.ndarray:
     return bias.float().cpu().numpy()
 
 
-def bias_caption(model, head: int, n: int, drawn: np.ndarray | None = None) -> str:
-    """What the head's bias favours, by relative distance (key − query), over the distances this text has and the
-    cells drawn (``drawn`` (N, N) bool: a decoder's keys after the query are masked, so not counted)."""
-    bias = bias_matrix(model, n, head)
+def bias_caption(model, bias: np.ndarray, drawn: np.ndarray, head: int) -> str:
+    """What one head's bias (N, N), as drawn, favours by relative distance (key − query), over the distances this
+    text has and the cells drawn (``drawn`` (N, N) bool: a decoder's keys after the query are masked, not counted)."""
     i, j = np.indices(bias.shape)
-    seen = np.ones(bias.shape, dtype=bool) if drawn is None else drawn
+    seen = drawn
     dist = (j - i)[seen]
     values = bias[seen]
     by = {int(d): float(values[dist == d][0]) for d in np.unique(dist)}
