@@ -22,6 +22,7 @@ def sinusoid_dims(d_model: int, n_positions: int = 128, count: int = 4) -> list[
 #: a model with the sinusoidal table reads at least this many tokens: the formula has no length of its own, so a
 #: checkpoint trained (or saved) at 512 positions still has an encoding for every later one (model/long.py)
 SINUSOIDAL_MIN_LEN = 8192
+ROPE_FIRST_POSITIONS = 4096  # RoPE tables computed at first; they grow with the longest text read
 
 
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
@@ -44,7 +45,13 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        self._size = (max_len, d_model)
+        self.fill_tables()
+
+    def fill_tables(self) -> None:
+        """Compute the table (again: a model built on the meta device gets its real values here)."""
+        with torch.device("cpu"):  # computed on the CPU even while a model is built on the meta device
+            self.register_buffer("table", sinusoidal_table(*self._size), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (B, N, d_model) at positions offset … offset + N − 1 (a KV cache's newest tokens) -> (B, N, d_model)."""
@@ -107,12 +114,19 @@ class RotaryEmbedding(nn.Module):
         self.style = style
         self.dims = dims or d_k  # partial rotary (GPT-NeoX): only the first ``dims`` of each head turn
         self.base, self.scaling = base, scaling  # a scaled RoPE (Llama 3.x, YaRN, …): model/rope_scaling.py
-        cos, sin = self.table(
-            max_len, 0 if scaling is None or not scaling.by_length else min(max_len, scaling.original)
-        )
-        self.register_buffer("cos", cos, persistent=False)  # (P, d_k/2): the short-text table
-        self.register_buffer("sin", sin, persistent=False)
+        self._size = (max_len, 0 if scaling is None or not scaling.by_length else min(max_len, scaling.original))
+        self.fill_tables()
         self._long: tuple[int, torch.Tensor, torch.Tensor] | None = None  # (length, cos, sin) of the last long text
+
+    def fill_tables(self, positions: int = ROPE_FIRST_POSITIONS) -> None:
+        """Compute cos and sin for the first ``positions`` (at most max_len; again: a model built on the meta device
+        gets its real values here). The tables grow when a longer text comes: Gemma 3's two tables for all its
+        32,768 positions would hold 64 MiB that most texts never read."""
+        device = self.cos.device if hasattr(self, "cos") and self.cos.device.type != "meta" else None
+        with torch.device("cpu"):  # computed on the CPU even while a model is built on the meta device
+            cos, sin = self.table(min(positions, self._size[0]), self._size[1])
+        self.register_buffer("cos", cos.to(device) if device else cos, persistent=False)  # (P, d_k/2)
+        self.register_buffer("sin", sin.to(device) if device else sin, persistent=False)
 
     def table(self, n_positions: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (n_positions, dims/2) of the angles a text of ``length`` tokens is read with (the scaled RoPEs
@@ -124,8 +138,10 @@ class RotaryEmbedding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x: (B, H, N, d_k) at positions offset … offset + N − 1 -> same shape, rotated."""
         n = x.size(-2)
-        if offset + n > self.cos.size(0):
-            raise ValueError(f"RoPE table holds {self.cos.size(0)} positions; asked for {offset + n}")
+        if offset + n > self._size[0]:
+            raise ValueError(f"RoPE table holds {self._size[0]} positions; asked for {offset + n}")
+        if offset + n > self.cos.size(0):  # a longer text than any before: the tables double (or reach max_len)
+            self.fill_tables(max(2 * self.cos.size(0), offset + n))
         cos_t, sin_t = self.cos, self.sin
         if self.scaling is not None and self.scaling.scaled_for(offset + n):  # dynamic NTK, LongRoPE's long set
             length = offset + n

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from safetensors.torch import load as st_load
+from torch.overrides import TorchFunctionMode
 
 from model.config import TransformerConfig
 from model.errors import CheckpointError
@@ -187,22 +188,59 @@ def build_from_state(
     return loaded
 
 
-def load_into(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[str]:
-    """Load ``state`` into ``model`` strictly (every key, every shape, else a CheckpointError naming them) and put it
-    in eval mode; returns the notes on NaN/Inf weights (also warned)."""
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
+def check_fit(expected: dict[str, tuple], found: dict[str, tuple]) -> None:
+    """Every key of the model found, nothing else, each of its shape — else a CheckpointError naming them."""
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
     problems = []
     if missing:
         problems.append(f"missing keys: {', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
     if unexpected:
         problems.append(f"unexpected keys: {', '.join(unexpected[:8])}{' …' if len(unexpected) > 8 else ''}")
-    for key in sorted(set(expected) & set(state)):
-        if tuple(expected[key].shape) != tuple(state[key].shape):
-            problems.append(f"{key}: expected shape {tuple(expected[key].shape)}, found {tuple(state[key].shape)}")
+    for key in sorted(set(expected) & set(found)):
+        if tuple(expected[key]) != tuple(found[key]):
+            problems.append(f"{key}: expected shape {tuple(expected[key])}, found {tuple(found[key])}")
     if problems:
         raise CheckpointError("the weights do not fit the config — " + "; ".join(problems))
+
+
+class _SkipInit(TorchFunctionMode):
+    """Skip torch.nn.init's functions while a model is built on the meta device: they would fill nothing, and on
+    meta tensors they run through torch's Python reference ops, whose import (torch._dynamo, sympy) costs 78 MB
+    and a second. A mode is local to its thread: a model built elsewhere at the same time is initialised as ever."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return args[0] if args else next(iter(kwargs.values()))
+        return func(*args, **kwargs)
+
+
+def empty_model(cfg: TransformerConfig) -> Transformer:
+    """``cfg``'s model with uninitialised parameters, for weights written into it tensor by tensor: built on the
+    meta device, then given CPU storage that no page of is touched until written (no random initialisation, no
+    second copy of the weights). Shared parameters stay shared; the computed tables (positions) are computed on the
+    CPU as the model is built."""
+    with torch.device("meta"), _SkipInit():
+        model = Transformer(cfg)
+    real: dict[int, torch.nn.Parameter] = {}  # one CPU parameter per meta parameter: ALBERT's shared layers stay so
+    for module in model.modules():
+        for name, p in module._parameters.items():
+            if p is not None and p.is_meta:
+                if id(p) not in real:  # torch.empty, not empty_like: that one goes through torch's reference ops
+                    real[id(p)] = torch.nn.Parameter(torch.empty(p.shape, dtype=p.dtype), p.requires_grad)
+                module._parameters[name] = real[id(p)]
+        for name, b in module._buffers.items():
+            if b is not None and b.is_meta:
+                module._buffers[name] = torch.empty(b.shape, dtype=b.dtype)
+    return model
+
+
+def load_into(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[str]:
+    """Load ``state`` into ``model`` strictly (every key, every shape, else a CheckpointError naming them) and put it
+    in eval mode; returns the notes on NaN/Inf weights (also warned)."""
+    expected = model.state_dict()
+    check_fit({k: tuple(v.shape) for k, v in expected.items()}, {k: tuple(v.shape) for k, v in state.items()})
     notes = []
     for key, tensor in state.items():
         if not isinstance(tensor, torch.Tensor):

