@@ -147,7 +147,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("corpus_y", "share_cls", str, PROFILE_COLUMNS, page="corpus", url=True),
     Setting("corpus_metric", "entropy", str, PROFILE_COLUMNS, page="corpus", url=True),
     Setting("hv_heads", lambda s, state: [state.get("head", 0)], list, fits="heads", page="head-view", url=True),
-    Setting("hv_threshold", 0.05, float, page="head-view", url=True, bounds=(0.0, 0.5)),
+    # 0.01: the lightest line the head view sends (viz/figures/headview.py LINE_FLOOR)
+    Setting("hv_threshold", 0.05, float, page="head-view", url=True, bounds=(0.01, 0.5)),
     Setting("hv_attention", HV_KINDS[0], str, HV_KINDS, page="head-view", url=True),  # an encoder–decoder's decoder
     Setting("metrics_definitions", METRIC_DEFINITIONS[0], str, METRIC_DEFINITIONS, page="metrics", url=True),
     Setting("ov_layer", 0, int, fits="layer", saved=False, page="overview"),

@@ -11,7 +11,7 @@ from model.anatomy import anatomy
 from model.io.catalog import ModelSpec
 from tests.hf_fixtures import FIXTURES
 from viz.figures import Theme
-from viz.figures.headview import SINK_TARGET, head_view_data
+from viz.figures.headview import SINK_TARGET, head_view_data, unpack_lines
 from viz.views import ViewUnavailableError, build
 from viz.views.source import DirectSource
 
@@ -75,7 +75,7 @@ def test_a_learned_sink_is_its_own_column_and_rows_are_not_renormalised(src):
     data = head_view_data(obs.patterns[1], obs.tokens, [2], 0.05, Theme(), sink=obs.sink[1])
     assert data["sinkLabel"] == SINK_TARGET
     n = len(obs.tokens)
-    to_sink = {q: w for q, k, w in zip(data["heads"][0]["q"], data["heads"][0]["k"], data["heads"][0]["w"]) if k == n}
+    to_sink = {q: w for q, k, w in zip(*unpack_lines(data["heads"][0]), strict=True) if k == n}
     assert to_sink and all(abs(w - obs.sink[1, 2, q]) < 1e-3 for q, w in to_sink.items())
     _grid, head, given = build("lesson.sinks", s, Theme(), layer=1, head=2)
     assert given.caption.startswith("Besides any token it may pick as a sink, this model was given one")

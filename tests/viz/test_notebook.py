@@ -95,3 +95,44 @@ def test_a_notebook_exported_with_nbconvert_shows_its_figures_and_captions_offli
     text = page.inner_text("body")
     assert fig.caption[:40] in text and lens["grid"].caption[:40] in text
     context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_the_head_view_draws_every_line_the_threshold_promises_at_512_tokens(browser, tmp_path):
+    """No cap per query: at 512 tokens × 12 heads the view counts every weight ≥ the threshold (the old payload
+    sent 16 keys per query and dropped 15 % of them without a word); the slider stops at the lightest line sent."""
+    import json
+
+    import numpy as np
+
+    from viz.figures.headview import LINE_FLOOR, head_view_data
+    from viz.figures.theme import Theme
+    from viz.notebook import HeadView
+
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(12, 512, 512)) * 2.5
+    patterns = (np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)).astype(np.float32)  # (12, 512, 512)
+    data = head_view_data(patterns, [f"t{i}" for i in range(512)], list(range(12)), 0.05, Theme())
+    assert len(json.dumps(data)) < 2e6
+    path = tmp_path / "hv.html"
+    path.write_text(HeadView(data).html(), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    view = page.locator(".al-hv")
+    page.wait_for_function("document.querySelector('.al-hv')?.dataset.lines > 0")
+    assert int(view.get_attribute("data-lines")) == int((patterns >= 0.05).sum())
+    assert int((patterns[0] >= 0.01).sum(-1).max()) > 16  # rows with more than the old cap of 16 keys
+    slider = page.locator(".al-hv input[type=range]")
+    assert float(slider.get_attribute("min")) == LINE_FLOOR
+    slider.focus()
+    page.keyboard.press("Home")  # the lowest setting: every line sent
+    page.wait_for_function(f"document.querySelector('.al-hv').dataset.lines == {int((patterns >= 0.01).sum())}")
+    assert page.locator(".al-hv-count").inner_text() == f"0.01 · {int((patterns >= 0.01).sum()):,} lines"
+    page.get_by_role("button", name="head 3").click()  # a head off: its lines leave the count
+    want = int((np.delete(patterns, 3, axis=0) >= 0.01).sum())
+    page.wait_for_function(f"document.querySelector('.al-hv').dataset.lines == {want}")
+    assert errors == []
+    page.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -123,18 +125,36 @@ def head_view(
 SINK_TARGET = "⟨learned sink⟩"
 
 
-def sparse_lines(weights: np.ndarray, floor: float = 0.01, per_row: int = 16) -> dict[str, list]:
-    """A head's strongest lines for the browser: for each query, up to ``per_row`` keys with weight ≥ floor.
+LINE_FLOOR = 0.01  # the head view sends every line at least this heavy (its slider's lowest setting)
+# a line's weight travels as a 16-bit integer, rounded down to steps of 1/60,000: a multiple of 0.01 (the slider's
+# step) is a whole number of steps, so "weight ≥ threshold" reads the same on the integers as on the weights
+WEIGHT_STEPS = 60000
 
-    weights: (N, N). Returns {"q": [...], "k": [...], "w": [...]} (weights rounded to 3 decimals)."""
+
+def sparse_lines(weights: np.ndarray, floor: float = LINE_FLOOR) -> dict:
+    """Every line of a head at least ``floor`` heavy, packed for the browser: per query, how many lines it has
+    (uint16), then each line's key (uint16) and weight (uint16, in ``WEIGHT_STEPS`` steps of 0..1), row by row,
+    each array little-endian and base64-encoded. 512 tokens × 12 heads of MiniLM at 0.01: about 0.6 MB, against
+    5 MB of JSON lists.
+
+    weights: (N, K), K ≤ 65,535. Returns {"lines", "floor", "rows", "k", "w"} (decode with :func:`unpack_lines`)."""
     w = np.asarray(weights, dtype=np.float32)
-    per_row = min(per_row, w.shape[1])
-    top = np.argpartition(-w, per_row - 1, axis=1)[:, :per_row]  # (N, per_row)
-    rows = np.repeat(np.arange(w.shape[0]), per_row)
-    cols = top.ravel()
-    vals = w[rows, cols]
-    keep = vals >= floor
-    return {"q": rows[keep].tolist(), "k": cols[keep].tolist(), "w": np.round(vals[keep], 3).tolist()}
+    if max(w.shape) > 65535:
+        raise ValueError(f"the head view packs token indices in 16 bits; {w.shape} is too large")
+    rows, cols = np.nonzero(w >= floor)  # row-major: each query's lines together, queries in order
+    counts = np.bincount(rows, minlength=w.shape[0]).astype("<u2")  # (N,)
+    steps = np.floor(w[rows, cols].astype(np.float64) * WEIGHT_STEPS).astype("<u2")  # (L,): exact products
+    pack = lambda a: base64.b64encode(a.tobytes()).decode("ascii")  # noqa: E731
+    return {"lines": len(rows), "floor": float(floor), "rows": pack(counts), "k": pack(cols.astype("<u2")),
+            "w": pack(steps)}  # fmt: skip
+
+
+def unpack_lines(head: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (query, key, weight) arrays of a head packed by :func:`sparse_lines` (as the browser decodes them)."""
+    counts = np.frombuffer(base64.b64decode(head["rows"]), dtype="<u2")
+    keys = np.frombuffer(base64.b64decode(head["k"]), dtype="<u2").astype(int)
+    weights = np.frombuffer(base64.b64decode(head["w"]), dtype="<u2") / WEIGHT_STEPS
+    return np.repeat(np.arange(len(counts)), counts), keys, weights
 
 
 def _sink_lines(fig, sink: np.ndarray, ys: np.ndarray, threshold: float, top: float, names, theme: Theme) -> None:
@@ -181,6 +201,7 @@ def head_view_data(
             for h in heads
         ],
         "threshold": float(threshold),
+        "floor": LINE_FLOOR,
         "query": int(query),
         "key": int(key),
         "rowHeight": 28 if theme.presentation else 20,

@@ -21,7 +21,8 @@ long = long_observation(ctx) if whole else None
 st.caption(
     "Query tokens on the left, key tokens on the right; the stronger the weight, the more opaque the line. "
     "Hover a token to see only its lines (left: where it looks, right: who looks at it); click it to put it in "
-    "focus on every page. The chips switch heads on and off; the slider hides faint lines."
+    "focus on every page. The chips switch heads on and off; the slider hides faint lines (every line at least "
+    "0.01 heavy is sent, none left out: the count beside it is how many are drawn)."
 )
 layer, _ = layer_head_picker(obs.n_layers, obs.n_heads, head=False)
 heads = st.multiselect("Heads", list(range(obs.n_heads)), key="hv_heads", format_func=lambda h: f"head {h}")

@@ -14,8 +14,28 @@ export default function (component) {
   const font = `${data.fontSize}px "DejaVu Sans", Arial, sans-serif`;
   const colours = { text: data.dark ? "#f8f9fa" : "#111111", muted: data.dark ? "#adb5bd" : "#6c757d",
                     bg: data.dark ? "#111418" : "#ffffff", focus: "#3b5bdb", key: "#e8590c" };
+  // every line at least data.floor heavy arrives packed (viz/figures/headview.py sparse_lines): per query its
+  // line count, then each line's key and weight as 16-bit integers, base64; decoded once into typed arrays
+  const unpack = (b64) => {
+    const text = atob(b64), bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    return new Uint16Array(bytes.buffer);
+  };
+  const floor = data.floor ?? 0.01;
+  const STEPS_PER_UNIT = 60000; // viz/figures/headview.py WEIGHT_STEPS
+  data.heads.forEach((head) => {
+    if (head.q) return; // already decoded (a redraw with the same data)
+    const counts = unpack(head.rows), k = unpack(head.k), steps = unpack(head.w);
+    const q = new Uint16Array(k.length), start = new Uint32Array(counts.length + 1);
+    for (let i = 0; i < counts.length; i++) { start[i + 1] = start[i] + counts[i]; q.fill(i, start[i], start[i + 1]); }
+    const w = new Float32Array(steps.length);
+    for (let e = 0; e < steps.length; e++) w[e] = steps[e] / STEPS_PER_UNIT;
+    Object.assign(head, { q, k, w, steps, start });
+  });
   const visible = data.heads.map(() => true);
-  let threshold = data.threshold;
+  let threshold = Math.max(Math.round(data.threshold * 100) / 100, floor); // the slider's 0.01 steps
+  // compared on the integers: a multiple of 0.01 is a whole number of steps, so the count is exact
+  const atLeast = () => Math.round(threshold * STEPS_PER_UNIT);
   let hovered = null; // {side: "query" | "key", index}
 
   const root = document.createElement("div");
@@ -42,10 +62,12 @@ export default function (component) {
   label.className = "al-hv-threshold";
   label.textContent = "hide lines lighter than ";
   const slider = document.createElement("input");
-  slider.type = "range"; slider.min = "0"; slider.max = "0.5"; slider.step = "0.01"; slider.value = String(threshold);
+  // the lowest setting is the lightest line sent: no line the slider promises is missing
+  slider.type = "range"; slider.min = String(floor); slider.max = "0.5"; slider.step = "0.01";
+  slider.value = String(threshold);
   const value = document.createElement("span");
-  value.textContent = threshold.toFixed(2);
-  slider.oninput = () => { threshold = parseFloat(slider.value); value.textContent = threshold.toFixed(2); draw(); };
+  value.className = "al-hv-count";
+  slider.oninput = () => { threshold = parseFloat(slider.value); draw(); };
   label.append(slider, value);
   bar.appendChild(label);
   root.appendChild(bar);
@@ -100,27 +122,33 @@ export default function (component) {
     ctx.fillStyle = colours.bg; ctx.fillRect(0, 0, width, height);
     const top = Math.floor(scroller.scrollTop / rowH) - 1, bottom = top + Math.ceil(height / rowH) + 2;
     const act = active();
-    let strong = 0, faint = 0, sinkLines = 0;
+    let strong = 0, faint = 0, sinkLines = 0, total = 0;
     let maxW = 1e-9;
     data.heads.forEach((head, h) => { if (visible[h]) head.w.forEach((w) => { if (w > maxW) maxW = w; }); });
+    // one stroke per line (overlapping lines darken, as in BertViz); its opacity and its width (half to full)
+    // grow with its weight: the many light lines cost half the pixels of the heavy ones
+    const xl = xLeft(), xr = xRight(), least = atLeast();
+    let dashed = false;
     data.heads.forEach((head, h) => {
       if (!visible[h]) return;
       ctx.strokeStyle = head.colour;
-      ctx.lineWidth = data.lineWidth;
       for (let e = 0; e < head.w.length; e++) {
-        const w = head.w[e], q = head.q[e], k = head.k[e];
-        if (w < threshold) continue;
-        if ((q < top || q > bottom) && (k < top || k > bottom)) continue;
+        if (head.steps[e] < least) continue;
+        total++;
+        const q = head.q[e], k = head.k[e];
+        if ((q < top || q > bottom) && (k < top || k > bottom)) continue; // off screen at both ends
+        const share = head.w[e] / maxW;
         const touches = act && ((act.side === "query" && q === act.index) || (act.side === "key" && k === act.index));
-        const alpha = 0.15 + 0.85 * (w / maxW);
         const toSink = !cross && k === n;
-        ctx.globalAlpha = (act && !touches ? 0.04 : alpha) * (toSink ? 0.6 : 1); // the sink's lines: faded, dashed
         if (act && !touches) faint++; else strong++;
         if (toSink) sinkLines++;
-        ctx.setLineDash(toSink ? [5, 4] : []);
-        ctx.beginPath(); ctx.moveTo(xLeft(), rowY(q)); ctx.lineTo(xRight(), rowY(k)); ctx.stroke();
+        ctx.globalAlpha = (act && !touches ? 0.04 : 0.15 + 0.85 * share) * (toSink ? 0.6 : 1); // the sink's: faded
+        ctx.lineWidth = data.lineWidth * (0.5 + 0.5 * share);
+        if (toSink !== dashed) { ctx.setLineDash(toSink ? [5, 4] : []); dashed = toSink; } // and dashed
+        ctx.beginPath(); ctx.moveTo(xl, rowY(q)); ctx.lineTo(xr, rowY(k)); ctx.stroke();
       }
     });
+    value.textContent = `${threshold.toFixed(2)} · ${total.toLocaleString("en")} lines`;
     ctx.setLineDash([]);
     ctx.globalAlpha = 1;
     ctx.font = font; ctx.textBaseline = "middle";
@@ -149,6 +177,7 @@ export default function (component) {
     root.dataset.strong = String(strong);
     root.dataset.faint = String(faint);
     root.dataset.sinkLines = String(sinkLines); // lines drawn to the learned sink (0 without one)
+    root.dataset.lines = String(total); // every line at least the threshold heavy, on screen or not (visible heads)
     root.dataset.keys = String(m); // the key side's tokens (a source's under cross-attention)
     root.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }
@@ -182,8 +211,13 @@ export default function (component) {
     cursor = c; hovered = c;
     const y = c.index * rowH;
     if (y < scroller.scrollTop || y + rowH > scroller.scrollTop + height) scroller.scrollTop = Math.max(0, y - height / 2);
-    const lines = data.heads.reduce((sum, head, h) => sum + (visible[h] ? head.w.filter((w, e) =>
-      w >= threshold && (c.side === "query" ? head.q[e] : head.k[e]) === c.index).length : 0), 0);
+    let lines = 0;
+    const least = atLeast();
+    data.heads.forEach((head, h) => {
+      if (!visible[h]) return;
+      if (c.side === "query") { for (let e = head.start[c.index]; e < head.start[c.index + 1]; e++) lines += head.steps[e] >= least; }
+      else { for (let e = 0; e < head.w.length; e++) lines += head.k[e] === c.index && head.steps[e] >= least; }
+    });
     said.textContent = `${c.side} ${(c.side === "query" ? data.tokens : keys)[c.index]} (position ${c.index}): ${lines} lines`;
     root.dataset.active = `${c.side}:${c.index}`; // at once; the lines follow on the next frame
     redraw();
@@ -227,7 +261,8 @@ export default function (component) {
   layout();
   if (data.query >= 0) scroller.scrollTop = Math.max(0, data.query * rowH - height / 2);
   draw();
-  const observer = new ResizeObserver(() => { layout(); draw(); });
+  // redrawn when the width changes (not on the observer's first call: the view was just drawn at this width)
+  const observer = new ResizeObserver(() => { if ((scroller.clientWidth || 600) !== width) { layout(); draw(); } });
   observer.observe(scroller);
   return () => observer.disconnect();
 }
