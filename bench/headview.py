@@ -73,8 +73,10 @@ def main() -> None:
     print("\n| layer | tokens | lines ≥ 0.01 (all drawn) | the old 16-per-query cap sent | payload MB | "
           "page to drawn s | hover redraw ms |\n| --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
     for layer, n, total, kept, mb, load, hover in rows:
-        print(f"| {layer} | {n} | {total:,} | {kept:,} ({100 * (total - kept) / total:.0f} % missing) | {mb:.2f} | "
-              f"{load:.2f} | {hover:.1f} |")
+        print(
+            f"| {layer} | {n} | {total:,} | {kept:,} ({100 * (total - kept) / total:.0f} % missing) | {mb:.2f} | "
+            f"{load:.2f} | {hover:.1f} |"
+        )
 
 
 if __name__ == "__main__":
