@@ -1,7 +1,7 @@
 """First and second visits of the pages issue 29 names, in chromium, at 512 tokens: Head metrics and Beyond the
 weights on SmolLM2 (first visits used to take 27–40 s), Masks, the attention map and Head metrics on MiniLM.
 
-    python bench/first_visits.py [--tokens 512] [--repeat 2]
+    python bench/first_visits.py [--tokens 512] [--repeat 2] [--model smollm2|minilm] [--pages Masks "Q / K / V"]
 
 Each page is opened right after a new text (nothing of it cached: its first visit), then after another page
 (its second visit, median of ``--repeat``): seconds from the click until every chart is drawn (bench/pages.py's
@@ -26,13 +26,16 @@ CASES = {  # model label in the sidebar -> pages timed, special tokens it adds
 }
 
 
-def measure(n_tokens: int, repeat: int) -> list[tuple[str, str, float, float]]:
+def measure(n_tokens: int, repeat: int, model: str = "", pages: list[str] | None = None) -> list[tuple]:
     rows = []
     with streamlit_server() as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         wait_idle(page)
         for label, (titles, specials) in CASES.items():
+            if model and not label.lower().startswith(model.lower()[:5]):
+                continue
+            titles = pages or titles
             choose(page, "Model source", label)
             for take, title in enumerate(titles):
                 timed(page, link(page, "Tokens"), timeout=300)
@@ -51,8 +54,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokens", type=int, default=512)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--model", default="", help="smollm2 or minilm (default: both)")
+    p.add_argument("--pages", nargs="+", help="page titles as the menu names them (default: the issue's)")
     args = p.parse_args()
-    rows = measure(args.tokens, args.repeat)
+    rows = measure(args.tokens, args.repeat, args.model, args.pages)
     print(f"\n| model | page at {args.tokens} tokens | first visit (s) | second visit (s) |\n| --- | --- | --- | --- |")
     for model, title, first, again in rows:
         print(f"| {model} | {title} | {first:.2f} | {again:.2f} |")

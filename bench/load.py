@@ -82,6 +82,7 @@ async def student(browser, url: str, i: int, tokens: int, model: str, results: d
         await page.goto(f"{url}/?model_kind={model}&text={quote(text)}")
         await settled(page, charts=True)
         results["times"].append(time.perf_counter() - t0)
+        results["openings"].append(results["times"][-1])
         for path, title, charts in VISITS:
             await asyncio.sleep(random.uniform(*THINK))
             link = await menu_link(page, title)  # open its section's menu in the top bar (drawn in the browser)
@@ -108,7 +109,7 @@ async def ws_student(url: str, i: int, tokens: int, model: str, results: dict) -
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    async def act(ws, query: str = "", page: str = "") -> str:
+    async def act(ws, query: str = "", page: str = "", opening: bool = False) -> str:
         msg = BackMsg()
         msg.rerun_script.query_string = query
         msg.rerun_script.page_script_hash = page
@@ -125,13 +126,15 @@ async def ws_student(url: str, i: int, tokens: int, model: str, results: dict) -
                 shown.append(str(fm.delta))
             elif kind == "script_finished":
                 results["times"].append(time.perf_counter() - t0)
+                if opening:
+                    results["openings"].append(results["times"][-1])
                 return "".join(shown)
 
     text = session_text(i, tokens)
     try:
         async with websockets.connect(url.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit"],
                                       max_size=None, open_timeout=120) as ws:  # fmt: skip
-            await act(ws, query=f"model_kind={model}&text={quote(text)}")
+            await act(ws, query=f"model_kind={model}&text={quote(text)}", opening=True)
             for path, _title, _charts in VISITS:
                 await asyncio.sleep(random.uniform(*THINK))
                 chips = await act(ws, page=act.pages[path])
@@ -196,9 +199,11 @@ async def bomber(url: str, bomb: Path | None, results: dict, delay: float = 1.0)
 async def one_class(
     url: str, n: int, tokens: int, model: str, client: str = "browser", bomb: Path | str | None = None
 ) -> dict:
-    results: dict = {"times": [], "errors": [], "mixed": []}
+    results: dict = {"times": [], "openings": [], "errors": [], "mixed": []}
     if client == "ws":
-        await ws_student(url, 99, tokens, model, {"times": [], "errors": [], "mixed": []})  # the teacher's warm-up
+        await ws_student(
+            url, 99, tokens, model, {"times": [], "openings": [], "errors": [], "mixed": []}
+        )  # the teacher's warm-up
         extra = [bomber(url, None if bomb == "idle" else bomb, results)] if bomb is not None else []
         await asyncio.gather(*(ws_student(url, i, tokens, model, results) for i in range(n)), *extra)
         return results
@@ -207,11 +212,24 @@ async def one_class(
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:  # the teacher opens every page once before the class arrives (not counted)
-            await student(browser, url, 99, tokens, model, {"times": [], "errors": [], "mixed": []})
+            await student(browser, url, 99, tokens, model, {"times": [], "openings": [], "errors": [], "mixed": []})
             await asyncio.gather(*(student(browser, url, i, tokens, model, results) for i in range(n)))
         finally:
             await browser.close()
     return results
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile of sorted ``values`` (the nearest rank)."""
+    return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
+
+
+def list_minus(values: list[float], taken: list[float]) -> list[float]:
+    """``values`` without one occurrence of each of ``taken`` (the visits after the openings)."""
+    rest = list(values)
+    for value in taken:
+        rest.remove(value)
+    return rest
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -255,9 +273,10 @@ def main(argv: list[str] | None = None) -> str:
             else "times run from the action to its charts drawn (one chromium context per session)."
         ),
         "",
-        "| model | tokens | sessions | actions | p50 s | p95 s | max s | errors | saw another's text | server peak RSS MB |"
-        + (" zip bomb refused in s |" if bomb is not None else ""),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- |" if bomb is not None else ""),
+        "| model | tokens | sessions | actions | p50 s | p95 s | max s | openings p50 / p95 s | visits after p95 s | "
+        "errors | saw another's text | server peak RSS MB |" + (" zip bomb refused in s |" if bomb is not None else ""),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        + (" --- |" if bomb is not None else ""),
     ]
     for model in args.models:
         for tokens in args.tokens:
@@ -267,10 +286,12 @@ def main(argv: list[str] | None = None) -> str:
                     r = asyncio.run(one_class(url, n, tokens, model, args.client, bomb))
                     rss = peak_rss_mb(pid) if pid else float("nan")
                 times = sorted(r["times"]) or [float("nan")]
-                p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+                openings = sorted(r["openings"]) or [float("nan")]
+                after = sorted(list_minus(r["times"], r["openings"])) or [float("nan")]
                 row = (
-                    f"| {model} | {tokens} | {n} | {len(r['times'])} | {statistics.median(times):.2f} | {p95:.2f} | "
-                    f"{times[-1]:.2f} | {len(r['errors'])} | {len(r['mixed'])} | {rss:.0f} |"
+                    f"| {model} | {tokens} | {n} | {len(r['times'])} | {statistics.median(times):.2f} | "
+                    f"{p95(times):.2f} | {times[-1]:.2f} | {statistics.median(openings):.2f} / {p95(openings):.2f} | "
+                    f"{p95(after):.2f} | {len(r['errors'])} | {len(r['mixed'])} | {rss:.0f} |"
                     + (f" {r['bomb']:.2f} |" if "bomb" in r else " – |" if bomb is not None else "")
                 )
                 lines.append(row)

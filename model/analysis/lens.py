@@ -41,6 +41,9 @@ class Lens:
         return ["embeddings", *(f"after layer {i}" for i in range(len(self.top_ids) - 1))]
 
 
+OUTPUT = -1  # a target: at each position, the model's own output there
+
+
 def _streams(model: Transformer, ids: Sequence[int], positions: np.ndarray) -> torch.Tensor:
     """The stream after the embeddings and after each layer at the given positions: (L + 1, P, d_model)."""
     kept: dict[int, torch.Tensor] = {}
@@ -64,7 +67,9 @@ def logit_lens(
     target: int | None = None,
     k: int = 5,
 ) -> Lens:
-    """Read the stream at ``positions`` (default: all) through the final norm and the head, layer by layer.
+    """Read the stream at ``positions`` (default: all) through the final norm and the head, layer by layer;
+    ``target``: a token id whose rank and probability are followed, or OUTPUT: at each position the token the model
+    outputs there (one pass finds it and follows it).
 
     For a decoder the reading at position i is the next-token guess after i; for a masked-language model it is
     the guess for position i itself (the [MASK] slot). Works for every model with a head (post-norm BERT too:
@@ -77,10 +82,12 @@ def logit_lens(
         probs = logits.softmax(-1)
         top = probs.topk(min(k, probs.size(-1)), dim=-1)
         rank = prob = None
-        if target is not None:
-            chosen = logits[..., target : target + 1]  # (L + 1, P, 1)
+        if target is not None:  # OUTPUT (−1): each position's own output, its final row's likeliest token
+            which = logits[-1].argmax(-1) if target == OUTPUT else torch.full((len(where),), target)  # (P,)
+            index = which[None, :, None].expand(logits.size(0), -1, 1)  # (L + 1, P, 1)
+            chosen = logits.gather(-1, index)  # (L + 1, P, 1)
             rank = ((logits > chosen).sum(-1) + 1).numpy()
-            prob = probs[..., target].numpy()
+            prob = probs.gather(-1, index)[..., 0].numpy()
     return Lens(where, top.indices.numpy(), top.values.numpy(), target, rank, prob)
 
 

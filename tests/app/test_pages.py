@@ -432,6 +432,30 @@ def test_the_sink_lesson_opens_on_the_texts_strongest_sink_head(app):
     assert any(f"Layer {chosen[0]}, head {other} with and without" in json.dumps(f) for f in figures(app))
 
 
+def test_a_padded_batch_expected_to_take_long_waits_for_a_button_that_states_the_time(app, monkeypatch):
+    """SmolLM2 at 512 tokens: the padded batch reruns the model on two rows of 512 (≈ 2.5 s), so the Masks page
+    shows the causal mask at once and the batch after a click; then every layer follows without asking."""
+    from model import experiments
+
+    monkeypatch.setattr(experiments, "CPU_FLOPS", 1e6)  # this short text as slow as a long one
+    app.sidebar.text_area(key="text").set_value("A text whose padded batch waits for a click.").run()
+    app.switch_page("viz/pages/masks.py").run()
+    assert not app.exception
+    cfg, obs = app.session_state["_ctx"].loaded.model.cfg, app.session_state["_ctx"].obs
+    assert len(app.get("plotly_chart")) == 2  # the causal mask and the change bars; no padded batch yet
+    n_b = len(app.session_state["_ctx"].loaded.tokenizer.encode(app.text_input(key="pad_text_b").value).ids)
+    estimate = experiments.forward_seconds(cfg, max(obs.n_tokens, n_b), 2)
+    estimate += experiments.forward_seconds(cfg, min(obs.n_tokens, n_b))
+    assert any(f"about {estimate:.1f} s" in i.value for i in app.info)
+    app.button(key="pad_run").click().run()
+    assert not app.exception and len(app.get("plotly_chart")) == 3
+    app.session_state["layer"] = 1
+    app.run()  # asked once for these texts: other layers come without asking again
+    assert len(app.get("plotly_chart")) == 3 and "pad_run" not in {b.key for b in app.get("button")}
+    app.text_input(key="pad_text_b").set_value("Another second text.").run()  # new texts: asked again
+    assert len(app.get("plotly_chart")) == 2 and "pad_run" in {b.key for b in app.get("button")}
+
+
 @pytest.mark.slow
 def test_a_head_comparison_expected_to_take_long_waits_for_a_button_that_states_the_time(app, monkeypatch):
     """SmolLM2 at 512 tokens compares its 36,315 pairs of heads in ≈ 1.2 s more than the rest of Head metrics

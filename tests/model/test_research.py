@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from model.analysis.circuits import circuit, head_matrices
-from model.analysis.lens import direct_logit_attribution, logit_lens
+from model.analysis.lens import OUTPUT, direct_logit_attribution, logit_lens
 from model.analysis.patching import PATCH_KINDS, Metric, activation_patching, cache_run, patch_sweep, run_from, score
 from model.capture import capture, hook_points, leftover_hooks, run_with_cache
 from model.config import TransformerConfig
@@ -121,6 +121,19 @@ def test_the_logit_lens_of_the_last_layer_is_the_models_output(name):
     assert np.allclose(lens.top_probs[-1], probs.topk(5).values.numpy(), atol=1e-6)
     ranks = (logits > logits[:, 9:10]).sum(-1) + 1
     assert np.array_equal(lens.target_rank[-1], ranks.numpy())
+
+
+def test_the_logit_lens_follows_each_positions_own_output_in_the_same_pass():
+    """target=OUTPUT: at each position the token the model outputs there, followed down the layers (the Causes
+    page's default, one forward pass instead of two)."""
+    model = decoder()
+    lens = logit_lens(model, IDS, target=OUTPUT)
+    assert (lens.target_rank[-1] == 1).all()  # the output's own top token ranks first in the last row
+    for col in (0, 3, 6):
+        token = int(lens.top_ids[-1, col, 0])
+        alone = logit_lens(model, IDS, positions=[col], target=token)
+        assert np.array_equal(lens.target_rank[:, col], alone.target_rank[:, 0])
+        assert np.allclose(lens.target_prob[:, col], alone.target_prob[:, 0])
 
 
 def test_the_logit_lens_reads_a_post_norm_masked_language_model():

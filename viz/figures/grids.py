@@ -264,7 +264,7 @@ def heatmap_panels(
         if np.isneginf(m).any():
             fig.add_trace(
                 go.Heatmap(
-                    z=np.where(np.isneginf(m), 1.0, np.nan),
+                    z=np.where(np.isneginf(m), np.float32(1.0), np.float32(np.nan)),  # float32: half the bytes
                     x=x,
                     y=y,
                     colorscale=[[0, "#bdbdbd"], [1, "#bdbdbd"]],

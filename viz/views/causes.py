@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.lens import attribution_problem
+from model.analysis.lens import OUTPUT, attribution_problem
 from viz.figures.causes import lens_grid, rank_line, signed_grid
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import pct, token_labels
@@ -61,9 +61,8 @@ def lens_view(src: Source, theme: Theme, *, target: str = "", window: int = LENS
     n = src.obs.n_tokens
     start = max(0, min(pos - window // 2, n - window)) if not src.loaded.has_lm else max(0, n - window)
     positions = tuple(range(start, min(n, start + window)))
-    final = guesses(src, pos, 1)[0]
-    wanted = one_token(src, target) if target else final
-    lens = src.lens(positions, wanted)
+    lens = src.lens(positions, one_token(src, target) if target else OUTPUT)  # one pass, either way
+    wanted = lens.target if lens.target != OUTPUT else int(lens.top_ids[-1, positions.index(pos), 0])
     words = np.vectorize(lambda i: token_text(src, i), otypes=[object])(lens.top_ids)  # (R, P, k)
     probs = lens.top_probs
     hover = np.empty(words.shape[:2], dtype=object)
