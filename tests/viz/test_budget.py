@@ -52,6 +52,24 @@ def test_evicts_the_least_recently_used_once_the_bytes_pass_the_budget():
     assert list(cache._entries) == ["d"] and cache.nbytes == 900
 
 
+def test_the_running_total_is_the_sum_of_what_is_kept():
+    """The cache keeps its byte total as entries come and go (no sum over every entry per put): after any mix of
+    puts, replacements, discards, evictions and a clear it equals the sum of the kept entries' sizes."""
+    rng = np.random.default_rng(0)
+    cache = ByteBudgetCache(1000, sizer=lambda v: v)
+    for _ in range(2000):
+        key, action = int(rng.integers(0, 40)), rng.random()
+        if action < 0.7:
+            cache.put(key, int(rng.integers(1, 300)))  # replaces, evicts, or is too large (> 1000: never)
+        elif action < 0.95:
+            cache.discard(key)
+        else:
+            cache.get(key, lambda: 120)
+        assert cache.nbytes == sum(size for _, size in cache._entries.values()) <= 1000
+    cache.clear()
+    assert cache.nbytes == 0 and len(cache) == 0
+
+
 def test_a_value_larger_than_the_budget_is_returned_but_not_kept():
     cache = ByteBudgetCache(100, sizer=len)
     cache.get("small", lambda: b"x" * 50)

@@ -56,11 +56,11 @@ CASES = pytest.mark.parametrize(
 )
 #: (model, view) -> the text it is drawn on, where not the case's: patching every position of every layer of
 #: SmolLM2 at 72 tokens took 230 s of this test; on the indirect-object prompt its grids keep all 30 layers. Value
-#: zeroing and attribution there: 3.5 s instead of 16 s (their long labels are checked at 512 tokens on MiniLM,
-#: and SmolLM2's at 300 tokens in a page column below)
+#: zeroing and attribution there: 3.5 s instead of 16 s, the per-head mixing grid 0.5 s instead of 9.5 s (their long
+#: labels are checked at 512 tokens on MiniLM, and SmolLM2's at 300 tokens in a page column below)
 IOI = "When Mary and John went to the store, John gave a drink to"
 PATCHED = ("causes.patching", "causes.attribution_patching", "causes.paths")
-TEXTS = {("smollm2", "mixing"): IOI, ("smollm2", "mixing.compare"): IOI} | {("smollm2", k): IOI for k in PATCHED}
+TEXTS = {("smollm2", k): IOI for k in ("mixing", "mixing.compare", "mixing.heads", *PATCHED)}
 #: (model, view) -> the selection it needs to draw: patching a corrupted copy of its text (the other name)
 SELECTIONS = {
     ("smollm2", "causes.patching"): {"corrupted": IOI.replace("John gave", "Mary gave"), "kinds": ("z", "resid_pre")},
