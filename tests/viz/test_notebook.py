@@ -23,6 +23,17 @@ def test_show_returns_the_views_figure_with_its_caption_and_parts_by_name():
         show("no-such-model", TEXT)
 
 
+def opened(browser, folder, page_html: str):
+    """A standalone page saved in ``folder`` and opened in chromium: (the tab, the JavaScript errors it throws)."""
+    path = folder / "hv.html"
+    path.write_text(page_html, encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    return page, errors
+
+
 def test_the_head_view_page_keeps_a_token_from_closing_its_script():
     page = head_view("bundled", "a </script><b>x</b>", layer=0, heads=[0, 1]).html()
     assert page.count("</script>") == 1 and "fetch(" not in page and "http" not in page.split("<script")[0]
@@ -31,12 +42,7 @@ def test_the_head_view_page_keeps_a_token_from_closing_its_script():
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_the_inline_head_view_draws_and_isolates_a_hovered_token(browser, tmp_path):
-    path = tmp_path / "hv.html"
-    path.write_text(head_view("bundled", TEXT, layer=2).html(), encoding="utf-8")
-    page = browser.new_page(viewport={"width": 1200, "height": 800})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(path.as_uri())
+    page, errors = opened(browser, tmp_path, head_view("bundled", TEXT, layer=2).html())
     view = page.locator(".al-hv")
     page.wait_for_selector("canvas.al-hv-canvas")
     page.wait_for_function("document.querySelector('.al-hv').dataset.strong > 0")
@@ -115,12 +121,7 @@ def test_the_head_view_draws_every_line_the_threshold_promises_at_512_tokens(bro
     patterns = (np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)).astype(np.float32)  # (12, 512, 512)
     data = head_view_data(patterns, [f"t{i}" for i in range(512)], list(range(12)), 0.05, Theme())
     assert len(json.dumps(data)) < 2e6
-    path = tmp_path / "hv.html"
-    path.write_text(HeadView(data).html(), encoding="utf-8")
-    page = browser.new_page(viewport={"width": 1200, "height": 800})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(path.as_uri())
+    page, errors = opened(browser, tmp_path, HeadView(data).html())
     view = page.locator(".al-hv")
     page.wait_for_function("document.querySelector('.al-hv')?.dataset.lines > 0")
     assert int(view.get_attribute("data-lines")) == int((patterns >= 0.05).sum())

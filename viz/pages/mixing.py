@@ -9,7 +9,7 @@ from viz.settings import MIXING_SECTIONS
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import follow_open_page, open_clicked, section, show_view, show_views
+from viz.shell.widgets import ask_once, follow_open_page, open_clicked, section, show_view, show_views
 from viz.views.mixing import MAX_ZEROING_TOKENS, TARGET_NAMES
 
 follow_open_page()
@@ -33,22 +33,15 @@ if obs.n_tokens > MAX_ZEROING_TOKENS and part != "Sinks and head types":
 ASK_ABOVE_S = 2.0  # a measurement expected to take longer waits for the button, with its estimate
 zeroing = obs.n_tokens <= MAX_ZEROING_TOKENS
 estimate = mixing_seconds(ctx.loaded.model.cfg, obs.n_tokens, zeroing)
-asked = (ctx.spec, ctx.device, obs.text, ctx.options)
-if (
-    part != "Sinks and head types"
-    and ctx.device == "cpu"
-    and estimate > ASK_ABOVE_S
-    and st.session_state.get("_asked_mixing") != asked
-):
+if part != "Sinks and head types" and ctx.device == "cpu" and estimate > ASK_ABOVE_S:
     methods = "norm-based, ALTI" + (" and value zeroing" if zeroing else "")
-    st.info(
+    ask_once(
+        (ctx.spec, ctx.device, obs.text, ctx.options), "_asked_mixing",
         f"Measuring context mixing ({methods}) on this text takes about {estimate:.0f} s on this server's CPU "
         f"({obs.n_layers} layers × {obs.n_tokens} tokens; it grows with the square of the length), so it waits for "
-        "the button. Once measured it is kept for every page and user. *Sinks and head types* needs none of it."
-    )
-    if not st.button(f"Measure it (about {estimate:.0f} s)", key="mix_run", icon=":material/play_arrow:"):
-        st.stop()
-    st.session_state["_asked_mixing"] = asked
+        "the button. Once measured it is kept for every page and user. *Sinks and head types* needs none of it.",
+        f"Measure it (about {estimate:.0f} s)", "mix_run",
+    )  # fmt: skip
 
 if part == "Context mixing":
     cols = st.columns(2)

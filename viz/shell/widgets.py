@@ -210,3 +210,15 @@ PRESENTATION_CSS = """
 .stMainBlockContainer h2, .stMainBlockContainer h3 {font-size: 2rem !important;}
 </style>
 """
+
+
+def ask_once(asked: tuple, memo: str, message: str, label: str, key: str) -> None:
+    """Work expected to take long waits for a button that states its time: show ``message`` and the button
+    ``label`` and stop the page until it is pressed; once pressed for ``asked`` (what the work is computed on), the
+    session is not asked again for it (``memo``: the session key that remembers)."""
+    if st.session_state.get(memo) == asked:
+        return
+    st.info(message)
+    if not st.button(label, key=key, icon=":material/play_arrow:"):
+        st.stop()
+    st.session_state[memo] = asked
