@@ -48,6 +48,7 @@ def test_a_run_goes_on_from_its_live_file_exactly():
     assert [s.step for s in done.snapshots] == [s.step for s in full.snapshots]
 
 
+@pytest.mark.slow  # trains two small runs (1.5 s)
 def test_after_a_restart_stale_live_files_become_stopped_runs_or_go(tmp_path):
     live = tmp_path / f"{SPEC.key}.live.safetensors"
     live.write_bytes(crashed_at(SPEC, 50))

@@ -90,7 +90,12 @@ def test_every_page_renders(source):
 
 
 @pytest.mark.parametrize(
-    "page", [*SECTIONED, pytest.param("decoder lessons", marks=pytest.mark.slow)], ids=[*SECTIONED, "decoder"]
+    "page",
+    [  # the lessons' ten sections take 1.5 s: every tier runs them, the fast tier the other pages' sections
+        *(pytest.param(p, marks=pytest.mark.slow) if p.endswith("lessons.py") else p for p in SECTIONED),
+        pytest.param("decoder lessons", marks=pytest.mark.slow),
+    ],
+    ids=[*SECTIONED, "decoder"],
 )
 def test_every_section_renders(app, page):
     if page == "decoder lessons":  # SmolLM2: sinks, induction and GQA lessons, no masked-token head

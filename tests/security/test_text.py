@@ -117,7 +117,7 @@ def run_everything(loaded, text: str):
     return a, figs, html, csv
 
 
-FAST = {"empty", "script tag", "lone high surrogate", "emoji", "300k characters", "typed [MASK]"}
+FAST = {"empty", "script tag", "lone high surrogate", "emoji", "typed [MASK]"}  # 300k characters: 1.5 s, slow
 
 
 @pytest.mark.parametrize(
