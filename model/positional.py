@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 from torch import nn
@@ -23,6 +24,7 @@ def sinusoid_dims(d_model: int, n_positions: int = 128, count: int = 4) -> list[
 #: checkpoint trained (or saved) at 512 positions still has an encoding for every later one (model/long.py)
 SINUSOIDAL_MIN_LEN = 8192
 ROPE_FIRST_POSITIONS = 4096  # RoPE tables computed at first; they grow with the longest text read
+_GROW = threading.Lock()  # one for every table (growing is rare; a lock on the module would stop deepcopy)
 
 
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
@@ -45,13 +47,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
-        self._size = (max_len, d_model)
-        self.fill_tables()
-
-    def fill_tables(self) -> None:
-        """Compute the table (again: a model built on the meta device gets its real values here)."""
         with torch.device("cpu"):  # computed on the CPU even while a model is built on the meta device
-            self.register_buffer("table", sinusoidal_table(*self._size), persistent=False)
+            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (B, N, d_model) at positions offset … offset + N − 1 (a KV cache's newest tokens) -> (B, N, d_model)."""
@@ -115,18 +112,22 @@ class RotaryEmbedding(nn.Module):
         self.dims = dims or d_k  # partial rotary (GPT-NeoX): only the first ``dims`` of each head turn
         self.base, self.scaling = base, scaling  # a scaled RoPE (Llama 3.x, YaRN, …): model/rope_scaling.py
         self._size = (max_len, 0 if scaling is None or not scaling.by_length else min(max_len, scaling.original))
-        self.fill_tables()
+        with torch.device("cpu"):  # computed on the CPU even while a model is built on the meta device
+            cos, sin = self.table(min(ROPE_FIRST_POSITIONS, max_len), self._size[1])
+        self.register_buffer("cos", cos, persistent=False)  # (P, dims/2): the first positions' table
+        self.register_buffer("sin", sin, persistent=False)
         self._long: tuple[int, torch.Tensor, torch.Tensor] | None = None  # (length, cos, sin) of the last long text
 
-    def fill_tables(self, positions: int = ROPE_FIRST_POSITIONS) -> None:
-        """Compute cos and sin for the first ``positions`` (at most max_len; again: a model built on the meta device
-        gets its real values here). The tables grow when a longer text comes: Gemma 3's two tables for all its
-        32,768 positions would hold 64 MiB that most texts never read."""
-        device = self.cos.device if hasattr(self, "cos") and self.cos.device.type != "meta" else None
-        with torch.device("cpu"):  # computed on the CPU even while a model is built on the meta device
-            cos, sin = self.table(min(positions, self._size[0]), self._size[1])
-        self.register_buffer("cos", cos.to(device) if device else cos, persistent=False)  # (P, d_k/2)
-        self.register_buffer("sin", sin.to(device) if device else sin, persistent=False)
+    def fill_tables(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The cos and sin tables, grown to at least ``positions`` (at most max_len) if they are shorter: Gemma 3's
+        two tables for all its 32,768 positions would hold 64 MiB that most texts never read. Returns the tables
+        to use; a table is only ever replaced by a longer one (two long texts may grow it at once)."""
+        with _GROW:
+            if self.cos.size(0) < positions:
+                cos, sin = self.table(min(max(positions, 2 * self.cos.size(0)), self._size[0]), self._size[1])
+                self.register_buffer("cos", cos.to(self.cos.device), persistent=False)  # (P, dims/2)
+                self.register_buffer("sin", sin.to(self.sin.device), persistent=False)
+            return self.cos, self.sin
 
     def table(self, n_positions: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (n_positions, dims/2) of the angles a text of ``length`` tokens is read with (the scaled RoPEs
@@ -140,9 +141,9 @@ class RotaryEmbedding(nn.Module):
         n = x.size(-2)
         if offset + n > self._size[0]:
             raise ValueError(f"RoPE table holds {self._size[0]} positions; asked for {offset + n}")
-        if offset + n > self.cos.size(0):  # a longer text than any before: the tables double (or reach max_len)
-            self.fill_tables(max(2 * self.cos.size(0), offset + n))
         cos_t, sin_t = self.cos, self.sin
+        if offset + n > cos_t.size(0):  # a longer text than any before: the tables double (or reach max_len)
+            cos_t, sin_t = self.fill_tables(offset + n)
         if self.scaling is not None and self.scaling.scaled_for(offset + n):  # dynamic NTK, LongRoPE's long set
             length = offset + n
             if self._long is None or self._long[0] != length or self._long[1].device != x.device:
