@@ -247,14 +247,55 @@ def test_renderer_warms_up_once_in_the_background(obs):
     if thread is not None:  # another test may have started the server already
         thread.join(120)
         assert not thread.is_alive()
-    assert render._kaleido_started
+    assert render._renderer is not None
     assert render.warm_up_renderer() is None  # idempotent: no second thread, no second server
     svg = render.render_image(attention_heatmap(obs.patterns[0][0], obs.tokens), "svg")
     assert svg.lstrip().startswith(b"<svg")
 
 
+@needs_chromium
+@pytest.mark.slow
+def test_the_render_page_is_loaded_again_every_few_images_and_after_a_failure(obs, monkeypatch):
+    """Kaleido reloads its page after every image; ours every RELOAD_EVERY images and after a failed one, and
+    the bytes are the same whichever image of a cycle a figure is (PNG byte for byte; SVG but for plotly's random
+    element ids), also right after a failure."""
+    import re
+
+    monkeypatch.setattr(render, "RELOAD_EVERY", 3)
+    heat = attention_heatmap(obs.patterns[0][0], obs.tokens)
+    line = go.Figure(go.Scatter(x=[0, 1, 2], y=[2, 0, 1], name="a line"), layout={"title": {"text": "after"}})
+    first = render.render_image(heat, "png", scale=1)
+    kaleido = render._renderer.kaleido
+    reloads = []
+    tab_reload = type(kaleido.tabs_ready._queue[0]).reload
+
+    async def counted(tab):
+        reloads.append(kaleido.renders)
+        await tab_reload(tab)
+
+    monkeypatch.setattr(type(kaleido.tabs_ready._queue[0]), "reload", counted)
+    start = kaleido.renders
+    pngs = [render.render_image(fig, "png", scale=1) for fig in (heat, line) * 4]
+    assert kaleido.renders == start + 8
+    assert reloads == [r for r in range(start + 1, start + 9) if r % 3 == 0]  # every third image, no other
+    assert all(p == first for p in pngs[::2]) and len(set(pngs[1::2])) == 1 and pngs[1] != first
+
+    def svg(fig) -> str:  # plotly's random ids: the plot's, each colour bar's, each trace's
+        text = render.render_image(fig, "svg").decode()
+        text = text.replace(re.search(r"defs-([0-9a-f]{6})", text).group(1), "ID")
+        return re.sub(r"(cb|trace)[0-9a-f]{6}", r"\1ID", text)
+
+    heat_svg = svg(heat)
+    with pytest.raises(ValueError, match="Invalid format"):  # kaleido's own error
+        render._renderer.render(heat, {"format": "bogus", "width": 400, "height": 400})
+    assert kaleido.reload_next  # the failed image's page is loaded again before the next image
+    reloads.clear()
+    assert svg(heat) == heat_svg and reloads and not kaleido.reload_next
+    assert render.render_image(line, "png", scale=1) == pngs[1]
+
+
 def test_no_renderer_without_a_browser(monkeypatch):
     monkeypatch.setattr(render, "find_browser", lambda: None)
-    monkeypatch.setattr(render, "_kaleido_started", False)
+    monkeypatch.setattr(render, "_renderer", None)
     monkeypatch.setattr(render, "_warm_up_thread", None)
     assert render.warm_up_renderer() is None
