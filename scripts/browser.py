@@ -110,16 +110,25 @@ def chromium():
             browser.close()
 
 
+#: Streamlit's own run state on the app's root (the attribute its own browser tests read): idle when the last run
+#: has finished and nothing is running, asked to run or still drawing (a skeleton, the "Running" widget)
+IDLE_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && ['notRunning', 'compilationError'].includes(app.dataset.testScriptState)
+    && !document.querySelector('[data-testid="stStatusWidget"]')
+    && !document.querySelector('[data-testid="stSkeleton"]');
+}"""
+
+
 def wait_idle(page, timeout: float = 90_000) -> None:
-    """Wait until Streamlit has finished running the script: its status widget gone and staying gone."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
-    status = '[data-testid="stStatusWidget"]'
+    """Wait until Streamlit has finished running the script (``IDLE_JS``), and is still idle a moment later (a
+    run that calls ``st.rerun`` ends and the next starts). The short first wait lets a click's rerun be asked."""
     deadline = time.time() + timeout / 1000
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(150)
     while time.time() < deadline:
-        page.wait_for_selector(status, state="detached", timeout=timeout)
-        page.wait_for_timeout(800)
-        if page.locator(status).count() == 0 and page.locator('[data-testid="stSkeleton"]').count() == 0:
+        page.wait_for_function(IDLE_JS, timeout=max(1.0, (deadline - time.time()) * 1000), polling=50)
+        page.wait_for_timeout(200)
+        if page.evaluate(IDLE_JS):
             return
     raise TimeoutError("the app kept running")
 
