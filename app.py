@@ -6,10 +6,13 @@ import sys
 import streamlit as st
 
 st.set_page_config(page_title="Attention Lab", page_icon="assets/icon.png", layout="wide")
-_charts = None
-if "torch" not in sys.modules or "_preloaded" not in st.session_state:  # a session's first run: the browser fetches
-    st.session_state["_preloaded"] = True  # its chart code while torch and the model load (or the page is built)
-    _charts = st.empty()
+# One slot at the top on every run, filled on a session's first run only: the browser fetches its chart code while
+# torch and the model load (or the page is built). Were the slot there on the first run only, every element after it
+# would move one place on the next run and be drawn anew: the button just pressed would lose the keyboard.
+_charts = st.empty()
+_preloading = "torch" not in sys.modules or "_preloaded" not in st.session_state
+if _preloading:
+    st.session_state["_preloaded"] = True
     _charts.plotly_chart({"data": [{"type": "scatter", "x": [], "y": []}], "layout": {"height": 10}}, key="_preload")
 
 from viz.shell.boot import import_once  # noqa: E402
@@ -28,7 +31,7 @@ from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable  # noqa: E
 from viz.views import ViewUnavailableError  # noqa: E402
 from viz.views.finite import model_notice  # noqa: E402
 
-if _charts is not None:
+if _preloading:
     _charts.empty()
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
 

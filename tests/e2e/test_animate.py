@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from scripts.browser import open_page, wait_idle
+from scripts.browser import open_page, start_at, wait_idle
 from tests.e2e.test_interaction import click_at, marker_point
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -24,8 +24,8 @@ def step_shown(page) -> int:
     return int(text.split()[1])
 
 
-def test_a_click_on_the_block_diagram_opens_the_attention_map(server, page):
-    open_page(page, server, "block", "The block")
+def test_a_click_on_the_block_diagram_opens_the_attention_map(server, tab):
+    page = start_at(tab, server, "block", "The block")
     chart = page.locator(".js-plotly-plot").first
     titles = [t.text_content() for t in chart.locator(".gtitle").all()]
     assert titles and "one block of 4" in titles[0], titles
@@ -38,15 +38,15 @@ def test_a_click_on_the_block_diagram_opens_the_attention_map(server, page):
     page.get_by_role("heading", name="Attention map").first.wait_for(timeout=30_000)
 
 
-def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
-    open_page(page, server, "animate", "Step through a head")
+def test_the_animation_plays_pauses_steps_and_exports(server, tab, tmp_path):
+    page = start_at(tab, server, "animate", "Step through a head", "anim_seconds=0.5")  # a link's speed
     assert step_shown(page) == 1
     first = frame_title(page)
     assert first.startswith("Step 1/12"), first
     page.get_by_role("button", name="Play").click()
     seen = {first}
-    for _ in range(30):  # 2 s per step by default: within ~12 s the frame has moved on twice on its own
-        page.wait_for_timeout(500)
+    for _ in range(40):  # 0.5 s per step: within ~8 s the frame has moved on twice on its own
+        page.wait_for_timeout(200)
         try:
             seen.add(frame_title(page))
         except Exception:  # the chart is being replaced
@@ -57,8 +57,8 @@ def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
     page.get_by_role("button", name="Pause").click()
     wait_idle(page)
     paused = step_shown(page)
-    page.wait_for_timeout(4500)
-    assert step_shown(page) == paused  # paused: nothing moves
+    page.wait_for_timeout(1500)
+    assert step_shown(page) == paused  # paused: three steps' time, and nothing moves
     page.get_by_role("button", name="Next").click()
     wait_idle(page)
     assert step_shown(page) == min(paused + 1, 12)
@@ -85,10 +85,11 @@ def test_the_animation_plays_pauses_steps_and_exports(server, page, tmp_path):
             assert Image.open(path).n_frames == 12
 
 
-def test_play_pause_keeps_the_keyboard_and_answers_its_shortcuts(server, page):
+def test_play_pause_keeps_the_keyboard_and_answers_its_shortcuts(server, tab):
     """Enter on Play starts it and the keyboard stays on the button (now Pause), so Enter again pauses; K plays and
-    pauses from anywhere on the page, L and J step on and back."""
-    open_page(page, server, "animate", "Step through a head")
+    pauses from anywhere on the page, L and J step on and back. The session starts on a link to the page: its first
+    press is its first rerun, where the page once moved every element one place (and the button lost the keyboard)."""
+    page = start_at(tab, server, "animate", "Step through a head")
     focused = "() => document.activeElement && document.activeElement.innerText || ''"
     page.get_by_role("button", name=re.compile("^Play")).focus()
     page.keyboard.press("Enter")
@@ -113,8 +114,8 @@ def test_play_pause_keeps_the_keyboard_and_answers_its_shortcuts(server, page):
     page.get_by_role("button", name=re.compile("^Play")).wait_for(timeout=15_000)
 
 
-def test_a_claim_on_start_here_opens_its_view(server, page):
-    open_page(page, server, "start", "Start here")
+def test_a_claim_on_start_here_opens_its_view(server, tab):
+    page = start_at(tab, server, "start", "Start here")
     page.get_by_role("button", name=re.compile(r"^5\. The pre-norm block")).click()
     page.get_by_role("heading", name="The block").first.wait_for(timeout=30_000)
     wait_idle(page)
