@@ -36,6 +36,18 @@ def open_tab(browser, url: str, width: int = 1400, height: int = 1100):
 
 
 @pytest.fixture
+def tab(server, browser):
+    """A fresh tab with nothing open yet, for a test that starts on a link (``scripts.browser.start_at``) rather
+    than on the default page; the test fails if a page threw a JavaScript error."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    assert not errors, errors
+    page.close()
+
+
+@pytest.fixture
 def page(server, browser):
     """A fresh tab on the app, opened and idle; the test fails if the page threw a JavaScript error."""
     page, errors = open_tab(browser, server)

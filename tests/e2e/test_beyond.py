@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from scripts.browser import open_page, wait_idle
+from scripts.browser import start_at, wait_idle
 from tests.e2e.test_decoder import no_errors
 from tests.e2e.test_interaction import click_at, marker_point
 
@@ -19,8 +19,8 @@ def titles(page) -> list[str]:
     return [t.text_content() for t in page.locator("svg .gtitle").all()]
 
 
-def test_a_sink_cell_opens_its_head_and_the_sink_can_be_taken_away(server, page):
-    open_page(page, server, "mixing", "Beyond the weights")
+def test_a_sink_cell_opens_its_head_and_the_sink_can_be_taken_away(server, tab):
+    page = start_at(tab, server, "mixing", "Beyond the weights")
     no_errors(page, "context mixing")
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
     page.get_by_role("radio", name="Sinks and head types", exact=True).first.click()
@@ -43,8 +43,8 @@ def test_a_sink_cell_opens_its_head_and_the_sink_can_be_taken_away(server, page)
     assert page.get_by_text("A view, not what the model computes").count() == 1
 
 
-def test_a_corpus_run_can_be_cancelled_then_run_and_explored(server, page, profiles):
-    open_page(page, server, "corpus", "Corpus profiles")
+def test_a_corpus_run_can_be_cancelled_then_run_and_explored(server, tab, profiles):
+    page = start_at(tab, server, "corpus", "Corpus profiles")
     box = page.get_by_label("Documents (at most)")
     box.fill("1000")
     box.press("Enter")

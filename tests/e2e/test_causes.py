@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.browser import open_page, run_if_asked, wait_idle
+from scripts.browser import run_if_asked, start_at, wait_idle
 from tests.e2e.test_interaction import click_at, marker_point
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -27,8 +27,8 @@ def open_layer_1_head_2(page) -> None:
     assert titles[0].startswith("Layer 1, head 2"), titles
 
 
-def test_patching_a_template_and_opening_a_clicked_head(server, page):
-    open_page(page, server, "causes", "Causes")
+def test_patching_a_template_and_opening_a_clicked_head(server, tab):
+    page = start_at(tab, server, "causes", "Causes")
     page.get_by_role("radio", name="Patching", exact=True).first.click()
     wait_idle(page)
     page.get_by_role("button", name="Use it").click()
@@ -49,10 +49,10 @@ def test_patching_a_template_and_opening_a_clicked_head(server, page):
     page.screenshot(path="/tmp/causes_circuit.png", full_page=True)
 
 
-def test_attribution_patching_beside_real_patching_and_a_path_patched_head_opens(server, page):
+def test_attribution_patching_beside_real_patching_and_a_path_patched_head_opens(server, tab):
     """Issue 49: the estimate's grids, its scatter against real patching (with r in the caption), and path
     patching's grid, whose cells open their head like activation patching's."""
-    open_page(page, server, "causes", "Causes")
+    page = start_at(tab, server, "causes", "Causes")
     page.get_by_role("radio", name="Patching", exact=True).first.click()
     wait_idle(page)
     page.get_by_role("button", name="Use it").click()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
-from scripts.browser import open_page, type_text, wait_idle
+from scripts.browser import open_page, start_at, type_text, wait_idle
 from viz.export.band import png_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -43,10 +44,11 @@ def click_at(page, point: dict) -> None:
 
 
 @pytest.fixture
-def app_page(page):
-    type_text(page, SENTENCE)
-    SENTENCE_TOKENS[:] = strip_tokens(page)
-    return page
+def app_page(server, tab):
+    """A tab on the default page with SENTENCE as its text (a link's ``text`` setting)."""
+    start_at(tab, server, "", "Attention map", urlencode({"text": SENTENCE}))
+    SENTENCE_TOKENS[:] = strip_tokens(tab)
+    return tab
 
 
 def test_a_click_on_an_overview_thumbnail_opens_that_head(server, app_page):

@@ -21,7 +21,8 @@ def frame_title(page) -> str:
     return next(t for t in titles(page) if " at step " in t and t.startswith("L"))
 
 
-def test_train_scrub_pick_a_head_export_and_share(server, page, browser, tmp_path):
+def test_train_scrub_pick_a_head_export_and_share(server, tab, browser, tmp_path):
+    page = tab
     page.goto(f"{server}/learn?{QUERY}")
     wait_idle(page)
     page.get_by_role("button", name="Train").click()

@@ -62,7 +62,8 @@ def test_a_long_read_can_be_cancelled_and_started_again(server, page):
     no_errors(page, "the read after a cancel")
 
 
-def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(server, page):
+def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(server, tab):
+    page = tab
     lesson = "lesson_section=Needle+in+a+haystack&needle_lengths=512,1024&needle_depths=0,100"
     page.goto(f"{server}/lessons?model_kind=smollm2&{lesson}")  # a link to the lesson, as a lecturer shares it
     wait_idle(page)

@@ -20,7 +20,8 @@ def titles(page) -> list[str]:
     return [t.text_content() for t in page.locator(".js-plotly-plot svg .gtitle").all()]
 
 
-def test_a_decoder_shows_its_cross_attention_and_the_stack_switches(runs, page, server):
+def test_a_decoder_shows_its_cross_attention_and_the_stack_switches(runs, tab, server):
+    page = tab
     write(train(SPEC), runs)
     page.goto(f"{server}/?model_kind=trained&trained_run={SPEC.key}&trained_source=07mar1994&text=1994-03-07")
     wait_idle(page)

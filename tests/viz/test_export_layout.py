@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import pytest
 
 from model.io.catalog import ModelSpec
-from scripts.browser import is_tick, outside, overlaps, text_boxes, text_group
+from scripts.svg_boxes import is_tick, outside, overlaps, text_boxes, text_group
 from tests.viz.seq2seq import CROSS_VIEWS, RELATIVE_VIEWS, decoder_source
 from viz.export.render import render_image
 from viz.figures import Theme
@@ -256,7 +256,7 @@ def test_side_by_side_panels_keep_their_labels_off_each_other_in_a_screen_column
     from model.observe import Options
     from model.profile.corpus import bundled_documents
     from model.profile.run import run_profile
-    from scripts.browser import data_boxes, over_data
+    from scripts.svg_boxes import data_boxes, over_data
     from viz.figures.common import set_export_width
 
     long = " ".join([DECODER[1]] * 5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from model.io.catalog import ModelSpec
-from scripts.browser import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
+from scripts.svg_boxes import data_boxes, is_tick, outside, over_data, overlaps, text_boxes, text_group
 from tests.hf_fixtures import FIXTURES
 from tests.viz.seq2seq import CROSS_VIEWS, RELATIVE_VIEWS, decoder_source
 from viz.export.render import render_view
