@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -14,8 +16,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 # AppTest runs app.py inside pytest: no background image renderer there (tests/e2e's real server keeps it)
 os.environ.setdefault("ATTENTION_LAB_WARM_RENDERER", "0")
-# runs of "Watch it learn" go to a folder of this test session (never the checkout's ./runs)
-os.environ.setdefault("ATTENTION_LAB_RUNS", tempfile.mkdtemp(prefix="attention-lab-runs-"))
+# runs of "Watch it learn" go to a folder of this test session (never the checkout's ./runs), removed at its end
+if "ATTENTION_LAB_RUNS" not in os.environ:
+    os.environ["ATTENTION_LAB_RUNS"] = tempfile.mkdtemp(prefix="attention-lab-runs-")
+    atexit.register(shutil.rmtree, os.environ["ATTENTION_LAB_RUNS"], ignore_errors=True)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
