@@ -7,6 +7,7 @@ the command line. Prints a Markdown table (bench/RESULTS.md, "The lecture").
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,8 +30,10 @@ def browser(runs: str) -> dict:
         wait_idle(page)
         t0 = time.perf_counter()
         page.get_by_role("button", name="Build the lecture").click()
-        page.get_by_text("18 figures · 21 slides").wait_for(timeout=300_000)
+        listed = page.get_by_text(re.compile(r"^\d+ figures · \d+ slides")).first
+        listed.wait_for(timeout=300_000)
         built = time.perf_counter() - t0
+        print("the deck:", listed.text_content(), flush=True)
         t0 = time.perf_counter()
         page.get_by_role("button", name="Build PowerPoint (.pptx)").click()
         page.get_by_role("button", name="Download").first.wait_for(timeout=300_000)

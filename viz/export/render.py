@@ -1,8 +1,9 @@
 """Static images (PNG, SVG) through kaleido and the system's Chromium, with one render server per process.
 
 Kaleido reloads its page (plotly.js, 3.5 MB of script) after every image: 0.13 s of a 0.15 s heatmap. Our server
-reloads it every ``RELOAD_EVERY`` images and after a failed one: the same bytes (PNG identical, SVG but for plotly's
-random element ids), five times faster, and what a page keeps between images is still bounded."""
+reloads it every ``RELOAD_EVERY`` images and after a failed one: the same images (PNG byte for byte, SVG but for
+plotly's random element ids and the order of a redrawn legend box's attributes), two to five times faster, and
+what a page keeps between images is still bounded."""
 
 from __future__ import annotations
 
