@@ -25,13 +25,15 @@ def server(profiles, runs):
         yield url
 
 
-def open_tab(browser, url: str, width: int = 1400, height: int = 1100):
-    """A fresh tab on the app, opened and idle, and the list its JavaScript errors are collected in."""
+def open_tab(browser, url: str | None, width: int = 1400, height: int = 1100):
+    """A fresh tab, opened on the app and idle (``url`` None: nothing opened yet), and the list its JavaScript
+    errors are collected in."""
     page = browser.new_page(viewport={"width": width, "height": height})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(url)
-    wait_idle(page)
+    if url is not None:
+        page.goto(url)
+        wait_idle(page)
     return page, errors
 
 
@@ -39,9 +41,7 @@ def open_tab(browser, url: str, width: int = 1400, height: int = 1100):
 def tab(server, browser):
     """A fresh tab with nothing open yet, for a test that starts on a link (``scripts.browser.start_at``) rather
     than on the default page; the test fails if a page threw a JavaScript error."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page, errors = open_tab(browser, None)
     yield page
     assert not errors, errors
     page.close()
