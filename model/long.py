@@ -1,10 +1,11 @@
 """Long inputs, up to a model's whole context (SmolLM2: 8,192 tokens), in memory that grows linearly with length.
 
-One forward pass runs attention in the fused kernel (no N × N matrix) and keeps each layer's q and k; any head's
+One forward pass (model/whole.py) runs attention in the fused kernel (no N × N matrix) and keeps each layer's q and
+k, layer by layer; any head's
 weights are then computed from them when a page shows them (model/analysis/streaming.py), a block of query rows at
 a time. SmolLM2 at 8,192 tokens: its patterns would take 30 × 9 × 8,192² × 4 B = 72 GB; its q and k take 0.75 GB.
 
-    long = observe_long(model, tokenizer, text)     # q, k, the final hidden states
+    long = observe_long(model, tokenizer, text)     # model.whole: q, k, the final hidden states
     long.summarise(progress)                         # every head: grid, metrics, logsumexp (one pass, streamed)
     long.grid(3, 1)                                  # (B, B) block means of L3H1, ≤ 160 cells a side
     long.weights(3, 1, rows=(100, 140), cols=(0, 200))  # exact weights in a window
@@ -13,7 +14,6 @@ a time. SmolLM2 at 8,192 tokens: its patterns would take 30 × 9 × 8,192² × 4
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,63 +38,25 @@ from model.analysis.streaming import (
     visible_cells,
     weights,
 )
-from model.intervene import hooks
-from model.io.tokenizer import Tokenizer
-from model.observe import LONG_FROM, Options
-from model.text import encode_text
-from model.transformer import Transformer
+from model.observe import LONG_FROM
 
 #: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
 GRID_CELLS = 160
 SAMPLED_ROWS = 16  # rows per head kept for head similarity (as model.analysis.similarity compares 16 rows)
 Progress = Callable[[int, int], None]
 
-__all__ = ["GRID_CELLS", "LONG_FROM", "Cancelled", "LongObservation", "capture_qk", "observe_long"]
-
-
-def capture_qk(
-    model: Transformer,
-    ids: torch.Tensor,
-    *,
-    causal: bool | None = None,
-    scale: bool = True,
-    positions: bool = True,
-    progress: Progress | None = None,
-    cancel: Callable[[], bool] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One fused forward pass of ids (1, N) keeping q (L, H, N, d_k) and k (L, H_kv, N, d_k), float32 on the CPU,
-    and the final hidden states (N, d_model). ``progress(layers done, L)`` after every layer; ``cancel()`` true
-    stops the pass (raises Cancelled)."""
-    cfg = model.cfg
-    n = ids.shape[1]
-    q = np.empty((cfg.n_layers, cfg.n_heads, n, cfg.d_k), dtype=np.float32)
-    k = np.empty((cfg.n_layers, cfg.kv_heads, n, cfg.d_k), dtype=np.float32)
-
-    def keep(into: np.ndarray):
-        def hook(t: torch.Tensor, where) -> None:
-            into[where.layer] = t[0].detach().to("cpu", torch.float32).numpy()  # (H, N, d_k): one copy, no stack
-
-        return hook
-
-    def step(_t: torch.Tensor, where) -> None:
-        if progress is not None:
-            progress(where.layer + 1, cfg.n_layers)
-        if cancel is not None and cancel():
-            raise Cancelled
-
-    plan = [(lambda name: name.endswith("attn.hook_q"), keep(q)), (lambda name: name.endswith("attn.hook_k"), keep(k))]
-    plan.append((lambda name: name.startswith("blocks.") and name.endswith(".hook_resid_post"), step))
-    dev = next(model.parameters()).device
-    with torch.no_grad(), hooks(model, plan):
-        hidden = model(ids.to(dev), causal=causal, scale=scale, positions=positions, fused=True)
-    return q, k, hidden[0].detach().to("cpu", torch.float32).numpy()
+__all__ = ["GRID_CELLS", "LONG_FROM", "Cancelled", "LongObservation", "long_metrics", "long_similarity"]
 
 
 @dataclass
 class LongObservation:
     """A long text's attention: q and k of every layer, each head's summary once streamed (thread-safe: pages read
     while the summary fills in). Shapes as in :class:`model.observe.Observation`: q (L, H, N, d_k), k (L, H_kv, N,
-    d_k); grids (B, B) with B = ceil(N / width) ≤ GRID_CELLS."""
+    d_k); grids (B, B) with B = ceil(N / width) ≤ GRID_CELLS.
+
+    Filled layer by layer when made by :func:`prepare_long` and :func:`read_long`: ``ready`` layers hold their q
+    and k (a page can draw them while the pass goes on), ``hidden`` is empty and ``complete`` false until the
+    pass is over."""
 
     tokens: list[str]
     ids: list[int]
@@ -108,6 +70,7 @@ class LongObservation:
     rules: tuple[Rule, ...]  # per layer
     forward_ms: float
     notices: list[str] = field(default_factory=list)
+    ready: int | None = None  # layers whose q and k are written (None: every layer)
     width: int = 1  # tokens per grid cell
     summaries: list[LayerSummary | None] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -117,6 +80,7 @@ class LongObservation:
 
     def __post_init__(self) -> None:
         self.width = grid_width(self.n_tokens, GRID_CELLS)
+        self.ready = self.n_layers if self.ready is None else self.ready
         self.summaries = [None] * self.n_layers
         self._layer_locks = [threading.Lock() for _ in range(self.n_layers)]
         words = word_ids(self.text, self.offsets, self.special)
@@ -127,6 +91,15 @@ class LongObservation:
         ordinary = np.flatnonzero(~self.special) if (~self.special).any() else np.arange(self.n_tokens)
         picks = np.linspace(0, len(ordinary) - 1, min(SAMPLED_ROWS, len(ordinary))).round().astype(int)
         self.sample_rows = ordinary[np.unique(picks)]
+
+    @property
+    def complete(self) -> bool:
+        """Whether the forward pass is over: every layer's q and k and the final hidden states are here."""
+        return self.ready == self.n_layers and len(self.hidden) == self.n_tokens
+
+    def _need(self, layer: int) -> None:
+        if layer >= self.ready:
+            raise ValueError(f"layer {layer} is not read yet ({self.ready} of {self.n_layers} layers so far)")
 
     @property
     def n_layers(self) -> int:
@@ -160,6 +133,7 @@ class LongObservation:
     # ---- the summary: every head streamed once -------------------------------------------------------------------
     def summary(self, layer: int, cancel: Callable[[], bool] | None = None) -> LayerSummary:
         """Layer ``layer``'s summary, streamed now unless it already was (once, whoever asks first)."""
+        self._need(layer)
         with self._layer_locks[layer]:
             if self.summaries[layer] is None:
                 self.summaries[layer] = summarise_layer(
@@ -203,6 +177,7 @@ class LongObservation:
         with self._lock:
             found = self._peaks.get((layer, head, how))
         if found is None:
+            self._need(layer)
             kv = head // self.kv_group
             found = head_grid(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width, how)
             with self._lock:
@@ -236,12 +211,14 @@ class LongObservation:
     # ---- exact values on demand ----------------------------------------------------------------------------------
     def weights(self, layer: int, head: int | None, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
         """Exact weights of query rows [a, b) on keys [c, d): (R, C) for one head, (H, R, C) for every head."""
+        self._need(layer)
         out = weights(self.q[layer], self.k[layer], self.rules[layer], rows, cols)
         return out if head is None else out[head]
 
     def scores(self, layer: int, head: int, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
         """(R, C) exact scaled scores q·k of rows [a, b) and keys [c, d), −inf where the mask blocks."""
         (a, b), (c, d) = rows, cols
+        self._need(layer)
         q = torch.from_numpy(np.ascontiguousarray(self.q[layer, head : head + 1, a:b]))  # (1, R, d_k)
         kv = head // self.kv_group
         k = torch.from_numpy(np.ascontiguousarray(self.k[layer, kv : kv + 1, c:d]))  # (1, C, d_k)
@@ -271,41 +248,6 @@ class LongObservation:
         spans = [rule.keys(query, query + 1, n) for rule in self.rules]  # the keys the query sees, per layer
         lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
         return Found(score.astype(np.float32), column, 1.0 / (hi - lo) if lo <= key < hi else 0.0, 1)
-
-
-def observe_long(
-    model: Transformer,
-    tokenizer: Tokenizer,
-    text: str,
-    options: Options | None = None,
-    progress: Progress | None = None,
-    cancel: Callable[[], bool] | None = None,
-    max_len: int | None = None,
-) -> LongObservation:
-    """Read the whole text (up to the model's own limit, or ``max_len`` tokens) with one fused forward pass on the
-    model's device. ``options.max_len`` (the patterns pages keep) does not apply here."""
-    cfg, options = model.cfg, options or Options()
-    if cfg.not_read_whole:  # the pages read its first tokens exactly instead (model/observe.py says so)
-        raise ValueError(f"reading a text whole does not carry {cfg.not_read_whole} yet")
-    enc, notices = encode_text(tokenizer, text, min(max_len or cfg.max_seq_len, cfg.max_seq_len))
-    if bad := [i for i in enc.ids if i >= cfg.vocab_size]:
-        raise ValueError(f"token ids {bad[:5]} are outside the model's vocabulary of {cfg.vocab_size}")
-    causal = bool(cfg.causal if options.causal is None else options.causal)
-    began = time.perf_counter()
-    q, k, hidden = capture_qk(
-        model, torch.tensor([enc.ids]), causal=options.causal, scale=options.scale, positions=options.positions,
-        progress=progress, cancel=cancel,
-    )  # fmt: skip
-    factor = (cfg.attn_scale or cfg.d_k**-0.5) if options.scale else 1.0
-    rules = tuple(
-        Rule(causal, cfg.sliding_window if cfg.is_sliding(i) else 0, factor, cfg.attn_softcap)
-        for i in range(cfg.n_layers)
-    )
-    return LongObservation(
-        tokens=list(enc.tokens), ids=list(enc.ids), offsets=[tuple(o) for o in enc.offsets],
-        special=np.array(enc.special, dtype=bool), text=enc.text, q=q, k=k, hidden=hidden, causal=causal,
-        rules=rules, forward_ms=(time.perf_counter() - began) * 1000, notices=notices,
-    )  # fmt: skip
 
 
 def long_metrics(long: LongObservation) -> dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """Long texts in a real browser: a text longer than 512 tokens is read whole (progress, then the whole-text map), a
-window shows exact weights, a long read can be cancelled and started again; the needle lesson runs its haystacks,
-a click on a retrieval head opens it, and a haystack put in the text box shows that head fetching the answer."""
+window shows exact weights, a long read draws its first layer while it reads the others and can be cancelled and
+started again; the needle lesson runs its haystacks, a click on a retrieval head opens it, and a haystack put in the
+text box shows that head fetching the answer."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     assert page.locator(".js-plotly-plot").count() >= 2
 
 
-def test_a_long_read_can_be_cancelled_and_started_again(server, page):
+def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_started_again(server, page):
     page.get_by_label("Model source").click()
     page.get_by_role("option", name=SMOLLM).click()
     wait_idle(page)
@@ -55,6 +56,10 @@ def test_a_long_read_can_be_cancelled_and_started_again(server, page):
     area.fill(" ".join(["Every student reads the long text and asks a question about it."] * 330))
     area.press("Control+Enter")
     page.get_by_text("Reading the whole text: layer").first.wait_for(timeout=60_000)  # the progress bar
+    wait_title(page, "Layer 0, head 0 — attention weights, all", timeout=60_000)  # layer 0, before the pass is over
+    bar = page.get_by_text("Reading the whole text: layer").first.text_content()
+    done, total = map(int, bar.split("layer ")[1].split(" ·")[0].split(" of "))
+    assert 1 <= done < total == 30, bar
     page.get_by_role("button", name="Cancel").click()
     page.get_by_text("Reading the whole text was cancelled.").wait_for(timeout=60_000)
     page.get_by_role("button", name="Read the whole text again").click()

@@ -174,8 +174,8 @@ def test_the_decoder_writes_a_target_greedily_with_its_cache(name):
 def test_a_long_text_of_a_relative_position_model_is_read_exactly_not_whole():
     """The whole-text reader keeps q and k only: it would leave T5's bias out of every pattern, so the pages read the
     first 512 tokens exactly and say so."""
-    from model.long import observe_long
     from model.observe import observe
+    from model.whole import observe_long
 
     encoder = open_stack(load_checkpoint(FIXTURES / "t5"), "encoder")
     text = " ".join(["The animal didn't cross the street because it was too tired."] * 60)

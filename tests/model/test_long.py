@@ -15,8 +15,9 @@ from model.analysis.sinks import sink_shares
 from model.analysis.streaming import Rule
 from model.capture import run_with_cache
 from model.config import TransformerConfig
-from model.long import Cancelled, LongObservation, capture_qk
+from model.long import Cancelled, LongObservation
 from model.transformer import Transformer
+from model.whole import capture_qk
 
 TOL = 1e-6
 
@@ -225,3 +226,35 @@ def test_capture_reports_progress_and_cancels_between_layers():
     from model.capture import leftover_hooks
 
     assert leftover_hooks(model) == 0
+
+
+def test_a_text_read_layer_by_layer_offers_each_layer_as_soon_as_it_is_read():
+    """prepare_long makes the arrays (nothing read), read_long fills them: at each layer's report that layer's q and
+    k are final and its weights can be drawn, the next layers are refused, and the pass is complete only at the end."""
+    from model.io.catalog import ModelSpec, load
+    from model.whole import observe_long, prepare_long, read_long
+
+    loaded = load(ModelSpec("bundled"))
+    text = " ".join(["The animal did not cross the street because it was too tired."] * 16)
+    whole = observe_long(loaded.model, loaded.tokenizer, text)
+    long = prepare_long(loaded.model, loaded.tokenizer, text)
+    assert (long.ready, long.complete, long.n_tokens) == (0, False, whole.n_tokens)
+    with pytest.raises(ValueError, match="layer 0 is not read yet"):
+        long.summary(0)
+    seen = []
+
+    def check(done: int, total: int) -> None:
+        seen.append((long.ready, long.complete))
+        span = (0, long.n_tokens)
+        np.testing.assert_allclose(long.weights(done - 1, 1, span, span), whole.weights(done - 1, 1, span, span),
+                                   atol=1e-6)  # fmt: skip
+        if done < total:
+            with pytest.raises(ValueError, match=f"layer {done} is not read yet"):
+                long.weights(done, 0, (0, 4), (0, 4))
+
+    read_long(long, loaded.model, progress=check)
+    layers = loaded.model.cfg.n_layers
+    assert seen == [(i, False) for i in range(1, layers + 1)]
+    assert long.complete and long.forward_ms > 0 and long.hidden.shape == whole.hidden.shape
+    np.testing.assert_array_equal(long.q, whole.q)
+    np.testing.assert_array_equal(long.hidden, whole.hidden)

@@ -83,7 +83,7 @@ def test_a_learned_sink_is_its_own_column_and_rows_are_not_renormalised(src):
 
 
 def test_a_long_text_on_a_sink_model_keeps_its_first_tokens_exactly(src):
-    from model.long import observe_long
+    from model.whole import observe_long
 
     loaded = src["gpt_oss"].loaded
     with pytest.raises(ValueError, match="does not carry learned attention sinks"):

@@ -24,7 +24,7 @@ ctx = page_context()
 obs = ctx.obs
 whole = reads_whole(ctx)
 st.title("Attention map", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
-long = long_observation(ctx) if whole else None
+long = long_observation(ctx, layer=int(st.session_state["layer"])) if whole else None  # once its layer is read
 st.page_link(
     "viz/pages/start.py",
     label="New here? Start here: what rows, columns and colours mean",

@@ -17,7 +17,7 @@ ctx = page_context()
 obs = ctx.obs
 whole = reads_whole(ctx)
 st.title("Head view", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
-long = long_observation(ctx) if whole else None
+long = long_observation(ctx, layer=int(st.session_state["layer"])) if whole else None  # once its layer is read
 st.caption(
     "Query tokens on the left, key tokens on the right; the stronger the weight, the more opaque the line. "
     "Hover a token to see only its lines (left: where it looks, right: who looks at it); click it to put it in "

@@ -12,7 +12,8 @@ import time
 
 import streamlit as st
 
-from model.long import LONG_FROM, LongObservation, observe_long
+from model.long import LONG_FROM, LongObservation
+from model.whole import prepare_long, read_long
 from viz.shell import jobs
 from viz.shell.cache import CACHE
 from viz.shell.context import PageContext
@@ -39,6 +40,8 @@ def whole_status(ctx: PageContext) -> str | None:
     long = CACHE.peek(_key(ctx)) if reads_whole(ctx) else None
     if long is None:
         return None
+    if not long.complete:
+        return f"whole text: {long.n_tokens:,} tokens · still being read (its pages show how far)"
     measured = f"{long.summarised} of {long.n_layers} layers measured" if long.summarised < long.n_layers else ""
     return (
         f"whole text: {long.n_tokens:,} tokens · fused forward {long.forward_ms / 1000:.1f} s · q and k "
@@ -58,9 +61,14 @@ def _start(ctx: PageContext) -> jobs.Job:
 
     def work(job: jobs.Job) -> None:
         job.report(0, model.cfg.n_layers, READ)
-        long = observe_long(model, loaded.tokenizer, text, options, lambda done, total: job.report(done, total),
-                            job.stop.is_set)  # fmt: skip
-        _keep(key, long)
+        long = prepare_long(model, loaded.tokenizer, text, options)
+        _keep(key, long)  # in the cache from the start: a page draws each layer as soon as it is read
+        try:
+            read_long(long, model, options, lambda done, total: job.report(done, total), job.stop.is_set)
+        except BaseException:
+            CACHE.discard(key)  # half read: nobody may take it for the whole text
+            raise
+        _keep(key, long)  # sized again with its final hidden states
         job.report(0, long.n_layers, SUMMARY)
         long.summarise(lambda done, total: job.report(done, total), job.stop.is_set)
         _keep(key, long)  # sized again with its summaries
@@ -77,13 +85,27 @@ def _keep(key: tuple, long: LongObservation) -> None:
         )
 
 
-def long_observation(ctx: PageContext, *, summary: bool = False) -> LongObservation:
-    """This text read whole, once it is ready (``summary``: every head measured too). Until then the page shows
-    the run's progress with a Cancel button and stops here; the run starts on the first visit."""
+def _ready(found: LongObservation | None, summary: bool, layer: int | None) -> bool:
+    """Whether what a page needs of the text read whole is there: ``layer``'s q and k (the rest may still be read),
+    else the whole pass, and with ``summary`` every head measured too."""
+    if found is None:
+        return False
+    if summary:
+        return found.complete and found.summarised == found.n_layers
+    return found.complete if layer is None else found.ready > layer
+
+
+def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | None = None) -> LongObservation:
+    """This text read whole, once what the page needs of it is ready: ``layer``'s q and k (a page that shows one
+    layer draws it while the pass reads the next ones), else the whole pass (``summary``: every head measured
+    too). Until then the page shows the run's progress with a Cancel button and stops here; the run starts on
+    the first visit."""
     key = _key(ctx)
     found = CACHE.peek(key)
-    if found is not None and (not summary or found.summarised == found.n_layers):
+    if _ready(found, summary, layer):
         ctx.source.read_whole(found, key)
+        if not found.complete:  # this layer is drawn while the pass reads the later ones: its progress, Cancel
+            _reading(key)
         return found
     job = jobs.job_for(key)
     if job is not None and job.finished:
@@ -101,18 +123,24 @@ def long_observation(ctx: PageContext, *, summary: bool = False) -> LongObservat
         job = None
     if job is None or job.finished:
         job = _start(ctx)
-    _progress(key, summary)
+    _progress(key, summary, layer)
     st.stop()
     raise AssertionError  # st.stop() does not return
 
 
 @st.fragment(run_every=1.0)
-def _progress(key: tuple, summary: bool) -> None:
+def _progress(key: tuple, summary: bool, layer: int | None) -> None:
     """Redrawn every second while the run goes on (other users and pages are not blocked); the page reruns once
     what it needs is ready."""
     job = jobs.job_for(key)
-    ready = CACHE.peek(key) is not None and not summary
-    progress_of(job, "layer", ready)
+    progress_of(job, "layer", _ready(CACHE.peek(key), summary, layer))
+
+
+@st.fragment(run_every=1.0)
+def _reading(key: tuple) -> None:
+    """The rest of the pass, under a layer drawn before it is over; the page reruns once the pass is."""
+    found = CACHE.peek(key)
+    progress_of(jobs.job_for(key), "layer", found is None or found.complete)
 
 
 def progress_of(job: jobs.Job | None, unit: str, ready: bool = False) -> None:

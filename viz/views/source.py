@@ -27,9 +27,10 @@ from model.experiments import Prediction, induction_run, masked_predictions, pad
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
-from model.long import LONG_FROM, LongObservation, long_metrics, long_similarity, observe_long
+from model.long import LONG_FROM, LongObservation, long_metrics, long_similarity
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
 from model.profile.store import read_profile
+from model.whole import observe_long
 
 
 @dataclass
