@@ -32,6 +32,38 @@ manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.sca
 from model.config import TransformerConfig  # noqa: E402
 from model.transformer import Transformer  # noqa: E402
 
+#: the test files that take longest on the 2-core box, longest first (each file's tests summed from
+#: `scripts/test.sh --durations=0`, 2026-12-04). They are collected first, so that the two workers of
+#: scripts/test.sh (pytest-xdist, a file at a time) start on them rather than end on one while the other idles.
+LONGEST_FIRST = (
+    "tests/viz/test_export_layout.py",
+    "tests/e2e/test_long.py",
+    "tests/test_docs_code.py",
+    "tests/e2e/test_browser.py",
+    "tests/app/test_causes.py",
+    "tests/e2e/test_animate.py",
+    "tests/e2e/test_decoder.py",
+    "tests/e2e/test_interaction.py",
+    "tests/app/test_deck.py",
+    "tests/viz/test_slide_layout.py",
+    "tests/e2e/test_beyond.py",
+    "tests/e2e/test_learn.py",
+    "tests/e2e/test_encdec.py",
+    "tests/e2e/test_own_model.py",
+    "tests/e2e/test_class.py",
+    "tests/app/test_pages.py",
+    "tests/e2e/test_margins.py",
+    "tests/e2e/test_post_upload.py",
+    "tests/e2e/test_causes.py",
+    "tests/app/test_hostile_links.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (LONGEST_FIRST), every other file after them in its usual order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # a stable sort
+
 
 @pytest.fixture
 def tiny_cfg() -> TransformerConfig:
