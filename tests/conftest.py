@@ -33,8 +33,8 @@ from model.config import TransformerConfig  # noqa: E402
 from model.transformer import Transformer  # noqa: E402
 
 #: the test files that take longest on the 2-core box, longest first (each file's tests summed from
-#: `scripts/test.sh --durations=0`, 2026-12-04). They are collected first, so that the two workers of
-#: scripts/test.sh (pytest-xdist, a file at a time) start on them rather than end on one while the other idles.
+#: `scripts/test.sh --durations=0`, 2026-12-04). They are collected first, so that the workers of scripts/test.sh
+#: (pytest-xdist, a file at a time) start on them rather than end on one while the others idle.
 LONGEST_FIRST = (
     "tests/viz/test_export_layout.py",
     "tests/e2e/test_long.py",

@@ -73,6 +73,14 @@ SELECTIONS = {
 SOURCES: dict[tuple[str, str], DirectSource] = {}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _let_go():
+    """The sources (two SmolLM2s, MiniLM at 512 tokens and their analyses) are let go with this file: the worker
+    that ran it goes on to other files (scripts/test.sh runs three workers)."""
+    yield
+    SOURCES.clear()
+
+
 def source(case: tuple[str, str], key: str = "") -> DirectSource:
     """The source a view of a case is drawn from (its own text where TEXTS names one), one per text for every
     theme and test: its analyses are computed once."""
