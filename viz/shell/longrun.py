@@ -101,13 +101,15 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
     too). Until then the page shows the run's progress with a Cancel button and stops here; the run starts on
     the first visit."""
     key = _key(ctx)
-    found = CACHE.peek(key)
+    found, job = CACHE.peek(key), jobs.job_for(key)
+    if found is not None and not found.complete and (job is None or job.finished):
+        CACHE.discard(key)  # half read with no pass going on (a failed pass takes its own away): never drawn
+        found = None
     if _ready(found, summary, layer):
         ctx.source.read_whole(found, key)
         if not found.complete:  # this layer is drawn while the pass reads the later ones: its progress, Cancel
             _reading(key)
         return found
-    job = jobs.job_for(key)
     if job is not None and job.finished:
         if job.error:
             st.error(f"Reading the whole text failed: {job.error}")
