@@ -108,7 +108,7 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
     if _ready(found, summary, layer):
         ctx.source.read_whole(found, key)
         if not found.complete:  # this layer is drawn while the pass reads the later ones: its progress, Cancel
-            _reading(key)
+            _progress(key, False, None)
         return found
     if job is not None and job.finished:
         if job.error:
@@ -136,13 +136,6 @@ def _progress(key: tuple, summary: bool, layer: int | None) -> None:
     what it needs is ready."""
     job = jobs.job_for(key)
     progress_of(job, "layer", _ready(CACHE.peek(key), summary, layer))
-
-
-@st.fragment(run_every=1.0)
-def _reading(key: tuple) -> None:
-    """The rest of the pass, under a layer drawn before it is over; the page reruns once the pass is."""
-    found = CACHE.peek(key)
-    progress_of(jobs.job_for(key), "layer", found is None or found.complete)
 
 
 def progress_of(job: jobs.Job | None, unit: str, ready: bool = False) -> None:
