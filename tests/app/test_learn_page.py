@@ -180,7 +180,7 @@ def test_a_training_run_is_rewritten_for_other_replicas_as_it_goes(runs, monkeyp
     from model.learn.store import from_bytes
 
     monkeypatch.setattr(training, "LIVE_EVERY", 0.0)
-    monkeypatch.setattr(training, "LIVE_SHARE", 1.0)  # a rewrite as soon as the last one's time has passed
+    monkeypatch.setattr(training, "LIVE_SHARE", float("inf"))  # no pause after a rewrite: one for every snapshot
     spec = spec_of_small()
     seen: list[int] = []
     original = training.Shown.update
@@ -193,7 +193,8 @@ def test_a_training_run_is_rewritten_for_other_replicas_as_it_goes(runs, monkeyp
 
     monkeypatch.setattr(training.Shown, "update", update)
     wait_for(training.start_training(spec))
-    assert seen and seen[0] < 100 and sorted(seen) == seen and len(set(seen)) > 2  # rewritten as it went
+    # rewritten as it went: at each new snapshot (steps 0, 40, 80 and 100), read after steps 1, 40, 80 and 100
+    assert sorted(seen) == seen and sorted(set(seen)) == [1, 40, 80, 100], sorted(set(seen))
     assert sorted(p.name for p in runs.iterdir()) == [f"{spec.key}.safetensors"]  # the live file is gone
 
 
