@@ -55,6 +55,7 @@ def test_the_animation_plays_pauses_steps_and_exports(server, tab, tmp_path):
             break
     assert len(seen) >= 3, seen
     page.get_by_role("button", name="Pause").click()
+    page.get_by_role("button", name="Play").wait_for(timeout=30_000)  # the pause has been run (not only asked)
     wait_idle(page)
     paused = step_shown(page)
     page.wait_for_timeout(1500)
