@@ -22,6 +22,11 @@ if "ATTENTION_LAB_RUNS" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["ATTENTION_LAB_RUNS"], ignore_errors=True)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# plain `pytest` runs the fast tier on two pytest-xdist workers and scripts/test.sh every tier on three
+# (pyproject.toml): a worker, and every server it starts, runs torch on one thread; two threads per worker on 2 cores
+# fight over them (the fast tier took 93 s instead of 30)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(int(os.environ.setdefault("OMP_NUM_THREADS", "1")))
 
 from streamlit.components.v2 import manifest_scanner  # noqa: E402
 
