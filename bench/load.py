@@ -304,7 +304,8 @@ def main(argv: list[str] | None = None) -> str:
                 row = (
                     f"| {model} | {tokens} | {n} | {len(r['times'])} | {statistics.median(times):.2f} | "
                     f"{p95(times):.2f} | {times[-1]:.2f} | {statistics.median(openings):.2f} / {p95(openings):.2f} | "
-                    f"{statistics.median(first):.2f} / {p95(first):.2f} | {p95(after):.2f} | {len(r['errors'])} | {len(r['mixed'])} | {rss:.0f} |"
+                    f"{statistics.median(first):.2f} / {p95(first):.2f} | {p95(after):.2f} | {len(r['errors'])} | "
+                    f"{len(r['mixed'])} | {rss:.0f} |"
                     + (f" {r['bomb']:.2f} |" if "bomb" in r else " – |" if bomb is not None else "")
                 )
                 lines.append(row)
