@@ -202,8 +202,7 @@ async def bomber(url: str, bomb: Path | None, results: dict, delay: float = 1.0)
 
 
 def tally() -> dict:
-    """What a class's sessions report: every action's time, the openings' (the whole run, and to the first chart),
-    the errors and the sessions that saw another's text."""
+    """What a class's sessions report: action times, openings' (whole, to the first chart), errors, mix-ups."""
     return {"times": [], "openings": [], "first_charts": [], "errors": [], "mixed": []}
 
 
