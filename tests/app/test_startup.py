@@ -12,8 +12,26 @@ from tests.app.conftest import new_app
 from viz.shell import boot
 
 
+class FakeGC:
+    """What import_once asks of the garbage collector, recorded instead of done to the test process."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def freeze(self) -> None:
+        self.calls.append(("freeze",))
+
+    def get_threshold(self) -> tuple[int, int, int]:
+        return (700, 10, 10)
+
+    def set_threshold(self, *values: int) -> None:
+        self.calls.append(("set_threshold", *values))
+
+
 def test_the_heavy_imports_run_once_and_one_session_at_a_time(monkeypatch):
     calls, inside, most = [], [0], [0]
+    fake_gc = FakeGC()
+    monkeypatch.setattr(boot, "gc", fake_gc)
     lock = threading.Lock()
 
     def slow_import(name):
@@ -39,6 +57,8 @@ def test_the_heavy_imports_run_once_and_one_session_at_a_time(monkeypatch):
     for t in threads:
         t.join()
     assert most[0] == 1 and calls == [*boot.HEAVY, *boot.APP]  # once, in order, never two at a time
+    # the collector is set once, after the imports: their objects frozen, the youngest generation's threshold raised
+    assert fake_gc.calls == [("freeze",), ("set_threshold", boot.YOUNG_THRESHOLD, 10, 10)]
 
 
 @pytest.mark.slow
