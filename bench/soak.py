@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> str:
         obs = services.get_observation(spec, "cpu", text, Options(), loaded)
         src = CachedSource(spec, loaded, obs, Options(), False, "cpu")
         for key, selection in (("attention", (("layer", 0), ("head", 0))), ("overview", ())):
-            services._cached_views(spec, "cpu", text, Options(), False, Theme(), key, selection, src)
+            whole = False  # the first tokens, as the pages draw them
+            services._cached_views(spec, "cpu", text, Options(), False, whole, Theme(), key, selection, src)
         if n % 100 == 0 or n == args.texts:
             row = (
                 f"| {n} | {time.perf_counter() - t0:.0f} | {rss_mb():.0f} | {CACHE.nbytes / 2**20:.0f} | "
