@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,8 +29,7 @@ def measure(texts: int, model: str, default: bool) -> str:
     from viz.shell import boot
 
     if default:  # import_once leaves the collector alone
-        boot.gc = type("KeepGC", (), {"freeze": staticmethod(lambda: None), "get_threshold": gc.get_threshold,
-                                      "set_threshold": staticmethod(lambda *a: None)})  # fmt: skip
+        boot.gc = SimpleNamespace(freeze=lambda: None, get_threshold=gc.get_threshold, set_threshold=lambda *a: None)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["model_kind"] = model
     at.run()  # the teacher's run: imports, the model loaded (not counted)
