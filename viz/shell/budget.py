@@ -78,8 +78,13 @@ def size_of(obj: Any, seen: set[int] | None = None, depth: int = 0) -> int:
         return 56 + sum(size_of(v, seen, depth + 1) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return 64 + sum(size_of(getattr(obj, f.name, None), seen, depth + 1) for f in dataclasses.fields(obj))
+    plotly = sys.modules.get("plotly.basedatatypes")
+    if plotly is not None and isinstance(obj, plotly.BaseFigure):  # its data and layout as the plain containers
+        # it keeps (to_plotly_json would copy them and base64-encode every array first)
+        held = {"data": obj._data, "layout": obj._layout, "frames": [f._props for f in obj._frame_objs]}
+        return size_of(held, seen, depth + 1)
     plotly_json = getattr(obj, "to_plotly_json", None)
-    if callable(plotly_json):  # a plotly figure: its data and layout as plain containers
+    if callable(plotly_json):  # another plotly object: its properties as plain containers
         return size_of(plotly_json(), seen, depth + 1)
     attrs = getattr(obj, "__dict__", None)
     if isinstance(attrs, dict):
