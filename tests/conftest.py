@@ -34,6 +34,12 @@ from streamlit.components.v2 import manifest_scanner  # noqa: E402
 # with ~900 packages installed; the app registers its components in code and ships none): scanned once per session
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
+from viz.figures import layout as figure_layout  # noqa: E402
+
+# every figure a test builds is validated by plotly at each layout edit (a misspelt property fails); the app stores
+# the edits as given, and tests/viz/test_views.py checks that every view makes the same JSON both ways
+figure_layout.STRICT = True
+
 from model.config import TransformerConfig  # noqa: E402
 from model.transformer import Transformer  # noqa: E402
 

@@ -77,3 +77,21 @@ def test_shapes_annotations_and_their_update():
     same(theirs, ours)
     assert [a.text for a in ours.layout.annotations] == ["left", "right", "here"]
     assert len(ours.layout.shapes) == 2
+
+
+def test_unvalidated_edits_store_what_plotly_would(monkeypatch):
+    """The app's edits skip plotly's validators (STRICT off): None still removes a property, a colour scale
+    named by plotly.py is spelt out for plotly.js, an empty list of shapes is no change."""
+    from viz.figures import layout
+
+    def edited() -> go.Figure:
+        fig = relayout(heatmap(), coloraxis={"colorscale": "RdBu_r", "cmin": 0, "cmax": 1}, title={"text": "t"})
+        add_shapes(fig)
+        return relayout(fig, coloraxis={"cmax": None}, title={"subtitle": {"text": None}})
+
+    strict = edited()
+    monkeypatch.setattr(layout, "STRICT", False)
+    fast = edited()
+    same(strict, fast)
+    assert "cmax" not in fast.to_plotly_json()["layout"]["coloraxis"]
+    assert fast.layout.coloraxis.colorscale[0] == (0.0, "rgb(5,48,97)")

@@ -146,19 +146,52 @@ def spec_of(view) -> str:
 
 
 def test_every_view_builds_with_its_defaults_and_names_are_unique(
-    src, decoder_src, seq2seq_src, moe_src, relative_srcs
+    src, decoder_src, seq2seq_src, moe_src, relative_srcs, monkeypatch
 ):
     """Each view builds on the bundled encoder or, when it is for decoders only, on a tiny decoder (cross-attention:
-    an encoder–decoder's; experts: a mixture of experts; position inside the scores: DeBERTa, MPNet)."""
+    an encoder–decoder's; experts: a mixture of experts; position inside the scores: DeBERTa, MPNet). The app
+    stores layout edits without plotly's validators (viz/figures/layout.py), the tests validate them at every
+    edit: each view makes the same JSON both ways."""
+    from viz.figures import layout
+
     names = []
     for key in REGISTRY:
-        views = next((v for s in (src, decoder_src, seq2seq_src, moe_src, *relative_srcs) if (v := built(key, s))), [])
+        drawn_on, views = next(
+            ((s, v) for s in (src, decoder_src, seq2seq_src, moe_src, *relative_srcs) if (v := built(key, s))),
+            (None, []),
+        )
         assert views, key
+        monkeypatch.setattr(layout, "STRICT", False)
+        assert [spec_of(v) for v in built(key, drawn_on)] == [spec_of(v) for v in views], key
+        monkeypatch.setattr(layout, "STRICT", True)
         for v in views:
             assert v.title and v.name and len(v.name) <= MAX_NAME, key
             assert {t.type for t in v.figure.data} <= TRACE_TYPES, key  # offline HTML can draw it
             names.append(v.name)
     assert len(names) == len(set(names))
+
+
+@pytest.mark.slow
+def test_every_slide_is_the_same_with_the_apps_unvalidated_layout_edits(
+    src, decoder_src, seq2seq_src, moe_src, relative_srcs, monkeypatch
+):
+    """The app stores layout edits without plotly's validators (viz/figures/layout.py), the tests validate them
+    at every edit: a slide makes the same JSON both ways (the screen's figures: the test above)."""
+    from viz.figures import layout
+
+    def slides(views) -> list[str]:
+        return [json.dumps(v.slide().to_plotly_json(), sort_keys=True, default=str) for v in views]
+
+    compared = 0
+    for key in REGISTRY:
+        for s in (src, decoder_src, seq2seq_src, moe_src, *relative_srcs):
+            if strict := slides(built(key, s)):
+                monkeypatch.setattr(layout, "STRICT", False)
+                assert slides(built(key, s)) == strict, key
+                monkeypatch.setattr(layout, "STRICT", True)
+                compared += len(strict)
+                break
+    assert compared > 80
 
 
 @pytest.mark.parametrize("key", list(REGISTRY))

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import plotly.graph_objects as go
 
-from viz.figures.layout import relayout
+from viz.figures.layout import held, relayout, update_trace
 
 TAGS = re.compile(r"<[^>]+>")
 BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -157,7 +157,7 @@ def prefit(fig: go.Figure) -> go.Figure:
     are left to automargin: their gaps are sized for the margins it gives. Flat labels on the bottom
     edge that would crowd a narrow plot, with no angle set, are turned upright here, where they are measured,
     instead of by the browser."""
-    layout = fig.layout.to_plotly_json()
+    layout = held(fig)
     if any(re.fullmatch(r"[xy]axis\d+", k) for k in layout):  # panels: their gaps are sized with automargin's
         return fig  # margins (viz/figures/grids.py), left to it
     base = _get(layout, "font", "size", default=12)
@@ -200,7 +200,7 @@ def prefit(fig: go.Figure) -> go.Figure:
         if isinstance(owner, str):
             axes[owner] = {"colorbar": {"x": 1.0, "xanchor": "left", "xpad": bar.get("xpad", BAR_PAD)}}
         else:
-            owner.colorbar.update(x=1.0, xanchor="left", xpad=bar.get("xpad", BAR_PAD))
+            update_trace(owner, {"colorbar": {"x": 1.0, "xanchor": "left", "xpad": bar.get("xpad", BAR_PAD)}})
     title = layout.get("title") or {}
     if title.get("text") and title.get("automargin"):  # the title reserves its own room above the pushes
         size = _get(title, "font", "size", default=base * 1.4)

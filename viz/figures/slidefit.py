@@ -8,7 +8,7 @@ import re
 
 import plotly.graph_objects as go
 
-from viz.figures.layout import relayout
+from viz.figures.layout import held, relayout
 from viz.figures.text import CHAR_EM, slide_plot_px, thinned
 
 
@@ -21,7 +21,7 @@ def fit_slide_axes(fig: go.Figure, theme) -> go.Figure:
     """Thin or cap every axis's tick labels to the length the slide gives it (its domain's share of the plot
     area :func:`slide_plot_px` estimates): at most one label per 1.3 font sizes across, or per label's width
     along a flat axis of numbers."""
-    layout = fig.layout.to_plotly_json()
+    layout = held(fig)
     names = [k for k in layout if re.fullmatch(r"[xy]axis\d*", k)]
     xs = [v for k in names if k[0] == "x" for v in (_ticks(layout[k], "ticktext") or _ticks(layout[k]) or [])]
     ys = [v for k in names if k[0] == "y" for v in (_ticks(layout[k], "ticktext") or _ticks(layout[k]) or [])]
