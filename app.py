@@ -20,7 +20,7 @@ from viz.shell.boot import import_once  # noqa: E402
 import_once()  # the heavy imports, once per process, one session at a time (two at once broke pandas' import)
 
 from model.memory import keep_freed_memory  # noqa: E402
-from viz.export.render import warm_up_renderer  # noqa: E402
+from viz.export.render import note_activity, warm_up_renderer  # noqa: E402
 from viz.shell import prepare  # noqa: E402
 from viz.shell.claims import claim_note, place_claim_focus  # noqa: E402
 from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
@@ -31,6 +31,7 @@ from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable  # noqa: E
 from viz.views import ViewUnavailableError  # noqa: E402
 from viz.views.finite import model_notice  # noqa: E402
 
+note_activity()  # a run starts: the image renderer's warm-up waits for a quiet moment
 if _preloading:
     _charts.empty()
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
@@ -120,5 +121,7 @@ if link_note:
     st.caption(link_note)
 export_section(page.title, page.url_path)
 if os.environ.get("ATTENTION_LAB_WARM_RENDERER", "1") != "0":
-    # once per process, in the background, once the first page is up: the first PNG/SVG download is then quick
-    warm_up_renderer(delay=10.0)
+    # once per process, in the background, once the first page is up and no run has started or ended for 5 s
+    # (a class opening the app together does not share the cores with a starting browser): downloads are quick
+    note_activity()
+    warm_up_renderer(delay=10.0, quiet=5.0)

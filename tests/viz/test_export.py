@@ -299,3 +299,23 @@ def test_no_renderer_without_a_browser(monkeypatch):
     monkeypatch.setattr(render, "_renderer", None)
     monkeypatch.setattr(render, "_warm_up_thread", None)
     assert render.warm_up_renderer() is None
+
+
+def test_the_renderer_warms_up_only_after_the_runs_go_quiet(monkeypatch):
+    """The background start waits until no script run has started or ended for ``quiet`` seconds: a class
+    opening the app together does not share the server's cores with a browser starting."""
+    import time
+
+    started = []
+    monkeypatch.setattr(render, "image_export_available", lambda: True)
+    monkeypatch.setattr(render, "_renderer", None)
+    monkeypatch.setattr(render, "_warm_up_thread", None)
+    monkeypatch.setattr(render, "_start_renderer_locked", lambda: started.append(time.monotonic()))
+    thread = render.warm_up_renderer(delay=0.0, quiet=0.4)
+    for _ in range(4):  # runs keep starting and ending for about a second
+        time.sleep(0.25)
+        assert not started
+        render.note_activity()
+    last = time.monotonic()
+    thread.join(5)
+    assert started and started[0] - last >= 0.35

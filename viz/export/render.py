@@ -26,6 +26,7 @@ RENDER_TIMEOUT = 90.0  # seconds for one image (kaleido's own default)
 _kaleido_lock = threading.Lock()
 _renderer: _Renderer | None = None
 _warm_up_thread: threading.Thread | None = None
+_last_activity = 0.0  # time.monotonic() of the last script run's start or end (note_activity)
 
 
 def find_browser() -> str | None:
@@ -99,17 +100,28 @@ def _start_renderer_locked() -> None:
         _renderer = _Renderer()
 
 
-def warm_up_renderer(delay: float = 0.0) -> threading.Thread | None:
-    """Start the render server on a background thread after ``delay`` seconds, so that the first PNG/SVG
-    download does not wait for a browser to start (seconds) — and, with a delay, so that starting a browser
-    does not slow the first page down. Idempotent; None when it runs or is starting, or no browser exists.
-    A failure here is only logged: the next download starts the server itself and reports the error."""
+def note_activity() -> None:
+    """A script run starts or ends now (app.py, on every run): the renderer's warm-up waits for a quiet moment."""
+    global _last_activity
+    _last_activity = time.monotonic()
+
+
+def warm_up_renderer(delay: float = 0.0, quiet: float = 0.0) -> threading.Thread | None:
+    """Start the render server on a background thread after ``delay`` seconds, once no script run has started
+    or ended for ``quiet`` seconds (:func:`note_activity`), so that the first PNG/SVG download does not wait for
+    a browser to start (seconds) — and so that starting one (a second of a core) does not slow pages down:
+    a class that opens the app together would otherwise share the server's cores with it. Idempotent; None when
+    it runs or is starting, or no browser exists. A failure here is only logged: the next download starts the
+    server itself and reports the error."""
     global _warm_up_thread
     if _renderer is not None or _warm_up_thread is not None or not image_export_available():
         return None
+    note_activity()
 
     def start() -> None:
         time.sleep(delay)
+        while (idle := time.monotonic() - _last_activity) < quiet:
+            time.sleep(quiet - idle)
         try:
             with _kaleido_lock:
                 _start_renderer_locked()
