@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.figures.layout import relayout
+from viz.figures.layout import held, prop, relayout
 from viz.figures.margins import prefit
 from viz.figures.slidefit import fit_slide_axes
 from viz.figures.text import (
@@ -64,11 +64,12 @@ def check_labels(name: str, labels, n: int) -> list[str]:
 def title_block_px(fig: go.Figure, theme: Theme) -> int:
     """Height of the title and subtitle as plotly lays them out: the top pad, the title line, and the
     subtitle's lines below a gap of about one subtitle line."""
-    title = fig.layout.title
-    lines = 1 + title.text.count("<br>") if title.text else 0
-    pad = title.pad.t or 10
-    block = pad + (1.3 * (title.font.size or theme.sizes.title) if lines == 1 else 0) if title.text else 10
-    sub = title.subtitle.text if title.subtitle else None
+    text = prop(fig, "title", "text")
+    lines = 1 + text.count("<br>") if text else 0
+    pad = prop(fig, "title", "pad", "t") or 10
+    size = prop(fig, "title", "font", "size", default=theme.sizes.title)
+    block = pad + (1.3 * size if lines == 1 else 0) if text else 10
+    sub = prop(fig, "title", "subtitle", "text")
     if sub:
         block += 1.3 * theme.sizes.axis_title * (sub.count("<br>") + 2)
     return int(block)
@@ -152,7 +153,7 @@ def style(
         layout["height"] = height
     if theme.box:
         layout["width"] = width
-    if fig.layout.yaxis.title.text:  # room for a y title beside numeric ticks (automargin only adds to it)
+    if prop(fig, "yaxis", "title", "text"):  # room for a y title beside numeric ticks (automargin only adds to it)
         layout["margin"]["l"] = int(1.6 * sizes.axis_title + 5 * CHAR_EM * sizes.tick + 16)
     if above:
         layout["meta"] = {**_meta(fig), "above": above}
@@ -166,7 +167,8 @@ def style(
 
 def _meta(fig: go.Figure) -> dict:
     """Layout hints this module keeps in ``layout.meta``: "above" (subplot-title lines), "width" (export px)."""
-    return dict(fig.layout.meta) if isinstance(fig.layout.meta, dict) else {}
+    meta = prop(fig, "meta")
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def set_export_width(fig: go.Figure, width: int) -> go.Figure:
@@ -191,8 +193,8 @@ def reserve_top(fig: go.Figure, theme: Theme) -> None:
     """Room between the title block and the plot for lines of subplot titles (annotations do not push
     margins by themselves)."""
     above = _meta(fig).get("above", 0)
-    if above or fig.layout.title.subtitle.text:  # plotly's title automargin leaves the subtitle out
-        top_ticks = 1.6 * theme.sizes.tick if fig.layout.xaxis.side == "top" else 0  # labels above the plot
+    if above or prop(fig, "title", "subtitle", "text"):  # plotly's title automargin leaves the subtitle out
+        top_ticks = 1.6 * theme.sizes.tick if prop(fig, "xaxis", "side") == "top" else 0  # labels above the plot
         margin = title_block_px(fig, theme) + int(1.4 * theme.sizes.axis_title * above + top_ticks) + 8
         relayout(fig, margin={"t": margin})
 
@@ -213,8 +215,8 @@ def export_size(fig: go.Figure, size: str = "screen") -> tuple[int, int]:
         raise ValueError(f"size must be one of {', '.join(EXPORT_SIZES)}")
     if EXPORT_SIZES[size] is not None:
         return EXPORT_SIZES[size]
-    height = int(fig.layout.height or 600)
-    return int(fig.layout.width or _meta(fig).get("width") or _screen_width(height)), height
+    height = int(prop(fig, "height") or 600)
+    return int(prop(fig, "width") or _meta(fig).get("width") or _screen_width(height)), height
 
 
 def plotly_config(filename: str, *, scale: int = 3, size: str = "screen") -> dict:
@@ -285,10 +287,10 @@ def label_named(fig: go.Figure, tokens: set[str]) -> go.Figure:
     if not tokens:
         return fig
     changes = {}
-    for name in fig.layout.to_plotly_json():
-        if not (name.startswith(("xaxis", "yaxis")) and fig.layout[name].tickvals is not None):
+    for name, axis in held(fig).items():
+        if not (name.startswith(("xaxis", "yaxis")) and axis.get("tickvals") is not None):
             continue
-        axis, letter = fig.layout[name], name[0]
+        letter = name[0]
         ref = letter + name[5:]  # "xaxis2" -> "x2"
         labels: list[str] = []
         for trace in fig.data:
@@ -297,7 +299,7 @@ def label_named(fig: go.Figure, tokens: set[str]) -> go.Figure:
             if bound and values is not None and len(values) and isinstance(values[0], str):
                 labels = list(values)
                 break
-        shown = list(axis.tickvals)
+        shown = list(axis["tickvals"])
         if not labels or len(shown) >= len(labels):
             continue
         kept = keep_shown(shown, labels, tokens)

@@ -30,6 +30,7 @@ __all__ = [
     "add_shapes",
     "figure",
     "held",
+    "prop",
     "relayout",
     "subplots",
     "update_annotations",
@@ -114,6 +115,17 @@ def held(fig: go.Figure) -> dict[str, Any]:
     """The figure's layout as the plain dict plotly keeps, to read (``fig.layout.to_plotly_json()`` without the
     deep copy of everything it holds; never change it in place)."""
     return fig.layout._props
+
+
+def prop(fig: go.Figure, *path: str, default: Any = None) -> Any:
+    """A layout property read from the dict the figure keeps: ``prop(fig, "title", "text")`` is
+    ``fig.layout.title.text`` without building plotly's property objects on the way (``default`` when unset)."""
+    value: Any = held(fig)
+    for key in path:
+        if not isinstance(value, dict):
+            return default
+        value = value.get(key)
+    return default if value is None else value
 
 
 def _apply(fig: go.Figure, changes: dict[str, Any], layout: dict[str, Any]) -> go.Figure:

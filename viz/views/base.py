@@ -40,6 +40,7 @@ from model.long import LongObservation
 from model.observe import Observation, Options
 from model.profile.store import Profile
 from viz.figures.common import DEFAULT_THEME, Theme, label_named, safe_filename
+from viz.figures.layout import prop
 from viz.views.finite import check_selection, checked_caption, mark_figure
 
 MAX_NAME = 140
@@ -230,8 +231,8 @@ def build(key: str, src: Source, theme: Theme, /, **selection: Any) -> list[View
     name = export_name(src, theme, key, full, room=max((len(p) + 1 for p in figures if p), default=0))
     views = []
     for part, (fig, caption) in figures.items():
-        title = html.unescape((fig.layout.title.text or key).replace("<br>", " ")).removesuffix(" (block means)")
-        title = BLOCK_MEANS.sub("", title)
+        title = html.unescape(prop(fig, "title", "text", default=key).replace("<br>", " "))
+        title = BLOCK_MEANS.sub("", title.removesuffix(" (block means)"))
 
         def restyle(other: Theme, part=part) -> go.Figure:
             fig = _parts(spec.build(src, other, **full))[part][0]
