@@ -284,6 +284,11 @@ class Transformer(nn.Module):
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 
+    def block_inputs(self, n: int) -> dict[str, torch.Tensor | tuple | None]:
+        """What :meth:`forward` gives every block of an n-token text besides the stream and its mask — the relative
+        bias (T5, MPNet) and DeBERTa's relative embeddings — for analyses that run blocks themselves."""
+        return {"bias": self.position_bias(n), "rel": self.rel_pos(n) if self.rel_pos is not None else None}
+
     def position_bias(self, n: int, offset: int = 0) -> torch.Tensor | None:
         """The relative-position bias (1, H, N, offset + N) every layer's self-attention adds to its scores, for N
         queries from position ``offset``; None without one (``cfg.relative_bias``)."""

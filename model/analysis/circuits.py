@@ -115,7 +115,7 @@ def effective_embedding(model: Transformer, ids: Sequence[int] | torch.Tensor) -
     with torch.no_grad():
         x = model.hook_embed(model.embed(ids.to(device)[:, None]))  # (S, 1, d_model): each token at position 0
         masks = model.build_masks(1, None, model.cfg.causal, device)
-        x = model.blocks[0](x, mask=masks[0], layer=0)[:, 0]  # (S, d_model)
+        x = model.blocks[0](x, mask=masks[0], layer=0, **model.block_inputs(1))[:, 0]  # (S, d_model)
     return _unit(x.double().cpu(), _centres(model))
 
 

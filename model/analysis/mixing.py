@@ -146,10 +146,12 @@ def _value_zeroing(model: Transformer, layer: int, x: torch.Tensor, original: to
     n = x.size(0)
     out = torch.empty(n, n, dtype=torch.float64)
     reference = original.to("cpu", torch.float64)[None]  # (1, N, d)
+    inputs = model.block_inputs(n)  # the relative bias (T5, MPNet): without it the block is not the one that ran
     for start in range(0, n, ZERO_BATCH):
         js = torch.arange(start, min(n, start + ZERO_BATCH))
         with _zero_values(model, layer, js):
-            changed = model.blocks[layer](x[None].expand(len(js), -1, -1), mask=mask, layer=layer)  # (J, N, d)
+            many = x[None].expand(len(js), -1, -1)  # (J, N, d)
+            changed = model.blocks[layer](many, mask=mask, layer=layer, **inputs)  # (J, N, d)
         cos = F.cosine_similarity(changed.to("cpu", torch.float64), reference, dim=-1)  # (J, N)
         out[:, js] = (1 - cos).T  # (N, J)
     out = out.clamp_min(0)
