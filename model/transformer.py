@@ -284,10 +284,13 @@ class Transformer(nn.Module):
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 
-    def block_inputs(self, n: int) -> dict[str, torch.Tensor | tuple | None]:
-        """What :meth:`forward` gives every block of an n-token text besides the stream and its mask — the relative
-        bias (T5, MPNet) and DeBERTa's relative embeddings — for analyses that run blocks themselves."""
-        return {"bias": self.position_bias(n), "rel": self.rel_pos(n) if self.rel_pos is not None else None}
+    def block_inputs(self, n: int, offset: int = 0) -> dict[str, torch.Tensor | tuple | None]:
+        """What :meth:`forward` gives every block of n tokens from position ``offset`` besides the stream and its
+        mask — the relative bias (T5, MPNet) and DeBERTa's relative embeddings (offset 0 only) — for analyses that
+        run blocks themselves."""
+        if offset and self.rel_pos is not None:
+            raise ValueError("DeBERTa's relative embeddings are for a whole text (offset 0)")
+        return {"bias": self.position_bias(n, offset), "rel": self.rel_pos(n) if self.rel_pos is not None else None}
 
     def position_bias(self, n: int, offset: int = 0) -> torch.Tensor | None:
         """The relative-position bias (1, H, N, offset + N) every layer's self-attention adds to its scores, for N

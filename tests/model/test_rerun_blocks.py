@@ -5,6 +5,7 @@ plain run scores 1.74, and every patched cell was measured against the wrong mod
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -46,3 +47,29 @@ def test_an_unpatched_run_from_any_layer_scores_what_the_plain_run_scores(folder
     for layer in range(model.cfg.n_layers):
         start = kept[hook_name("resid_pre", layer)]
         assert float(run_from(model, start, layer, metric, None, "", 1)[0]) == pytest.approx(plain, abs=1e-4)
+
+
+#: causal families: a plain decoder, sliding windows and a soft cap, sinks, experts, one reading an encoder (a bias)
+CAUSAL = ["llama", "gemma2", "gpt_oss", "qwen3_moe", "mistral", "../hf_encdec/t5"]
+
+
+@pytest.mark.parametrize("folder", CAUSAL)
+@pytest.mark.parametrize("position", [-1, 5])
+def test_a_causal_models_patched_runs_from_the_patched_position_match_the_whole_runs(folder, position, monkeypatch):
+    """Patching a causal model: each run starts at the first position its batch patches, the receiving run's keys
+    and values standing in for the positions before it. Every cell matches the runs over the whole text (the metric
+    at the last position, or at an earlier one, where later patches change nothing)."""
+    from model.analysis import patching
+
+    model, ids = loaded(folder)
+    corrupted = [*ids[:3], ids[4], *ids[4:]]
+    metric = Metric(answer=ids[2], foil=ids[3], position=position)
+    assert patching.reuses_prefix(model)
+    donor = cache_run(model, ids)
+    whole = patching.patch_sweep(model, cache_run(model, corrupted), donor, metric)
+    monkeypatch.setattr(patching, "MAX_BATCH", 3)  # batches of three positions: several starting points
+    reused = patching.patch_sweep(model, cache_run(model, corrupted, keys=True), donor, metric)
+    for kind in patching.PATCH_KINDS:
+        np.testing.assert_allclose(reused[kind], whole[kind], atol=2e-4, rtol=1e-4, err_msg=kind)
+    if position == 5:  # two tokens after the corruption, inside every window: the patches change the metric
+        assert np.ptp(whole["resid_pre"]) > 1e-3
