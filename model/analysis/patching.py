@@ -277,7 +277,13 @@ def ids_key(batch: torch.Tensor) -> tuple:
     return tuple(tuple(int(t) for t in row) for row in batch.tolist())
 
 
-def patching_passes(n_layers: int, n_tokens: int, n_heads: int, kinds: Sequence[str]) -> float:
-    """How many full forward passes of one prompt a sweep costs (for an estimate before it runs)."""
+def patching_passes(n_layers: int, n_tokens: int, n_heads: int, kinds: Sequence[str], prefix: bool = False) -> float:
+    """How many full forward passes of one prompt a sweep costs (for an estimate before it runs); ``prefix``: the
+    position runs start at their batch's first position (:func:`reuses_prefix`)."""
     per_cell = (n_layers + 1) / 2
-    return sum(per_cell * (n_heads if kind == HEAD_KIND else n_tokens) for kind in kinds)
+    share = 1.0
+    if prefix:  # each batch computes the positions from its first one on (the metric at the last position)
+        step = min(MAX_BATCH, max(MIN_RUNS, -(-n_tokens // STARTS)))
+        done = sum(min(step, n_tokens - lo) * (n_tokens - lo) for lo in range(0, n_tokens, step))
+        share = done / n_tokens**2
+    return sum(per_cell * (n_heads if kind == HEAD_KIND else n_tokens * share) for kind in kinds)

@@ -5,6 +5,8 @@ plain run scores 1.74, and every patched cell was measured against the wrong mod
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -20,6 +22,7 @@ TEXT = "the cat sat on the mat because it was tired"
 FAMILIES = ["../hf_encdec/t5", "mpnet", "deberta-v2", "../hf_heads/deberta_v2_mlm", "llama", "gemma2", "bert"]
 
 
+@functools.cache
 def loaded(folder: str):
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / folder)), TEXT)
     return src.loaded.model, list(src.obs.ids)
@@ -50,10 +53,10 @@ def test_an_unpatched_run_from_any_layer_scores_what_the_plain_run_scores(folder
 
 
 #: causal families: a plain decoder, sliding windows and a soft cap, sinks, experts, one reading an encoder (a bias)
-CAUSAL = ["llama", "gemma2", "gpt_oss", "qwen3_moe", "mistral", "../hf_encdec/t5"]
+CAUSAL = ["llama", "../hf_encdec/t5", "gemma2", "gpt_oss", "qwen3_moe", "mistral"]
 
 
-@pytest.mark.parametrize("folder", CAUSAL)
+@pytest.mark.parametrize("folder", [*CAUSAL[:2], *(pytest.param(f, marks=pytest.mark.slow) for f in CAUSAL[2:])])
 @pytest.mark.parametrize("position", [-1, 5])
 def test_a_causal_models_patched_runs_from_the_patched_position_match_the_whole_runs(folder, position, monkeypatch):
     """Patching a causal model: each run starts at the first position its batch patches, the receiving run's keys
@@ -73,3 +76,14 @@ def test_a_causal_models_patched_runs_from_the_patched_position_match_the_whole_
         np.testing.assert_allclose(reused[kind], whole[kind], atol=2e-4, rtol=1e-4, err_msg=kind)
     if position == 5:  # two tokens after the corruption, inside every window: the patches change the metric
         assert np.ptp(whole["resid_pre"]) > 1e-3
+
+
+def test_the_estimate_shown_before_a_sweep_counts_what_a_causal_model_skips():
+    from model.analysis.patching import patching_passes
+
+    whole = patching_passes(30, 70, 9, ["resid_pre", "z"])
+    assert whole == pytest.approx(15.5 * (70 + 9))
+    # batches of 16 positions from 0, 16, 32, 48 and 64 compute 70, 54, 38, 22 and 6 positions each
+    share = (16 * (70 + 54 + 38 + 22) + 6 * 6) / 70**2
+    assert patching_passes(30, 70, 9, ["resid_pre", "z"], prefix=True) == pytest.approx(15.5 * (70 * share + 9))
+    assert patching_passes(30, 14, 9, ["resid_pre"], prefix=True) == patching_passes(30, 14, 9, ["resid_pre"])

@@ -311,11 +311,11 @@ def test_the_renderer_warms_up_only_after_the_runs_go_quiet(monkeypatch):
     monkeypatch.setattr(render, "_renderer", None)
     monkeypatch.setattr(render, "_warm_up_thread", None)
     monkeypatch.setattr(render, "_start_renderer_locked", lambda: started.append(time.monotonic()))
-    thread = render.warm_up_renderer(delay=0.0, quiet=0.4)
-    for _ in range(4):  # runs keep starting and ending for about a second
-        time.sleep(0.25)
+    thread = render.warm_up_renderer(delay=0.0, quiet=0.2)
+    for _ in range(3):  # runs keep starting and ending for about half a second
+        time.sleep(0.15)
         assert not started
         render.note_activity()
     last = time.monotonic()
     thread.join(5)
-    assert started and started[0] - last >= 0.35
+    assert started and started[0] - last >= 0.18

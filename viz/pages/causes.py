@@ -5,7 +5,7 @@ import time
 
 import streamlit as st
 
-from model.analysis.patching import patching_passes
+from model.analysis.patching import patching_passes, reuses_prefix
 from viz.settings import CAUSES_SECTIONS, CIRCUIT_EMBEDDINGS, PATCH_CHOICES, PATCH_METHODS, PATCH_SWEEPS, PATH_RECEIVERS
 from viz.shell.context import page_context
 from viz.shell.research import get_pass_seconds
@@ -192,7 +192,7 @@ elif part == "Patching":
         st.stop()
     kinds = PATCH_SWEEPS[sweep]
     todo = ctx.source.patching_todo(tuple(ids), metric, kinds)  # the kinds nobody has run yet: only those cost
-    passes = patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, todo)
+    passes = patching_passes(cfg.n_layers, obs.n_tokens, cfg.n_heads, todo, reuses_prefix(ctx.loaded.model))
     estimate = passes * BATCHED * pass_s
     request = (ctx.spec, ctx.device, tuple(obs.ids), tuple(ids), metric, kinds)
     if todo and st.session_state.get("_patched") != request and estimate > ASK_ABOVE_S:
