@@ -131,7 +131,8 @@ def cache_run(
 ) -> dict[str, torch.Tensor]:
     """One run's activations by hook name ((B, ...): B = 1 for one prompt), for donating or receiving; ``keys``:
     every layer's keys and values as well (a receiver whose patched runs start at the patched position)."""
-    names = {hook_name(k, i) for k in (*kinds, "resid_pre", *("kv" if keys else "")) for i in range(model.cfg.n_layers)}
+    kept_kinds = (*kinds, "resid_pre", *(("k", "v") if keys else ()))
+    names = {hook_name(k, i) for k in kept_kinds for i in range(model.cfg.n_layers)}
     kept: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, hook) -> None:
