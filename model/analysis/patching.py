@@ -193,6 +193,13 @@ def run_from(
         return metric(logits.view(-1, prompts, logits.size(-1))).double().mean(1)  # (R, B) -> (R,)
 
 
+def _batch_size(n_tokens: int, prompts: int, prefix: bool) -> int:
+    """Patched runs per batch: as many as MAX_BATCH holds; with ``prefix`` (runs from the batch's first position)
+    fewer, for up to STARTS starting points, but never under MIN_RUNS."""
+    most = max(1, MAX_BATCH // prompts)
+    return min(most, max(MIN_RUNS, -(-n_tokens // STARTS))) if prefix else most
+
+
 def _sweep_layer(model: Transformer, receiver: dict, donor: dict, kind: str, layer: int, metric: Metric) -> np.ndarray:
     """One layer of one kind: (N,) for a position kind, (H,) for z."""
     name = hook_name(kind, layer)
@@ -202,7 +209,7 @@ def _sweep_layer(model: Transformer, receiver: dict, donor: dict, kind: str, lay
     # a causal model's runs start at the first position their batch patches (never after the metric's): smaller
     # batches skip more of the text (STARTS, MIN_RUNS)
     reuse = kind in POSITION_KINDS and hook_name("k", layer) in receiver
-    step = max(1, MAX_BATCH // B if not reuse else min(MAX_BATCH // B, max(MIN_RUNS, -(-N // STARTS))))
+    step = _batch_size(N, B, reuse)
     out = []
     for lo in range(0, width, step):
         which = torch.arange(lo, min(width, lo + step), device=start.device)  # (b,) the cell each run patches
@@ -284,7 +291,7 @@ def patching_passes(n_layers: int, n_tokens: int, n_heads: int, kinds: Sequence[
     per_cell = (n_layers + 1) / 2
     share = 1.0
     if prefix:  # each batch computes the positions from its first one on (the metric at the last position)
-        step = min(MAX_BATCH, max(MIN_RUNS, -(-n_tokens // STARTS)))
+        step = _batch_size(n_tokens, 1, True)
         done = sum(min(step, n_tokens - lo) * (n_tokens - lo) for lo in range(0, n_tokens, step))
         share = done / n_tokens**2
     return sum(per_cell * (n_heads if kind == HEAD_KIND else n_tokens * share) for kind in kinds)
