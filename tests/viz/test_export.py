@@ -301,21 +301,59 @@ def test_no_renderer_without_a_browser(monkeypatch):
     assert render.warm_up_renderer() is None
 
 
+class _Clock:
+    """A clock the test moves by hand, for the renderer's warm-up thread: its ``sleep`` returns when the test has
+    moved the clock past the end, so the test does not depend on how fast the machine runs (CI's is busy)."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.asleep_until: float | None = None  # the thread's wake-up time while it sleeps
+        self.cond = __import__("threading").Condition()
+
+    def monotonic(self) -> float:
+        with self.cond:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.cond:
+            self.asleep_until = self.now + seconds
+            self.cond.notify_all()
+            assert self.cond.wait_for(lambda: self.now >= self.asleep_until, timeout=10)
+            self.asleep_until = None
+            self.cond.notify_all()
+
+    def advance(self, seconds: float, thread) -> None:
+        """Move on, then wait until the thread sleeps again (into the future) or has ended."""
+        with self.cond:
+            self.now += seconds
+            self.cond.notify_all()
+        with self.cond:
+            assert self.cond.wait_for(
+                lambda: not thread.is_alive() or (self.asleep_until is not None and self.asleep_until > self.now),
+                timeout=10,
+            )
+
+
 def test_the_renderer_warms_up_only_after_the_runs_go_quiet(monkeypatch):
     """The background start waits until no script run has started or ended for ``quiet`` seconds: a class
     opening the app together does not share the server's cores with a browser starting."""
-    import time
-
+    clock = _Clock()
     started = []
+    monkeypatch.setattr(render, "time", clock)
     monkeypatch.setattr(render, "image_export_available", lambda: True)
     monkeypatch.setattr(render, "_renderer", None)
     monkeypatch.setattr(render, "_warm_up_thread", None)
-    monkeypatch.setattr(render, "_start_renderer_locked", lambda: started.append(time.monotonic()))
+    monkeypatch.setattr(render, "_start_renderer_locked", lambda: started.append(clock.now))
     thread = render.warm_up_renderer(delay=0.0, quiet=0.2)
-    for _ in range(3):  # runs keep starting and ending for about half a second
-        time.sleep(0.15)
+    with clock.cond:  # the thread has begun waiting out the quiet
+        assert clock.cond.wait_for(lambda: clock.asleep_until is not None, timeout=10)
+    for _ in range(3):  # runs keep starting and ending: a run every 0.15 s never leaves 0.2 s quiet
+        clock.advance(0.15, thread)
         assert not started
         render.note_activity()
-    last = time.monotonic()
-    thread.join(5)
-    assert started and started[0] - last >= 0.18
+    last = clock.now
+    clock.advance(0.15, thread)
+    assert not started  # 0.15 s of quiet is not enough
+    clock.advance(0.1, thread)
+    thread.join(10)
+    assert len(started) == 1 and started[0] - last >= 0.2 - 1e-9

@@ -44,10 +44,8 @@ def test_work_in_flight_stays_under_the_limit():
 
 def test_small_requests_pass_side_by_side():
     gate = ByteGate(1000)
-    t0 = time.perf_counter()
     run_all(gate, [10] * 8, hold_s=0.2)
-    assert time.perf_counter() - t0 < 0.6  # eight at once, not one after another (1.6 s)
-    assert gate.peak == 80 and gate.waited == 0
+    assert gate.peak == 80 and gate.waited == 0  # all eight held the gate at once: none waited for another
 
 
 def test_a_request_above_the_limit_runs_alone_and_is_not_starved():
