@@ -79,9 +79,9 @@ class Observation:
     windows: tuple[int, ...] = ()  # per layer: its sliding window, 0 for a global layer; (): every layer global
     score_factor: float = 0.0  # what q·k is multiplied by when scaled; 0: 1/√d_k
     softcap: float = 0.0  # the scores were capped to c·tanh(s / c) (Gemma 2); 0: not
+    score_terms: bool = False  # scores hold a position term beyond q·k (T5, MPNet, DeBERTa): ``scores`` captured
     cross: np.ndarray | None = None  # (L, H, N, S): a decoder's cross-attention on its source's S tokens
-    sink: np.ndarray | None = None  # (L, H, N): the share of each row a learned sink takes (gpt-oss); rows of
-    #                                 ``patterns`` then sum to 1 − it
+    sink: np.ndarray | None = None  # (L, H, N) each row's share a learned sink takes (gpt-oss): rows sum to 1 − it
     experts: np.ndarray | None = None  # (L_moe, N, E): each expert's router weight on each token, per MoE layer
     c2p: np.ndarray | None = None  # (L, H, N, N): DeBERTa's content→position term of the scores (when captured)
     p2c: np.ndarray | None = None  # (L, H, N, N): its position→content term
@@ -262,6 +262,7 @@ def observe_encoded(
         windows=cfg.windows,
         score_factor=cfg.attn_scale,
         softcap=cfg.attn_softcap,
+        score_terms=bool(cfg.relative_bias or cfg.disentangled),
         cross=stacked("cross_pattern"),
         sink=stacked("sink"),
         experts=stacked("expert_weights"),
@@ -285,11 +286,10 @@ def _forward(model: Transformer, ids: torch.Tensor, kinds, options: Options, dev
 
 def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndarray | None]:
     """One head's slices of W_q, W_k, W_v (d_model, d_k) and of W_o (d_k, d_model), all of W_o
-    (d_model, d_model) and W_o's bias (d_model,) or None."""
+    (d_model, d_model), W_o's bias (d_model,) or None, and its learned sink logit (gpt-oss) or None."""
     attn = model.blocks[layer].attn
     sl = slice(head * attn.d_k, (head + 1) * attn.d_k)
-    kv = head // attn.group  # the key/value head this query head reads (itself without GQA)
-    sl_kv = slice(kv * attn.d_k, (kv + 1) * attn.d_k)
+    sl_kv = slice(head // attn.group * attn.d_k, (head // attn.group + 1) * attn.d_k)  # the K/V head it reads
 
     def cols(lin: torch.nn.Linear, rows: slice = sl) -> np.ndarray:
         return lin.weight.detach().cpu().float()[rows].T.numpy()  # (d_model, d_k)
@@ -302,6 +302,7 @@ def head_weights(model: Transformer, layer: int, head: int) -> dict[str, np.ndar
         "w_o": w_o[:, sl].T.numpy(),  # (d_k, d_model)
         "w_o_full": w_o.T.numpy(),  # (d_model, d_model)
         "b_o": attn.w_o.bias.detach().cpu().float().numpy() if attn.w_o.bias is not None else None,
+        "sink": float(attn.sinks[head].detach()) if attn.sinks is not None else None,  # gpt-oss's learned sink logit
     }
 
 

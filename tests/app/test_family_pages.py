@@ -8,11 +8,14 @@ on Qwen3 (the widest change) every section of every sectioned page too."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.app.conftest import PAGES, new_app
 from tests.app.test_pages import SECTIONED
 from tests.hf_fixtures import FIXTURES
+from viz.settings import QKV_SECTIONS
 
 ROPE = FIXTURES.parent / "hf_rope"
 PAIRS = FIXTURES.parent / "hf_encdec"
@@ -54,3 +57,11 @@ def test_every_page_renders_on_the_family(family, monkeypatch):
             at.run()
             assert not at.exception, (family, page, name, at.exception)
             assert not at.error, (family, page, name, [e.value for e in at.error])
+    # Q / K / V's step by step ends in the model's own weights on every family (its position terms and sink
+    # included: the page's own check said 0.9 on T5 and gpt-oss before they were steps of their own)
+    at.switch_page("viz/pages/qkv.py")
+    at.session_state["qkv_section"] = QKV_SECTIONS[1]
+    at.run()
+    (check,) = [c.value for c in at.caption if c.value.startswith("Check against the model's own forward pass")]
+    differs = [float(x) for x in re.findall(r"by at most (\d\.\de[+-]\d+)", check)]
+    assert len(differs) == 2 and max(differs) <= 1e-5, (family, check)

@@ -153,28 +153,30 @@ def test_the_cross_attention_views_are_inside_readable_and_apart(page, theme_nam
 @pytest.mark.parametrize("theme_name", list(THEMES))
 def test_position_inside_the_scores_exports_cleanly(page, theme_name):
     """DeBERTa's score split (four maps, then a query's row as stacked bars with a legend) and MPNet's relative bias
-    beside the content scores, on their tiny fixtures."""
+    beside the content scores, on their tiny fixtures; on both, the Q / K / V steps with the position term as a step
+    of its own (four score panels, one query's five columns)."""
     from tests.hf_fixtures import FIXTURES
 
     problems, checked = [], 0
-    for key, family in RELATIVE_VIEWS.items():
+    cases = [*RELATIVE_VIEWS.items(), *((k, f) for k in ("qkv.scores", "qkv.query") for f in ("mpnet", "deberta-v2"))]
+    for key, family in cases:
         src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / family)), SENTENCE)
         found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1, head=2, query=3), THEMES[theme_name])
         problems += found
         checked += count
-    assert checked > 60
+    assert checked > 120
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("theme_name", list(THEMES))
 def test_experts_and_learned_sinks_export_cleanly(page, theme_name):
     """gpt-oss in miniature: the routing view's three figures, and the views that draw a learned sink beside the
-    tokens (its own column, its own panel)."""
+    tokens (its own column, its own panel, its share in a title)."""
     from tests.hf_fixtures import FIXTURES
 
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt_oss")), SENTENCE)
     problems, checked = [], 0
-    for key in ("experts", "attention", "heads", "overview", "lesson.sinks"):
+    for key in ("experts", "attention", "heads", "overview", "lesson.sinks", "qkv.softmax", "qkv.query"):
         found, count = laid_out(page, build(key, src, THEMES[theme_name], layer=1), THEMES[theme_name])
         problems += found
         checked += count

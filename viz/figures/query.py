@@ -20,19 +20,27 @@ from viz.figures.layout import add_annotations, figure, subplots, update_annotat
 
 
 def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None) -> go.Figure:
-    """q ⊙ k_j per dimension (left), then their sums, the scaled scores and the softmax weights (right).
+    """q ⊙ k_j per dimension (left), then their sums, the scaled scores (plus the position term, for a model that
+    adds one to its scores), and the softmax weights (right; with a learned sink, its share in the panel's title).
 
     qe: a :class:`model.analysis.steps.QueryExplained` for M keys; tokens: M key labels."""
     theme = theme or Theme()
     keys = token_labels(tokens, theme.positions)
     m, d = qe.products.shape
+    scaled = np.where(np.isfinite(qe.scaled), qe.scaled, np.nan)
+    bars = [(qe.scores, "q·kⱼ", "q·k", "#868e96"), (scaled, "scaled", "scaled", "#4263eb")]
+    if qe.position is not None:  # T5, MPNet, DeBERTa: the scores' position term, added before the softmax
+        bars.append((scaled + qe.position, "+ position", "scaled + position", "#0c8599"))
+    weight = "weight" if qe.sink is None else f"weight (sink {qe.sink:.0%})"
+    bars.append((qe.weights, weight, "weight", "#e8590c"))
+    side = 0.54 / len(bars)
     fig = subplots(
         rows=1,
-        cols=4,
-        column_widths=[0.46, 0.18, 0.18, 0.18],
+        cols=1 + len(bars),
+        column_widths=[0.46] + [side] * len(bars),
         shared_yaxes=True,
         horizontal_spacing=0.03,
-        subplot_titles=(f"q ⊙ kⱼ ({m}×{d})", "q·kⱼ", "scaled", "weight"),
+        subplot_titles=(f"q ⊙ kⱼ ({m}×{d})", *(title for _, title, _, _ in bars)),
     )
     bound = float(np.abs(qe.products).max()) or 1.0
     dims = [f"d{j}" for j in range(d)]
@@ -53,12 +61,7 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
         1,
         1,
     )
-    scaled = np.where(np.isfinite(qe.scaled), qe.scaled, np.nan)
-    for col, vals, name, colour in (
-        (2, qe.scores, "q·k", "#868e96"),
-        (3, scaled, "scaled", "#4263eb"),
-        (4, qe.weights, "weight", "#e8590c"),
-    ):
+    for col, (vals, _, name, colour) in enumerate(bars, start=2):
         fig.add_trace(
             go.Bar(
                 x=vals,

@@ -8,6 +8,7 @@ from viz.shell.components import token_strip
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import layer_head_picker, section, show_focusable, show_view, show_views
+from viz.views.focus import position_name
 
 ctx = page_context()
 obs = ctx.obs
@@ -37,8 +38,10 @@ if cfg.group_size > 1:  # grouped-query attention: K and V belong to a group of 
 
 
 if part in QKV_SECTIONS[:2]:
+    position = f" → + {position_name(cfg)}" if steps.position is not None else ""
+    softmax = "softmax beside the learned sink" if steps.sink is not None else "softmax"
     st.markdown(
-        f"**X → Q, K, V → QKᵀ → ÷√d_k → + mask → softmax → ·V → head output → concat · W_o** "
+        f"**X → Q, K, V → QKᵀ → ÷√d_k{position} → + mask → {softmax} → ·V → head output → concat · W_o** "
         f"for layer {layer}, head {head} (d_k = {d_k}). Hover any cell for its exact value."
     )
 if part == QKV_SECTIONS[0]:

@@ -22,7 +22,7 @@ from viz.figures.layout import add_shapes, relayout
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
-from viz.views.focus import own_scale, scaling_words
+from viz.views.focus import own_scale, position_name, scaling_words
 
 STEPS = ("embeddings", "X", "Q", "K", "V", "q·k", "÷√d_k", "mask", "softmax", "·V", "concat", "·W_o")
 WINDOW = 16  # tokens a frame shows around the query
@@ -127,7 +127,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     elif s in ("q·k", "÷√d_k", "mask", "softmax"):
         row = {"q·k": steps.qk, "÷√d_k": steps.scaled, "mask": steps.masked, "softmax": steps.pattern}[s][q]
         masked = np.isneginf(steps.masked[q]) if s in ("mask", "softmax") else None
-        finite = np.concatenate([steps.qk[q], steps.scaled[q]])
+        finite = np.concatenate([steps.qk[q], steps.scaled[q], steps.masked[q][np.isfinite(steps.masked[q])]])
         y_range = (0.0, 1.0) if s == "softmax" else (float(finite.min()), float(finite.max()))
         best = (
             int(np.argmax(np.where(np.isneginf(steps.masked[q]), -np.inf, row))) if s != "q·k" else int(np.argmax(row))
@@ -247,7 +247,10 @@ def _qkv_caption(s: str, steps, q: int, name: str, layer: int, cfg, obs) -> str:
 
 
 def _title(step: int, d_k: int, cfg) -> str:
-    """A step's title; the scaling step with the model's own scale and cap where it has them."""
+    """A step's title; the scaling step with the model's own scale and cap where it has them, the mask's with the
+    position term a model adds to its scores there (T5, MPNet, DeBERTa)."""
+    if STEPS[step] == "mask" and (cfg.relative_bias or cfg.disentangled):
+        return f"add the {position_name(cfg)}, then the mask"
     if STEPS[step] != "÷√d_k" or not (own_scale(cfg) or cfg.attn_softcap):
         return TITLES[step].format(d_k=d_k)
     text = f"multiply by the model's scale {own_scale(cfg):.3g}" if own_scale(cfg) else f"divide by √d_k = √{d_k}"
@@ -275,17 +278,25 @@ def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bo
             "same scale whatever the head's width."
         )
     if s == "mask":
+        added = ""
+        if steps.position is not None and cfg is not None and not blocked.all():
+            term = steps.position[q][~blocked]
+            added = f"The {position_name(cfg)} adds {term.min():.2f} to {term.max():.2f} to the scores of {name}. "
         if not blocked.any():
-            return f"No mask here: {name} may look at every one of the {len(blocked)} keys, before and after it."
+            every = f"every one of the {len(blocked)} keys"
+            return added + f"No mask here: {name} may look at {every}, before and after it."
         ahead = int(blocked[q + 1 :].sum())
         why = f"{ahead} key{'s' if ahead != 1 else ''} after it (no looking ahead)" if causal and ahead else ""
         rest = int(blocked.sum()) - (ahead if why else 0)
         why = ", ".join(x for x in (why, f"{rest} outside its window" if rest else "") if x)
-        return f"The mask sets {int(blocked.sum())} scores of {name} to −∞: {why}; {int((~blocked).sum())} keys remain."
+        return added + (
+            f"The mask sets {int(blocked.sum())} scores of {name} to −∞: {why}; {int((~blocked).sum())} keys remain."
+        )
     row = steps.pattern[q]
     order = np.argsort(-row)
     first, second = int(order[0]), int(order[1]) if len(order) > 1 else int(order[0])
     return (
         f"softmax: e^s / Σ e^s over the visible keys — {quoted(tokens[first])} gets {row[first]:.3f} of the weight, "
-        f"{quoted(tokens[second])} {row[second]:.3f}; masked keys get exactly 0 and the weights sum to {row.sum():.3f}."
+        f"{quoted(tokens[second])} {row[second]:.3f}; masked keys get exactly 0 and the weights sum to {row.sum():.3f}"
+        + ("." if steps.sink is None else f": the head's learned sink takes the other {steps.sink[q]:.3f}.")
     )

@@ -51,10 +51,15 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
     )
 
 
-def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int, scaled_on: bool, cfg=None) -> str:
-    """The QKᵀ panels in a sentence: how scaling changes the range, and the focus query's strongest key.
-    qk, scaled: (N, N) the raw and scaled scores drawn; ``cfg``: the model's config (its own scale and cap)."""
+def scores_caption(
+    tokens: list[str], qk, scaled, query: int, key: int, d_k: int, scaled_on: bool, cfg=None, final=None, position=None
+) -> str:
+    """The QKᵀ panels in a sentence: how scaling changes the range, what a position term adds, and the focus
+    query's strongest key among those it sees. qk, scaled: (N, N) the raw and scaled scores drawn; ``final``
+    (N, N): the scores the softmax reads (−inf where masked; default: ``scaled``); ``position`` (N, N): the
+    scores' position term (T5, MPNet, DeBERTa); ``cfg``: the model's config (its own scale and cap)."""
     qk, scaled = np.asarray(qk, dtype=np.float64), np.asarray(scaled, dtype=np.float64)
+    final = scaled if final is None else np.asarray(final, dtype=np.float64)
     how = scaling_words(cfg, d_k) if cfg is not None else f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f}"
     how += "," if cfg is not None and cfg.attn_softcap else ""
     verb = "shrinks" if np.ptp(scaled) < np.ptp(qk) else "stretches"
@@ -63,15 +68,28 @@ def scores_caption(tokens: list[str], qk, scaled, query: int, key: int, d_k: int
         if scaled_on
         else f"Scaling is off: the scores keep their range [{qk.min():.1f}, {qk.max():.1f}]"
     )
-    if query >= 0:
-        best = int(np.argmax(scaled[query]))
-        text += f"; query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({scaled[query, best]:.2f})"
+    if position is not None:
+        seen = np.isfinite(final)
+        term = np.asarray(position, dtype=np.float64)[seen]
+        name = position_name(cfg) if cfg is not None else "position term"
+        text += f"; the {name} adds {term.min():.2f} to {term.max():.2f}" if term.size else ""
+    if query >= 0 and np.isfinite(final[query]).any():
+        best = int(np.argmax(final[query]))
+        text += f"; query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({final[query, best]:.2f})"
         if key >= 0 and key != best:
-            text += f", on {quoted(tokens[key])} {scaled[query, key]:.2f}"
-    else:
-        q, k = divmod(int(np.argmax(scaled)), scaled.shape[1])
+            shown = "blocked by the mask" if np.isneginf(final[query, key]) else f"{final[query, key]:.2f}"
+            text += f", on {quoted(tokens[key])} {shown}"
+    elif query < 0 and np.isfinite(final).any():
+        q, k = divmod(int(np.argmax(final)), final.shape[1])
         text += f"; the largest is {quoted(tokens[q])} → {quoted(tokens[k])}"
     return text + "."
+
+
+def position_name(cfg) -> str:
+    """What a model adds to its scores for position, as the panels and captions name it."""
+    if cfg.disentangled:  # DeBERTa: content→position and position→content
+        return "position terms (" + " + ".join(cfg.disentangled) + ")"
+    return "relative-position bias"
 
 
 def own_scale(cfg) -> float:

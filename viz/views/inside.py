@@ -21,7 +21,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import cell_ids, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import one_query, qk_plane, value_norms
-from viz.views.focus import scale_symbol, scores_caption
+from viz.views.focus import position_name, scale_symbol, scores_caption
 
 
 def _steps(src: Source, layer: int, head: int):
@@ -69,12 +69,12 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, quer
     cfg = src.loaded.model.cfg
     scaled = scale_symbol(cfg, src.options.scale) + (f", capped ±{cfg.attn_softcap:g}" if cfg.attn_softcap else "")
     q, k = (i if 0 <= i < len(tokens) else -1 for i in (query, key))
+    panels = [(steps.qk, tokens, tokens, "QKᵀ"), (steps.scaled, tokens, tokens, f"QKᵀ {scaled}")]
+    if steps.position is not None:  # T5, MPNet, DeBERTa: position enters the scores here, not through q and k
+        panels.append((steps.scaled + steps.position, tokens, tokens, f"+ {position_name(cfg)}"))
+    panels.append((steps.masked, tokens, tokens, "+ mask (−∞ grey)"))
     fig = heatmap_panels(
-        [
-            (steps.qk, tokens, tokens, "QKᵀ"),
-            (steps.scaled, tokens, tokens, f"QKᵀ {scaled}"),
-            (steps.masked, tokens, tokens, "+ mask (−∞ grey)"),
-        ],
+        panels,
         title=f"From dot products to scores: layer {layer}, head {head}",
         theme=theme,
         diverging=True,
@@ -83,17 +83,20 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, quer
         keep=([q], [k]),
     )
     d_k = steps.q.shape[-1]
-    caption = scores_caption(tokens, steps.qk, steps.scaled, q, k, d_k, src.options.scale, cfg)
+    caption = scores_caption(
+        tokens, steps.qk, steps.scaled, q, k, d_k, src.options.scale, cfg, steps.masked, steps.position
+    )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 @view("qkv.softmax", page="qkv")
 def qkv_softmax(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = -1, key: int = -1):
     steps, _ = _steps(src, layer, head)
+    beside = "" if steps.sink is None else f" · the learned sink takes {float(steps.sink.mean()):.0%} of a row"
     fig = attention_heatmap(
         steps.pattern,
         src.obs.tokens,
-        title=f"softmax (layer {layer}, head {head}): the weights",
+        title=f"softmax (layer {layer}, head {head}): the weights{beside}",
         theme=theme,
         focus=shown_focus(src, query, key, hide=False),
         cell_ids=cell_ids(src, hide=False),
@@ -129,12 +132,15 @@ def qkv_output(src: Source, theme: Theme, *, layer: int = 0):
 
 @view("qkv.query", page="qkv")
 def qkv_query(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = 1):
-    steps, _ = _steps(src, layer, head)
+    steps, weights = _steps(src, layer, head)
     obs = src.obs
     query = min(max(query, 0), obs.n_tokens - 1)
     full = src.full()
     row = full.score_matrix(layer, head)[query]
-    qe = explain_query(steps.q, steps.k, query, row, src.options.scale, full.score_factor, full.softcap)
+    position = None if steps.position is None else steps.position[query]
+    qe = explain_query(
+        steps.q, steps.k, query, row, src.options.scale, full.score_factor, full.softcap, position, weights.get("sink")
+    )
     fig = query_explained(qe, obs.tokens, obs.tokens[query], theme=theme)
     caption = one_query(obs.tokens, query, steps.pattern[query])
     return Captioned(with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme), caption)
