@@ -2,14 +2,7 @@
 
 Logit lens (nostalgebraist, 2020): the stream after the embeddings and after every layer, read through the
 final norm and the model's own head as if it were the last layer. The last layer's reading is the model's output.
-
-Direct logit attribution (Elhage et al., 2021): the final stream is the sum of what each part wrote into it —
-the embeddings, every head's output z_h · W_O[h], every attention bias, every feed-forward. With the final norm's
-scale frozen at its value on this text (it divides by one number per position, the stream's RMS or standard
-deviation), the norm is linear in the stream, so each part's dot product with the unembedding direction of the
-answer (minus a foil's) is its share of the logit, and the shares sum to the logit exactly (before any
-soft-capping). Needs a linear head (a decoder's unembedding) and pre-norm blocks (a post-norm block renormalises
-the stream, so earlier parts no longer add up).
+Direct logit attribution is model/analysis/dla.py, exported here too (the documented API: docs/research.md).
 """
 
 from __future__ import annotations
@@ -20,8 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.analysis.batches import pad_batch, readable_batch
+from model.analysis.dla import (
+    LogitAttribution,
+    attribution_problem,
+    direct_logit_attribution,
+    direct_logit_attribution_batch,
+    mean_attribution,
+)
 from model.intervene import readout, run_with_hooks
-from model.norms import RMSNorm
 from model.transformer import Transformer
 
 
@@ -42,6 +42,11 @@ class Lens:
 
 
 OUTPUT = -1  # a target: at each position, the model's own output there
+__all__ = [
+    "OUTPUT", "Lens", "LogitAttribution", "attribution_problem", "direct_logit_attribution",
+    "direct_logit_attribution_batch", "final_norm", "logit_lens", "logit_lens_batch", "mean_attribution",
+    "mean_target_prob", "pad_batch",
+]  # fmt: skip
 
 
 def _streams(model: Transformer, ids: Sequence[int], positions: np.ndarray) -> torch.Tensor:
@@ -101,7 +106,7 @@ def logit_lens_batch(
     """The logit lens at each text's last token for a batch of texts of any lengths, in one forward pass (padded
     on the right, masked): one :class:`Lens` per text (one position), following each text's own target.
     ``mean_target_prob`` averages the targets' probabilities layer by layer."""
-    ids, mask, lengths = _readable(rows, model, pad_id)
+    ids, mask, lengths = readable_batch(rows, model, pad_id)
     last = lengths - 1  # (B,)
     kept: dict[int, torch.Tensor] = {}
 
@@ -131,188 +136,3 @@ def logit_lens_batch(
 def mean_target_prob(lenses: Sequence[Lens]) -> np.ndarray:
     """(L + 1,): each layer's probability of each text's target, averaged over the batch."""
     return np.mean([lens.target_prob[:, 0] for lens in lenses], axis=0)
-
-
-@dataclass(frozen=True)
-class LogitAttribution:
-    """Each part's direct share of one logit (or a logit difference) at one position."""
-
-    position: int
-    target: int
-    foil: int | None  # None: the logit itself; else logit(target) − logit(foil)
-    heads: np.ndarray  # (L, H) what each head wrote, z_h · W_O[h] (its value bias included)
-    value_biases: np.ndarray  # (L, H) the part of ``heads`` that is the same on every text: the constant value
-    # (the attention norm's bias through W_V, plus b_V) that every key hands over, a pattern's row summing to 1.
-    # TransformerLens folds it into b_O: its heads are heads − value_biases
-    mlps: np.ndarray  # (L,)
-    attn_biases: np.ndarray  # (L,) each layer's W_O bias (0 without one)
-    embed: float  # token (and position, type) embeddings
-    norm_bias: float  # the final LayerNorm's bias (0 for RMSNorm)
-    logit: float  # what the model computes (before soft-capping)
-
-    @property
-    def total(self) -> float:
-        parts = self.heads.sum() + self.mlps.sum() + self.attn_biases.sum()
-        return float(parts + self.embed + self.norm_bias)
-
-
-def attribution_problem(model: Transformer) -> str | None:
-    """Why direct logit attribution does not apply to this model, or None."""
-    cfg = model.cfg
-    if not cfg.lm_head:
-        return "direct logit attribution needs a linear unembedding: a decoder's next-token head"
-    if cfg.norm != "pre":
-        return "direct logit attribution needs pre-norm blocks: a post-norm block renormalises the stream"
-    if cfg.sandwich_norm:
-        return "direct logit attribution needs sublayer outputs that join the stream as they are (no sandwich norm)"
-    return None
-
-
-def _direction(model: Transformer, target: int, foil: int | None) -> torch.Tensor:
-    w = model.tok_emb.weight if model.lm_head is None else model.lm_head.weight  # (V, d_model)
-    u = w[target].double()
-    u = u - w[foil].double() if foil is not None else u
-    return u / model.cfg.logit_divisor  # Granite's logits_scaling divides every logit
-
-
-def _frozen_norm(model: Transformer, x: torch.Tensor) -> tuple[torch.Tensor, float, bool]:
-    """The final norm at the stream x (d,) as a linear map: (gamma (d,), inv_scale, centre), where the norm is
-    gamma ⊙ (x − mean(x) if centre else x) · inv_scale, plus the LayerNorm's bias."""
-    ln = model.ln_f
-    if ln is None:
-        return torch.ones_like(x), 1.0, False
-    if isinstance(ln, RMSNorm):
-        gamma = ln.weight.double() + ln.offset
-        return gamma, float(torch.rsqrt(x.pow(2).mean() + ln.eps)), False
-    var = x.var(unbiased=False)
-    return ln.weight.double(), float(torch.rsqrt(var + ln.eps)), True
-
-
-def pad_batch(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Texts of any lengths as one batch, padded on the right (a causal model's real tokens never see the padding,
-    and their positions do not move): ids (B, N), attention mask (B, N) with 1 = real token, lengths (B,)."""
-    rows = [list(r) for r in rows]
-    if not rows:
-        raise ValueError("a batch needs at least one text")
-    n = max(1, max(len(r) for r in rows))
-    ids = torch.full((len(rows), n), int(pad_id), dtype=torch.long)
-    mask = torch.zeros(len(rows), n, dtype=torch.long)
-    for b, row in enumerate(rows):
-        ids[b, : len(row)] = torch.tensor(row)
-        mask[b, : len(row)] = 1
-    return ids, mask, torch.tensor([len(r) for r in rows])
-
-
-def _readable(rows, model: Transformer, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """pad_batch for an instrument that reads each text at a token: every text needs one."""
-    if any(len(r) == 0 for r in rows):
-        raise ValueError("every text of the batch needs at least one token")
-    return pad_batch(rows, model.cfg.pad_token_id if pad_id is None else pad_id)
-
-
-def direct_logit_attribution(
-    model: Transformer, ids: Sequence[int], target: int, foil: int | None = None, position: int = -1
-) -> LogitAttribution:
-    """Each head's, each feed-forward's and the embeddings' direct share of logit(target) [− logit(foil)] at
-    ``position`` (default: the last), through the final norm frozen at this text's scale. Computed in float64;
-    the parts sum to ``logit`` to float precision (tested)."""
-    return direct_logit_attribution_batch(model, [ids], [target], None if foil is None else [foil], [position])[0]
-
-
-def direct_logit_attribution_batch(
-    model: Transformer,
-    rows: Sequence[Sequence[int]],
-    targets: Sequence[int],
-    foils: Sequence[int] | None = None,
-    positions: Sequence[int] | None = None,
-    pad_id: int | None = None,
-) -> list[LogitAttribution]:
-    """:func:`direct_logit_attribution` for a batch of texts of any lengths in one forward pass (padded on the
-    right, masked), each with its own target, foil and position (default: its last token); one result per text.
-    ``mean_attribution`` averages them."""
-    problem = attribution_problem(model)
-    if problem:
-        raise ValueError(problem)
-    cfg = model.cfg
-    ids, mask, lengths = _readable(rows, model, pad_id)
-    B = ids.size(0)
-    pos = torch.tensor(list(positions) if positions is not None else [-1] * B) % lengths  # (B,) each text's own
-    rows_at = torch.arange(B)
-    kept: dict[str, torch.Tensor] = {}
-
-    def keep(x: torch.Tensor, hook) -> None:  # each text's own position: (B, H, d_k) or (B, d)
-        where = pos.to(x.device)
-        kept[hook.name] = (x[rows_at, :, where] if x.dim() == 4 else x[rows_at, where]).detach().double().cpu()
-
-    names = ["hook_embed", "hook_final"]
-    names += [f"blocks.{i}.{p}" for i in range(cfg.n_layers) for p in ("attn.hook_z", "hook_mlp_out")]
-    names.append(f"blocks.{cfg.n_layers - 1}.hook_resid_post")
-    with torch.no_grad():
-        run_with_hooks(model, ids, [(name, keep) for name in names], attention_mask=mask)
-        u = torch.stack(
-            [_direction(model, int(t), None if foils is None else int(foils[b])) for b, t in enumerate(targets)]
-        )
-        u = u.cpu()  # (B, d)
-        final = kept[f"blocks.{cfg.n_layers - 1}.hook_resid_post"]  # (B, d)
-        norms = [_frozen_norm(model, final[b]) for b in range(B)]
-        gamma = norms[0][0].cpu() if isinstance(norms[0][0], torch.Tensor) else torch.ones(final.size(1))
-        inv = torch.tensor([n[1] for n in norms], dtype=torch.float64)  # (B,)
-        centre = norms[0][2]
-        w_eff = u * gamma.double()[None] * inv[:, None]  # (B, d) what a part's vector is dotted with
-
-        def share(c: torch.Tensor) -> torch.Tensor:  # c: (B, ..., d) -> (B, ...), each text its own direction
-            c = c - c.mean(-1, keepdim=True) if centre else c
-            return torch.einsum("b...d,bd->b...", c, w_eff)
-
-        def joined(c: torch.Tensor) -> torch.Tensor:  # a sublayer's output as it joins the stream (Granite: × m)
-            return share(c) * cfg.residual_multiplier
-
-        heads, mlps, biases, value_biases = [], [], [], []
-        for i, block in enumerate(model.blocks):
-            attn = block.attn
-            z = kept[f"blocks.{i}.attn.hook_z"]  # (B, H, d_k)
-            w_o = attn.w_o.weight.double().cpu().view(cfg.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
-            heads.append(joined(torch.einsum("bhk,dhk->bhd", z, w_o)))  # (B, H)
-            # the value every key hands over whatever the text: W_V of the norm's bias, plus b_V
-            beta = getattr(block.ln1, "bias", None) if cfg.norm == "pre" else None
-            const = attn.w_v(beta) if beta is not None else attn.w_v.bias
-            if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
-                const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0].cpu()
-                value_biases.append(joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1)))
-            else:
-                value_biases.append(torch.zeros(B, attn.n_heads, dtype=torch.float64))
-            b = attn.w_o.bias
-            biases.append(
-                joined(b.double().cpu().expand(B, -1)) if b is not None else torch.zeros(B, dtype=torch.float64)
-            )
-            mlps.append(joined(kept[f"blocks.{i}.hook_mlp_out"]))  # (B,)
-        embed = share(kept["hook_embed"])  # (B,)
-        beta = getattr(model.ln_f, "bias", None) if model.ln_f is not None else None
-        norm_bias = u @ beta.double().cpu() if beta is not None else torch.zeros(B, dtype=torch.float64)
-        logit = (kept["hook_final"] * u).sum(-1)  # (B,)
-    heads_t, vb, mlps_t, biases_t = (torch.stack(x, 1) for x in (heads, value_biases, mlps, biases))  # (B, L, …)
-    return [
-        LogitAttribution(
-            int(pos[b]),
-            int(targets[b]),
-            None if foils is None else int(foils[b]),
-            heads_t[b].numpy(),
-            vb[b].numpy(),
-            mlps_t[b].numpy(),
-            biases_t[b].numpy(),
-            float(embed[b]),
-            float(norm_bias[b]),
-            float(logit[b]),
-        )
-        for b in range(B)
-    ]
-
-
-def mean_attribution(parts: Sequence[LogitAttribution]) -> dict[str, np.ndarray | float]:
-    """The average over a batch's texts of each part's share (heads (L, H), mlps (L,), embed) and of the logit."""
-    return {
-        "heads": np.mean([p.heads for p in parts], axis=0),
-        "mlps": np.mean([p.mlps for p in parts], axis=0),
-        "embed": float(np.mean([p.embed for p in parts])),
-        "logit": float(np.mean([p.logit for p in parts])),
-    }
