@@ -34,15 +34,19 @@ class LogitAttribution:
     # (the attention norm's bias through W_V, plus b_V) that every key hands over, a pattern's row summing to 1.
     # TransformerLens folds it into b_O: its heads are heads − value_biases
     mlps: np.ndarray  # (L,)
-    attn_biases: np.ndarray  # (L,) each layer's W_O bias (0 without one)
+    attn_biases: np.ndarray  # (L,) each layer's W_O biases, self- and cross-attention's (0 without one)
     embed: float  # token (and position, type) embeddings
     norm_bias: float  # the final LayerNorm's bias (0 for RMSNorm)
     logit: float  # what the model computes (before soft-capping)
+    cross_heads: np.ndarray | None = None  # (L, H) what each cross-attention head wrote (an encoder–decoder's
+    #                                        decoder: the source's share), its value bias included; None: none
+    out_bias: float = 0.0  # the head's own bias per token (BART's final_logits_bias), part of ``logit``
 
     @property
     def total(self) -> float:
         parts = self.heads.sum() + self.mlps.sum() + self.attn_biases.sum()
-        return float(parts + self.embed + self.norm_bias)
+        cross = 0.0 if self.cross_heads is None else self.cross_heads.sum()
+        return float(parts + cross + self.embed + self.norm_bias + self.out_bias)
 
 
 def attribution_problem(model: Transformer) -> str | None:
@@ -113,6 +117,7 @@ def direct_logit_attribution_batch(
 
     names = ["hook_embed", "hook_final"]
     names += [f"blocks.{i}.{p}" for i in range(cfg.n_layers) for p in ("attn.hook_z", "hook_mlp_out")]
+    names += [f"blocks.{i}.cross.hook_z" for i in range(cfg.n_layers) if cfg.cross_attention]
     names.append(f"blocks.{cfg.n_layers - 1}.hook_resid_post")
     with torch.no_grad():
         run_with_hooks(model, ids, [(name, keep) for name in names], attention_mask=mask)
@@ -134,30 +139,30 @@ def direct_logit_attribution_batch(
         def joined(c: torch.Tensor) -> torch.Tensor:  # a sublayer's output as it joins the stream (Granite: × m)
             return share(c) * cfg.residual_multiplier
 
-        heads, mlps, biases, value_biases = [], [], [], []
+        heads, mlps, biases, value_biases, cross = [], [], [], [], []
         for i, block in enumerate(model.blocks):
-            attn = block.attn
-            z = kept[f"blocks.{i}.attn.hook_z"]  # (B, H, d_k)
-            w_o = attn.w_o.weight.double().cpu().view(cfg.d_model, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
-            heads.append(joined(torch.einsum("bhk,dhk->bhd", z, w_o)))  # (B, H)
-            # the value every key hands over whatever the text: W_V of the norm's bias, plus b_V
+            # the value every key hands over whatever the text: W_V of the attention norm's bias, plus b_V
             beta = getattr(block.ln1, "bias", None) if cfg.norm == "pre" else None
-            const = attn.w_v(beta) if beta is not None else attn.w_v.bias
-            if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
-                const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0].cpu()
-                value_biases.append(joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1)))
-            else:
-                value_biases.append(torch.zeros(B, attn.n_heads, dtype=torch.float64))
-            b = attn.w_o.bias
-            biases.append(
-                joined(b.double().cpu().expand(B, -1)) if b is not None else torch.zeros(B, dtype=torch.float64)
-            )
+            head, const, bias = _head_parts(block.attn, kept[f"blocks.{i}.attn.hook_z"], beta, joined)
+            heads.append(head)
+            value_biases.append(const)
+            if block.cross is not None:  # its keys and values read the encoder's output: no norm's bias in them
+                head, _, cross_bias = _head_parts(block.cross, kept[f"blocks.{i}.cross.hook_z"], None, joined)
+                cross.append(head)
+                bias = bias + cross_bias
+            biases.append(bias)
             mlps.append(joined(kept[f"blocks.{i}.hook_mlp_out"]))  # (B,)
         embed = share(kept["hook_embed"])  # (B,)
         beta = getattr(model.ln_f, "bias", None) if model.ln_f is not None else None
         norm_bias = u @ beta.double().cpu() if beta is not None else torch.zeros(B, dtype=torch.float64)
-        logit = (kept["hook_final"] * u).sum(-1)  # (B,)
+        out_bias = torch.zeros(B, dtype=torch.float64)
+        if model.lm_bias is not None:  # BART's final_logits_bias: a part of its own, through the same divisor
+            b_u = model.lm_bias.detach().double().cpu() / cfg.logit_divisor  # (V,)
+            out_bias = torch.stack([b_u[int(t)] - (b_u[int(foils[b])] if foils is not None else 0.0)
+                                    for b, t in enumerate(targets)])  # fmt: skip
+        logit = (kept["hook_final"] * u).sum(-1) + out_bias  # (B,)
     heads_t, vb, mlps_t, biases_t = (torch.stack(x, 1) for x in (heads, value_biases, mlps, biases))  # (B, L, …)
+    cross_t = torch.stack(cross, 1) if cross else None  # (B, L, H)
     return [
         LogitAttribution(
             int(pos[b]),
@@ -170,16 +175,40 @@ def direct_logit_attribution_batch(
             float(embed[b]),
             float(norm_bias[b]),
             float(logit[b]),
+            None if cross_t is None else cross_t[b].numpy(),
+            float(out_bias[b]),
         )
         for b in range(B)
     ]
 
 
+def _head_parts(attn, z: torch.Tensor, beta, joined) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One attention sublayer's parts: what each head wrote, z (B, H, d_k) through its W_O, and the part of it
+    that is the same on every text (W_V of the norm's bias ``beta`` plus b_V, through W_O): (B, H) each; and its
+    W_O bias (B,). ``joined``: a sublayer's output vectors (B, …, d) -> their shares as they join the stream."""
+    B, d = z.size(0), attn.w_o.weight.size(0)
+    w_o = attn.w_o.weight.double().cpu().view(d, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
+    heads = joined(torch.einsum("bhk,dhk->bhd", z, w_o))  # (B, H)
+    const = attn.w_v(beta) if beta is not None else attn.w_v.bias
+    if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
+        const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0].cpu()
+        values = joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1))
+    else:
+        values = torch.zeros(B, attn.n_heads, dtype=torch.float64)
+    b = attn.w_o.bias
+    bias = joined(b.double().cpu().expand(B, -1)) if b is not None else torch.zeros(B, dtype=torch.float64)
+    return heads, values, bias
+
+
 def mean_attribution(parts: Sequence[LogitAttribution]) -> dict[str, np.ndarray | float]:
-    """The average over a batch's texts of each part's share (heads (L, H), mlps (L,), embed) and of the logit."""
-    return {
+    """The average over a batch's texts of each part's share (heads (L, H), mlps (L,), embed; cross_heads (L, H)
+    for an encoder–decoder's decoder) and of the logit."""
+    out = {
         "heads": np.mean([p.heads for p in parts], axis=0),
         "mlps": np.mean([p.mlps for p in parts], axis=0),
         "embed": float(np.mean([p.embed for p in parts])),
         "logit": float(np.mean([p.logit for p in parts])),
     }
+    if parts and parts[0].cross_heads is not None:
+        out["cross_heads"] = np.mean([p.cross_heads for p in parts], axis=0)
+    return out

@@ -140,36 +140,43 @@ def attribution_view(src: Source, theme: Theme, *, answer: str = "", foil: str =
     target, other = answer_and_foil(src, answer, foil, pos)
     dla = src.logit_attribution(target, other, pos)
     L, H = dla.heads.shape
-    grid = np.concatenate([dla.heads, dla.mlps[:, None]], axis=1)  # (L, H + 1)
-    ids = np.stack(np.meshgrid(np.arange(L), np.arange(H + 1), indexing="ij"), axis=-1)  # (L, H + 1, 2)
-    ids[:, H, 1] = -1  # the feed-forward column opens no head
+    cross = dla.cross_heads  # (L, H): an encoder–decoder's decoder, its cross-attention heads beside its own
+    parts = [dla.heads, *([] if cross is None else [cross]), dla.mlps[:, None]]
+    grid = np.concatenate(parts, axis=1)  # (L, H [+ H] + 1)
+    ids = np.stack(np.meshgrid(np.arange(L), np.arange(grid.shape[1]), indexing="ij"), axis=-1)  # (L, C, 2)
+    ids[:, H:, 1] = -1  # the cross-attention and feed-forward columns open no head of the page
     what = f"{quoted(token_text(src, target))}" + (f" − {quoted(token_text(src, other))}" if other is not None else "")
-    head_top = float(np.abs(dla.heads).max()) or 1.0
+    heads = dla.heads if cross is None else np.concatenate([dla.heads, cross], axis=1)
+    head_top = float(np.abs(heads).max()) or 1.0
     clipped = float(np.abs(dla.mlps).max()) > 1.5 * head_top  # a feed-forward would wash the heads out
     fig = signed_grid(
         grid,
         [f"L{i}" for i in range(L)],
-        [*(f"H{h}" for h in range(H)), "FF"],
+        [*(f"H{h}" for h in range(H)), *(f"xH{h}" for h in range(H) if cross is not None), "FF"],
         title=f"Direct logit attribution: who writes {what} at position {pos}",
         value_name="logit",
         zmax=head_top if clipped else None,
         cell_ids=ids,
         where="layer %{y}, %{x}",
-        x_title="head (FF: the layer's feed-forward)",
+        x_title="head (xH: cross-attention; FF: the layer's feed-forward)" if cross is not None else
+        "head (FF: the layer's feed-forward)",
         y_title="layer",
         theme=theme,
-    )
+    )  # fmt: skip
     names = [f"L{i}H{h}" for i in range(L) for h in range(H)]
-    up, down = signed_parts(dla.heads.ravel(), names)
+    names += [f"L{i} cross H{h}" for i in range(L) for h in range(H) if cross is not None]
+    up, down = signed_parts(np.concatenate([dla.heads.ravel(), *([] if cross is None else [cross.ravel()])]), names)
     best_ff = int(np.argmax(np.abs(dla.mlps)))
-    rest = dla.embed + dla.attn_biases.sum() + dla.norm_bias
+    rest = dla.embed + dla.attn_biases.sum() + dla.norm_bias + dla.out_bias
+    biases = "embeddings, attention biases, the final norm's bias" + (", the output bias" if dla.out_bias else "")
+    source = "" if cross is None else f", the cross-attention heads (what the source gives) {cross.sum():+.2f}"
     caption = (
         f"The {'logit difference ' if other is not None else 'logit of '}{what} at position {pos} is "
-        f"{dla.logit:.2f}; the parts drawn and the rest ({rest:+.2f}: embeddings, attention biases, the final norm's "
-        f"bias) sum to {dla.total:.2f}, through the final norm frozen at this text's scale. Heads for it: {up}; "
-        f"against it: {down}. The heads add {dla.heads.sum():+.2f} in all, the feed-forward layers "
-        f"{dla.mlps.sum():+.2f} (most: layer {best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that "
-        "acts through later layers scores little here (patching measures that). Click a head to open it."
+        f"{dla.logit:.2f}; the parts drawn and the rest ({rest:+.2f}: {biases}) sum to {dla.total:.2f}, through the "
+        f"final norm frozen at this text's scale. Heads for it: {up}; against it: {down}. The heads add "
+        f"{dla.heads.sum():+.2f} in all{source}, the feed-forward layers {dla.mlps.sum():+.2f} (most: layer "
+        f"{best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that acts through later layers scores "
+        "little here (patching measures that). Click a head to open it."
         + (
             f" The colour scale ends at ±{head_top:.2f}, the heads' largest: feed-forward cells beyond it are drawn at "
             "full colour (hover for the value)."
