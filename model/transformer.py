@@ -77,6 +77,8 @@ class TransformerBlock(nn.Module):
         self.hook_resid_post = HookPoint()  # (B, N, d_model)
         self.hook_mlp_in = HookPoint()  # (B, N, d_model), what the feed-forward reads (LN(x) pre-norm)
         self.hook_mlp_out = HookPoint()  # (B, N, d_model), the feed-forward's output, before any norm or addition
+        if both:  # (B, N, d_model), after the cross-attention sublayer (TransformerLens's name for T5)
+            self.hook_resid_mid_cross = HookPoint()
 
     def forward(
         self,
@@ -124,12 +126,12 @@ class TransformerBlock(nn.Module):
             h = self.hook_attn_in(self.ln1(x))
             x = self.hook_resid_mid(x + self.join(attend(h)))
             if self.cross is not None:
-                x = x + self.join(self.cross(self.ln_cross(x), context=memory))
+                x = self.hook_resid_mid_cross(x + self.join(self.cross(self.ln_cross(x), context=memory)))
             return self.hook_resid_post(x + self.join(self.mlp(self.ln2(x))))
         h = self.hook_attn_in(x)
         x = self.hook_resid_mid(self.ln1(x + self.join(attend(h))))
         if self.cross is not None:
-            x = self.ln_cross(x + self.join(self.cross(x, context=memory)))
+            x = self.hook_resid_mid_cross(self.ln_cross(x + self.join(self.cross(x, context=memory))))
         return self.hook_resid_post(self.ln2(x + self.join(self.mlp(x))))
 
     def join(self, t: torch.Tensor) -> torch.Tensor:

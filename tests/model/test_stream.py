@@ -139,3 +139,38 @@ def test_anatomy_follows_the_config(variant):
         assert "RMSNorm" in a.part("ln1").label
     lo, hi = a.block_rows
     assert all(lo <= p.row <= hi for p in a.parts if p.in_block)
+
+
+@pytest.mark.parametrize("folder", ["t5", "mbart", "bart"])
+def test_a_decoder_that_reads_a_source_has_its_cross_attention_as_a_sublayer_of_its_own(folder):
+    """T5 and mBART (pre-norm), BART (post-norm): attention, cross-attention, feed-forward in each block. Before,
+    what cross-attention added was counted as the feed-forward's (pre-norm) or left out (post-norm)."""
+    from model.capture import capture
+    from model.io.catalog import ModelSpec, load
+    from tests.hf_fixtures import FIXTURES
+
+    model = load(ModelSpec("folder", path=str(FIXTURES.parent / "hf_encdec" / folder))).model
+    ids = list(range(3, 13))
+    s = residual_stream(model, ids)
+    L = model.cfg.n_layers
+    assert s.parts == ("attention", "cross-attention", "feed-forward") and s.n_layers == L
+    assert s.labels[1:4] == ("L0 attention", "L0 cross-attention", "L0 feed-forward") and len(s.labels) == 3 * L + 1
+    kept = {}
+    with torch.inference_mode(), capture(model, kinds=["resid_mid", "resid_post", "mlp_out"]) as trace:
+        names = [f"blocks.{i}.{h}" for i in range(L) for h in ("hook_resid_mid_cross", "cross.hook_out")]
+        handles = [
+            model.get_submodule(n).register_forward_hook(lambda _m, _i, out, n=n: kept.__setitem__(n, out))
+            for n in names
+        ]
+        try:
+            model(torch.tensor([ids]))
+        finally:
+            for h in handles:
+                h.remove()
+        for i in range(L):
+            np.testing.assert_allclose(s.norm[3 * i + 1], norms(trace.get("resid_mid", i)), rtol=1e-5)
+            np.testing.assert_allclose(s.norm[3 * i + 2], norms(kept[f"blocks.{i}.hook_resid_mid_cross"]), rtol=1e-5)
+            np.testing.assert_allclose(s.norm[3 * i + 3], norms(trace.get("resid_post", i)), rtol=1e-5)
+            # what each sublayer adds is its own output (every residual multiplier here is 1)
+            np.testing.assert_allclose(s.added[3 * i + 1], norms(kept[f"blocks.{i}.cross.hook_out"]), rtol=1e-4)
+            np.testing.assert_allclose(s.added[3 * i + 2], norms(trace.get("mlp_out", i)), rtol=1e-4)

@@ -140,9 +140,9 @@ def laid_out(page, views, theme: Theme) -> tuple[list[str], int]:
 @pytest.mark.parametrize("theme_name", list(THEMES))
 def test_the_cross_attention_views_are_inside_readable_and_apart(page, theme_name):
     """An encoder–decoder's decoder: the target's tokens on the source's, and every head's thumbnails; its direct
-    logit attribution with the cross-attention heads beside its own."""
+    logit attribution with the cross-attention heads beside its own, its stream with cross-attention as a sublayer."""
     src, problems, checked = decoder_source(), [], 0
-    for key in [*sorted(CROSS_VIEWS), "causes.attribution"]:
+    for key in [*sorted(CROSS_VIEWS), "causes.attribution", "block.stream"]:
         chosen = {k: v for k, v in {"layer": 1, "head": 2}.items() if k in REGISTRY[key].selection}
         found, count = laid_out(page, build(key, src, THEMES[theme_name], **chosen), THEMES[theme_name])
         problems += found

@@ -25,7 +25,7 @@ KIND_COLOURS = {
 }
 LANE_X = 1.7  # data units between lanes
 BOX_W, BOX_H = 1.45, 0.62  # a box, in data units (rows are 1 apart)
-ATTENTION, FEED_FORWARD = "#e8590c", "#1c7ed6"
+ATTENTION, FEED_FORWARD, CROSS = "#e8590c", "#1c7ed6", "#0c8599"
 
 
 def _box(part: dict) -> tuple[float, float, float, float]:
@@ -189,7 +189,8 @@ def stream_chart(
     theme: Theme | None = None,
 ) -> go.Figure:
     """The stream's norm after every sublayer (top) and each sublayer's ‖output‖ / ‖stream‖ (bottom), one column
-    per model. ``columns``: dicts with name, labels (S,), norm (S,), ratio (2L,) and post_norm."""
+    per model. ``columns``: dicts with name, labels (S,), norm (S,), ratio (P·L,) and optionally parts (P,), each
+    block's sublayers (default attention and feed-forward; a decoder that reads a source: cross-attention too)."""
     theme = theme or Theme()
     k = len(columns)
     if k == 0:
@@ -203,7 +204,8 @@ def stream_chart(
     width = 3 * theme.line_scale
     for j, c in enumerate(columns, start=1):
         labels = list(c["labels"])
-        x = np.arange(len(labels))  # 0: the embedding; 2i + 1, 2i + 2: after layer i's attention, feed-forward
+        parts = tuple(c.get("parts", ("attention", "feed-forward")))
+        x = np.arange(len(labels))  # 0: the embedding; P·i + 1 … P·i + P: after each sublayer of layer i
         fig.add_trace(
             go.Scatter(
                 x=x,
@@ -219,7 +221,7 @@ def stream_chart(
             col=j,
         )
         ratio = np.asarray(c["ratio"], float)
-        colour = [ATTENTION if "attention" in lab else FEED_FORWARD for lab in labels[1:]]
+        colour = [CROSS if "cross" in lab else ATTENTION if "attention" in lab else FEED_FORWARD for lab in labels[1:]]
         fig.add_trace(
             go.Bar(
                 x=x[1:],
@@ -232,17 +234,21 @@ def stream_chart(
             row=2,
             col=j,
         )
-        layers = (len(labels) - 1) // 2
+        P = len(parts)
+        layers = (len(labels) - 1) // P
         every = max(1, int(np.ceil(layers / (12 if k == 1 else 6))))
-        ticks = [2 * i + 2 for i in range(0, layers, every)]  # x = 0, the embedding, is named by its hover
+        ticks = [P * i + P for i in range(0, layers, every)]  # x = 0, the embedding, is named by its hover
         text = [f"L{i}" for i in range(0, layers, every)]
         for r in (1, 2):  # on a slide the upper panel's labels (the same layers) would meet the lower's title
             update_axes(fig, "x", row=r, col=j, tickvals=ticks, ticktext=text, range=[-0.6, len(labels) - 0.4],
                         showticklabels=r == 2 or not theme.box)  # fmt: skip
-        update_axes(fig, "x", row=2, col=j, title={"text": "after layer (attention, then feed-forward)"})
+        order = ", ".join(parts[:-1]) + f", then {parts[-1]}"
+        update_axes(fig, "x", row=2, col=j, title={"text": f"after layer ({order})"})
         update_axes(fig, "y", row=1, col=j, rangemode="tozero")
         update_axes(fig, "y", row=2, col=j, rangemode="tozero")
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=ATTENTION, name="attention"), row=2, col=1)
+    if any("cross-attention" in c.get("parts", ()) for c in columns):
+        fig.add_trace(go.Bar(x=[None], y=[None], marker_color=CROSS, name="cross-attention"), row=2, col=1)
     fig.add_trace(go.Bar(x=[None], y=[None], marker_color=FEED_FORWARD, name="feed-forward"), row=2, col=1)
     height = boxed(theme, 620 if theme.presentation else 560, 760 * k)[1]
     fig = style(fig, theme, title=title, height=height, legend=True, above=1)

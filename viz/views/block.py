@@ -52,7 +52,9 @@ def stream_caption(name: str, stream: Stream, norm: np.ndarray, ratio: np.ndarra
     first, last = float(norm[0]), float(norm[-1])
     labels = stream.labels[1:]
     big = int(np.argmax(ratio))
-    attn, ff = ratio[0::2], ratio[1::2]
+    per = np.asarray(ratio).reshape(-1, len(stream.parts))  # (L, P): each block's sublayers
+    attn, ff = per[:, 0], per[:, -1]
+    cross = f", cross-attention {per[:, 1].mean():.2f}" if "cross-attention" in stream.parts else ""
     layers = len(attn)
     if stream.post_norm:
         lo, hi = float(norm[1:].min()), float(norm[1:].max())
@@ -66,7 +68,7 @@ def stream_caption(name: str, stream: Stream, norm: np.ndarray, ratio: np.ndarra
             f"{first:.3g} after the embedding to {last:.3g} after the last sublayer (×{last / max(first, 1e-12):.2f})."
         )
     return (
-        f"{size} Attention adds on average {attn.mean():.2f} of the stream's norm, the feed-forward "
+        f"{size} Attention adds on average {attn.mean():.2f} of the stream's norm{cross}, the feed-forward "
         f"{ff.mean():.2f}; the largest change is {labels[big]} ({ratio[big]:.2f})."
     )
 
@@ -77,8 +79,8 @@ def stream(src: Source, theme: Theme, *, token: int = -1):
     s, obs = src.stream()
     norm, ratio, what = _token(s, token)
     who = what if token < 0 or token >= obs.n_tokens else f"{what} {quoted(obs.tokens[token])}"
-    column = {"name": src.loaded.name, "labels": s.labels, "norm": norm, "ratio": ratio}
-    fig = stream_chart([column], title=f"The residual stream through {len(s.labels) // 2} blocks ({who})", theme=theme)
+    column = {"name": src.loaded.name, "labels": s.labels, "norm": norm, "ratio": ratio, "parts": s.parts}
+    fig = stream_chart([column], title=f"The residual stream through {s.n_layers} blocks ({who})", theme=theme)
     return Captioned(with_subtitle(fig, subtitle(src), theme), stream_caption(src.loaded.name, s, norm, ratio, who))
 
 
