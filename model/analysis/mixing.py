@@ -7,7 +7,8 @@
   attention block's output y_i = Σ_j T_i(x_j) (+ biases) with the residual counted as token i's own term and a
   post-norm LayerNorm split linearly over the terms (its scale taken from the whole sum); the contribution of j
   is max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁), rows normalised to sum to 1. A pre-norm block's LayerNorm acts on
-  each token alone before its value is formed, so there the split is exact.
+  each token alone before its value is formed, so there the split is exact; a norm on the attention's output
+  (Gemma's sandwich, OLMo 2) is split like the post-norm one, and Granite's residual multiplier scales the terms.
 - Value zeroing (Mohebbi et al., 2023): set token j's value vector (every head) to zero in layer l, recompute
   that layer's output from the same input, and take the cosine distance of each token's new output from the
   original; rows normalised to sum to 1. 1 − cos is formed in float64 from the model's outputs: a row whose raw
@@ -32,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from model.capture import capture, hook_points
+from model.norms import RMSNorm
 from model.transformer import Transformer
 
 ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
@@ -83,6 +85,37 @@ def _per_head_values(model: Transformer, layer: int, v: torch.Tensor) -> torch.T
     return torch.einsum("hnk,dhk->hnd", v.to(dtype), w_o)  # (H, N, d_model)
 
 
+def _split_norm(terms: torch.Tensor, whole: torch.Tensor, ln: torch.nn.Module, dtype: torch.dtype) -> None:
+    """A norm on a sum of terms (R, N, d), split linearly over them with its scale taken from the whole sum
+    ``whole`` (R, d), as ALTI splits a post-norm LayerNorm: RMSNorm γ ⊙ T / rms(whole), LayerNorm γ ⊙ (T −
+    mean T) / σ(whole); the norm's own bias belongs to no token. In place."""
+    if isinstance(ln, RMSNorm):
+        gamma = ln.weight.detach().to("cpu", dtype) + ln.offset
+        scale = torch.rsqrt(whole.pow(2).mean(-1, keepdim=True) + ln.eps)  # (R, 1)
+    else:
+        gamma = ln.weight.detach().to("cpu", dtype)
+        scale = torch.rsqrt(whole.var(-1, unbiased=False, keepdim=True) + ln.eps)  # (R, 1)
+        terms.sub_(terms.mean(-1, keepdim=True))
+    terms.mul_(gamma * scale[:, None])
+
+
+def alti_terms(block, t: torch.Tensor, x: torch.Tensor, rows: slice, b_o: torch.Tensor, dtype) -> None:
+    """What each token j gives the attention block's output y_i (resid_mid), in place: t (R, N, d) holds
+    Σ_h α_ij^h f^h(x_j) for the rows ``rows`` of x (N, d); b_o (d,). Pre-norm: y = x + m · N(Σ_j t_ij + b_o), N a
+    norm on the output (Gemma's sandwich, OLMo 2) or none, m Granite's residual multiplier (else 1); post-norm:
+    y = LN(x + Σ_j t_ij + b_o). The residual is token i's own term; a norm is split linearly over the terms,
+    its scale taken from the whole sum, so the terms sum to y but for the biases' part."""
+    own = (torch.arange(rows.stop - rows.start), torch.arange(rows.start, rows.stop))
+    if block.norm == "pre":
+        if block.ln1_post is not None:
+            _split_norm(t, t.sum(1) + b_o, block.ln1_post, dtype)
+        t.mul_(block.res)
+        t[own] += x[rows]
+    else:
+        t[own] += x[rows]
+        _split_norm(t, t.sum(1) + b_o, block.ln1, dtype)
+
+
 def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """ALTI's max(0, ‖y‖₁ − ‖y − T_j‖₁), normalised: terms (R, N, d), y (R, d) -> (R, N). Overwrites ``terms``
     (in place: at 512 tokens each temporary would be 50 MB)."""
@@ -106,16 +139,8 @@ def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor])
         rows = slice(start, min(n, start + ROW_CHUNK))
         t = torch.einsum("hij,hjd->ijd", alpha[:, rows], fx)  # (R, N, d): what each j sends to each i
         norm[rows] = t.norm(dim=-1)
-        idx = torch.arange(rows.start, rows.stop)
-        t[torch.arange(len(idx)), idx] += x[rows]  # the residual is token i's own term
-        if block.norm == "pre":
-            y = acts["resid_mid"].to(dtype)[rows]  # (R, d) = Σ_j T_i(x_j) + b_o
-        else:  # y = LN(Σ_j t_ij + b_o): split the LayerNorm linearly, its scale from the whole sum
-            z = t.sum(1) + b_o  # (R, d)
-            sigma = (z.var(-1, unbiased=False, keepdim=True) + block.ln1.eps).sqrt()  # (R, 1)
-            t.sub_(t.mean(-1, keepdim=True)).mul_(block.ln1.weight.detach().to("cpu", dtype) / sigma[:, None])
-            y = acts["resid_mid"].to(dtype)[rows]
-        alti[rows] = _l1_contributions(t, y)
+        alti_terms(block, t, x, rows, b_o, dtype)
+        alti[rows] = _l1_contributions(t, acts["resid_mid"].to(dtype)[rows])
     return norm_heads, norm, alti
 
 
