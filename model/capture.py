@@ -41,6 +41,7 @@ KIND_PATHS: dict[str, str] = {
     "p2c": "attn.hook_p2c",  # (B, H, N, N): its position→content term
     "resid_pre": "hook_resid_pre",  # (B, N, d_model)
     "resid_mid": "hook_resid_mid",  # (B, N, d_model)
+    "resid_mid_cross": "hook_resid_mid_cross",  # (B, N, d_model): a decoder's stream after its cross-attention
     "resid_post": "hook_resid_post",  # (B, N, d_model)
     "mlp_in": "hook_mlp_in",  # (B, N, d_model), what the feed-forward reads (LN(x) in a pre-norm block)
     "mlp_hidden": "ff.hook_hidden",  # (B, N, d_ff), after the activation (SwiGLU: silu(gate) · up)

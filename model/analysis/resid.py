@@ -6,8 +6,9 @@
     heads, labels = stack_head_results(model, trace)     # (L·H, B, N, d): what each head writes
 
 ``decompose_resid``'s parts sum to the final stream exactly: each sublayer's part is what it added to the stream
-(resid_mid − resid_pre, resid_post − resid_mid), so Granite's multiplier, sandwich norms and GPT-NeoX's parallel
-blocks are all in it. ``stack_head_results`` splits the attention's part by head: z_h · W_O,h (× Granite's
+(resid_mid − resid_pre, resid_post − resid_mid; a decoder that reads a source: its cross-attention's part,
+resid_mid_cross − resid_mid, apart), so Granite's multiplier, sandwich norms and GPT-NeoX's parallel blocks are all
+in it. ``stack_head_results`` splits the attention's part by head: z_h · W_O,h (× Granite's
 multiplier), which with the output bias sums to the attention's part; it needs the attention output to join the
 stream as it is (no sandwich norm). Both need pre-norm blocks: a post-norm block renormalises the stream, which
 then is no sum of parts. Every result is on the CPU, as the trace holds it.
@@ -20,7 +21,7 @@ import torch
 from model.capture import Trace
 from model.transformer import Transformer
 
-RESID_KINDS = ("resid_pre", "resid_mid", "resid_post", "z")
+RESID_KINDS = ("resid_pre", "resid_mid", "resid_mid_cross", "resid_post", "z")
 
 
 def _layers(trace: Trace, kind: str) -> list[int]:
@@ -44,15 +45,25 @@ def accumulated_resid(trace: Trace) -> tuple[torch.Tensor, list[str]]:
 
 
 def decompose_resid(model: Transformer, trace: Trace) -> tuple[torch.Tensor, list[str]]:
-    """The final stream as a sum: the embeddings, then what each attention and each feed-forward added,
-    (1 + 2L, B, N, d_model) with labels "embed", "0_attn_out", "0_mlp_out", …"""
+    """The final stream as a sum: the embeddings, then what each attention (and cross-attention, in a decoder that
+    reads a source) and each feed-forward added, (1 + 2L or 1 + 3L, B, N, d_model) with labels "embed",
+    "0_attn_out", ("0_cross_attn_out",) "0_mlp_out", …"""
     _pre_norm(model, "decompose_resid")
     layers = _layers(trace, "resid_pre")
+    cross = model.cfg.cross_attention
+    if cross:
+        _layers(trace, "resid_mid_cross")
     parts, labels = [trace.get("resid_pre", 0)], ["embed"]
     for i in layers:
         pre, mid, post = (trace.get(k, i) for k in ("resid_pre", "resid_mid", "resid_post"))
-        parts += [mid - pre, post - mid]
-        labels += [f"{i}_attn_out", f"{i}_mlp_out"]
+        parts.append(mid - pre)
+        labels.append(f"{i}_attn_out")
+        if cross:  # what cross-attention added sits between the two
+            mid, before = trace.get("resid_mid_cross", i), mid
+            parts.append(mid - before)
+            labels.append(f"{i}_cross_attn_out")
+        parts.append(post - mid)
+        labels.append(f"{i}_mlp_out")
     return torch.stack(parts), labels
 
 

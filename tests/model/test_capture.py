@@ -14,7 +14,7 @@ def test_expected_names_and_shapes(tiny_model, ids):
     for layer in (0, 1):
         for kind in KINDS:  # every kind this model has: not cross-attention (an encoder–decoder's decoder), a router
             # (a mixture of experts), a learned sink (gpt-oss) or DeBERTa's position terms
-            theirs = ("cross_pattern", "router_logits", "expert_weights", "sink", "c2p", "p2c")
+            theirs = ("cross_pattern", "resid_mid_cross", "router_logits", "expert_weights", "sink", "c2p", "p2c")
             assert (hook_name(kind, layer) in trace) == (kind not in theirs)
     assert "blocks.0.attn.hook_pattern" in trace.names and "hook_embed" in trace.names
     assert trace.get("q", 0).shape == (2, 4, 10, 8)

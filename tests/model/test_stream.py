@@ -174,3 +174,20 @@ def test_a_decoder_that_reads_a_source_has_its_cross_attention_as_a_sublayer_of_
             # what each sublayer adds is its own output (every residual multiplier here is 1)
             np.testing.assert_allclose(s.added[3 * i + 1], norms(kept[f"blocks.{i}.cross.hook_out"]), rtol=1e-4)
             np.testing.assert_allclose(s.added[3 * i + 2], norms(trace.get("mlp_out", i)), rtol=1e-4)
+
+
+def test_decompose_resid_gives_a_decoders_cross_attention_its_own_part():
+    """The parts of a T5 decoder's stream: embeddings, then attention, cross-attention and feed-forward per layer,
+    summing to the final stream; the feed-forward's part is its own output (before, it held the cross-attention's)."""
+    from model.analysis.resid import RESID_KINDS, decompose_resid
+    from model.io.catalog import ModelSpec, load
+    from tests.hf_fixtures import FIXTURES
+
+    model = load(ModelSpec("folder", path=str(FIXTURES.parent / "hf_encdec" / "t5"))).model
+    _, trace = run_with_cache(model, torch.tensor([list(range(3, 13))]), kinds=[*RESID_KINDS, "mlp_out"])
+    parts, labels = decompose_resid(model, trace)
+    L = model.cfg.n_layers
+    assert labels[:4] == ["embed", "0_attn_out", "0_cross_attn_out", "0_mlp_out"] and len(labels) == 1 + 3 * L
+    torch.testing.assert_close(parts.sum(0), trace.get("resid_post", L - 1), atol=1e-5, rtol=1e-5)
+    for i in range(L):
+        torch.testing.assert_close(parts[3 + 3 * i], trace.get("mlp_out", i), atol=1e-5, rtol=1e-5)
