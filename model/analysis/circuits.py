@@ -87,11 +87,35 @@ def head_matrices(model: Transformer, layer: int, head: int) -> dict[str, torch.
 
 
 def unembedding(model: Transformer) -> torch.Tensor:
-    """U (d_model, V) with the final norm's weight folded in: the decoder's unembedding, or the tied embeddings
-    for a masked-language model (its head's dense layer and norm left out)."""
-    w = model.tok_emb.weight if model.lm_head is None else model.lm_head.weight  # (V, d_model)
-    u = _gamma(model.ln_f, w.size(1))[:, None] * w.detach().double().t()
+    """U (d_model, V) with the final norm's weight folded in: the decoder's unembedding, or a masked-language
+    model's vocabulary matrix (the tied embeddings, or its head's own untied one; the head's dense layer and norm
+    left out)."""
+    problem = circuit_problem(model)
+    if problem:
+        raise ValueError(problem)
+    u = _gamma(model.ln_f, model.cfg.d_model)[:, None] * _vocabulary_matrix(model).detach().double().t()
     return u / model.cfg.logit_divisor  # Granite's logits_scaling
+
+
+def _vocabulary_matrix(model: Transformer) -> torch.Tensor:
+    """(V, width) the matrix the model's head reads the vocabulary through."""
+    if model.lm_head is not None:
+        return model.lm_head.weight
+    if model.mlm is not None and model.mlm.decoder is not None:
+        return model.mlm.decoder.weight
+    return model.tok_emb.weight
+
+
+def circuit_problem(model: Transformer) -> str | None:
+    """Why a head's circuits cannot be read through the vocabulary in this model, or None."""
+    width = _vocabulary_matrix(model).size(1)
+    if width != model.cfg.d_model:
+        return (
+            f"its vocabulary matrix is {width} wide and its stream {model.cfg.d_model}: the head reaches the "
+            "vocabulary through its dense layer and activation, so no linear path joins a head's output to a token "
+            "(the narrow embeddings of ALBERT and ELECTRA)"
+        )
+    return None
 
 
 _round_trips: weakref.WeakKeyDictionary[Transformer, dict] = weakref.WeakKeyDictionary()

@@ -261,3 +261,39 @@ def test_direct_logit_attribution_sums_to_the_models_logit_on_every_family(folde
         assert (dla.cross_heads is not None) == model.cfg.cross_attention
         if dla.cross_heads is not None:
             assert dla.cross_heads.shape == dla.heads.shape and np.abs(dla.cross_heads).max() > 1e-4
+
+
+@pytest.mark.parametrize("folder", ["bert_mlm_untied", "xlm-roberta_mlm_untied", "bert_mlm", "gpt2_untied"])
+def test_the_circuits_read_the_vocabulary_through_the_heads_own_matrix(folder):
+    """An untied MLM head has its own vocabulary matrix: the OV table reads it (before: the input embeddings)."""
+    from model.analysis.circuits import unembedding
+    from model.io.catalog import ModelSpec, load
+    from tests.hf_fixtures import FIXTURES
+
+    model = load(ModelSpec("folder", path=str(FIXTURES.parent / "hf_heads" / folder))).model
+    own = model.lm_head if model.lm_head is not None else model.mlm.decoder if model.mlm.decoder is not None else None
+    matrix = (own if own is not None else model.tok_emb).weight.detach().double()  # (V, d_model)
+    gamma = model.ln_f.weight.detach().double() if model.ln_f is not None else torch.ones(matrix.size(1))
+    torch.testing.assert_close(unembedding(model), gamma[:, None] * matrix.t() / model.cfg.logit_divisor)
+    assert (own is not None) == ("untied" in folder)
+
+
+@pytest.mark.parametrize("folder", ["albert", "electra", "../hf_heads/albert_mlm"])
+def test_a_head_of_narrow_embeddings_says_why_it_has_no_circuit_card(folder):
+    """ALBERT's and ELECTRA's vocabulary is narrower than their stream: the card said nothing and raised a
+    RuntimeError from a matrix product; now the reason, and the page says it."""
+    from model.analysis.circuits import circuit_problem
+    from model.io.catalog import ModelSpec
+    from tests.hf_fixtures import FIXTURES
+    from viz.figures import Theme
+    from viz.views import ViewUnavailableError, build
+    from viz.views.source import DirectSource
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / folder)), "the cat sat on the mat")
+    assert "16 wide and its stream 32" in circuit_problem(src.loaded.model)
+    with pytest.raises(ViewUnavailableError, match="no linear path joins a head's output to a token"):
+        build("causes.circuit", src, Theme(), layer=1, head=0)
+    assert (
+        circuit_problem(DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "bert")), "a").loaded.model)
+        is None
+    )

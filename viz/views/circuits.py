@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from model.analysis.circuits import EMBEDDINGS
+from model.analysis.circuits import EMBEDDINGS, circuit_problem
 from viz.figures.causes import circuit_card
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.text import token_labels
@@ -31,6 +31,9 @@ def circuit_view(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, em
     """A head's QK and OV circuits: singular values and its strongest token pairs through the embeddings."""
     if embedding and embedding not in EMBEDDINGS:
         raise ViewUnavailableError(f"Read the circuits through the {' or the '.join(EMBEDDINGS)} embedding.")
+    problem = circuit_problem(src.loaded.model)
+    if problem:
+        raise ViewUnavailableError(f"{src.loaded.name}: a head's circuits read the vocabulary, but {problem}.")
     card = src.circuit(layer, head, embedding or None)
     pairs = card.ov_pairs
     labels = token_labels([f"{readable(src, a)} → {readable(src, b)}" for a, b, _ in pairs], "none")
