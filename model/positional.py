@@ -125,16 +125,19 @@ class RotaryEmbedding(nn.Module):
         with _GROW:
             if self.cos.size(0) < positions:
                 cos, sin = self.table(min(max(positions, 2 * self.cos.size(0)), self._size[0]), self._size[1])
-                self.register_buffer("cos", cos.to(self.cos.device), persistent=False)  # (P, dims/2)
-                self.register_buffer("sin", sin.to(self.sin.device), persistent=False)
+                with torch.inference_mode(False):  # a copy to another device made here would be one too
+                    self.register_buffer("cos", cos.to(self.cos.device), persistent=False)  # (P, dims/2)
+                    self.register_buffer("sin", sin.to(self.sin.device), persistent=False)
             return self.cos, self.sin
 
     def table(self, n_positions: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (n_positions, dims/2) of the angles a text of ``length`` tokens is read with (the scaled RoPEs
-        that depend on it), times the scaling's attention factor."""
-        inv_freq, factor = frequencies(self.scaling, self.dims, self.base, length)
-        angles = torch.arange(n_positions).float()[:, None] * inv_freq[None, :]  # (P, dims/2)
-        return angles.cos() * factor, angles.sin() * factor
+        that depend on it), times the scaling's attention factor. Kept between passes, so never inference tensors
+        (a table made inside ``torch.inference_mode`` would break every later pass that takes gradients)."""
+        with torch.inference_mode(False), torch.no_grad():
+            inv_freq, factor = frequencies(self.scaling, self.dims, self.base, length)
+            angles = torch.arange(n_positions).float()[:, None] * inv_freq[None, :]  # (P, dims/2)
+            return angles.cos() * factor, angles.sin() * factor
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x: (B, H, N, d_k) at positions offset … offset + N − 1 -> same shape, rotated."""
@@ -148,7 +151,8 @@ class RotaryEmbedding(nn.Module):
             length = offset + n
             if self._long is None or self._long[0] != length or self._long[1].device != x.device:
                 cos_l, sin_l = self.table(self.cos.size(0), length)
-                self._long = (length, cos_l.to(x.device), sin_l.to(x.device))
+                with torch.inference_mode(False):
+                    self._long = (length, cos_l.to(x.device), sin_l.to(x.device))
             cos_t, sin_t = self._long[1], self._long[2]
         cos = cos_t[offset : offset + n].to(x.dtype)  # (N, dims/2)
         sin = sin_t[offset : offset + n].to(x.dtype)

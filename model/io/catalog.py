@@ -196,6 +196,10 @@ def reinit_of(base: LoadedModel, seed: int) -> LoadedModel:
     torch.manual_seed(seed)
     model = Transformer(base.model.cfg.replace(dropout=0.0)).eval()
     info = {"name": f"Random init of {base.name} (seed {seed})", "source": "same config, random weights"}
+    if base.model.cfg.cross_attention:  # a decoder that reads a source reads it as the base's encoder gives it
+        for block, bound in zip(model.blocks, base.model.blocks, strict=True):
+            block.memory = bound.memory
+        info["source"] += "; it reads the source as the trained encoder gives it"
     return LoadedModel(model, base.tokenizer, info)
 
 

@@ -184,3 +184,19 @@ def test_a_long_text_of_a_relative_position_model_is_read_exactly_not_whole():
     assert any("relative-position bias, which the whole-text reader does not carry" in n for n in obs.notices)
     with pytest.raises(ValueError, match="does not carry a relative-position bias"):
         observe_long(encoder.model, encoder.tokenizer, text)
+
+
+def test_a_random_init_of_a_decoder_that_reads_a_source_reads_the_same_source():
+    """The lessons' "random init of the same config" of T5's decoder: a fresh Transformer has no encoder output
+    bound, so every pass raised; it now reads the source as the trained encoder gives it."""
+    from model.io.catalog import ModelSpec, load, reinit_of
+    from model.observe import observe
+    from tests.hf_fixtures import FIXTURES
+
+    base = load(ModelSpec("folder", path=str(FIXTURES.parent / "hf_encdec" / "t5")))
+    fresh = reinit_of(base, seed=1)
+    assert all(b.memory is a.memory for a, b in zip(base.model.blocks, fresh.model.blocks, strict=True))
+    obs = observe(fresh.model, fresh.tokenizer, "the cat sat on the mat")
+    assert obs.cross is not None and obs.cross.shape[-1] == base.model.blocks[0].memory.size(1)
+    assert "as the trained encoder gives it" in fresh.info["source"]
+    assert not torch.equal(fresh.model.blocks[0].attn.w_q.weight, base.model.blocks[0].attn.w_q.weight)

@@ -103,3 +103,36 @@ def test_llama3_in_gguf_reads_rope_freqs(tmp_path):
         assert (trace.stack("pattern")[:, 0] - ref[f"{key}.attentions"]).abs().max() <= 1e-5
         with torch.inference_mode():
             assert (loaded.model.lm_logits(hidden)[0, -4:] - ref[f"{key}.logits"]).abs().max() <= 1e-4
+
+
+def test_a_table_made_in_inference_mode_does_not_break_a_later_pass_with_gradients(scaled):
+    """The tables a pass keeps (a length-dependent RoPE's for the last long text, a table grown for a longer text)
+    were inference tensors when that pass ran in ``torch.inference_mode`` (every page's does): Beyond the weights'
+    gradient methods then raised "Inference tensors cannot be saved for backward" (dynamic NTK, LongRoPE)."""
+    from model.analysis.gradients import attribute
+
+    _, loaded, _ = scaled
+    model = loaded.model
+    ids = loaded.tokenizer.encode(TEXTS["long"]).ids
+    rope = model.blocks[0].attn.rope
+    with torch.inference_mode():
+        model(torch.tensor([list(ids)]))
+        rope.fill_tables(rope.cos.size(0) + 1) if rope.cos.size(0) < rope._size[0] else None  # a table grown here
+    for table in (rope.cos, rope.sin, *(rope._long[1:] if rope._long is not None else ())):
+        assert not table.is_inference()
+    result = attribute(model, list(ids), len(ids) - 1)
+    assert torch.isfinite(torch.as_tensor(result.integrated)).all()
+
+
+def test_a_rope_table_grown_in_inference_mode_still_takes_gradients():
+    """Any RoPE: a text longer than the first table (4,096 positions) grows it; grown inside inference_mode, the
+    table was an inference tensor, and a later pass with gradients over it raised."""
+    from model.positional import ROPE_FIRST_POSITIONS, RotaryEmbedding
+
+    rope = RotaryEmbedding(8, 2 * ROPE_FIRST_POSITIONS)
+    with torch.inference_mode():
+        rope(torch.zeros(1, 1, ROPE_FIRST_POSITIONS + 1, 8))  # grows the tables
+    assert rope.cos.size(0) > ROPE_FIRST_POSITIONS and not rope.cos.is_inference() and not rope.sin.is_inference()
+    x = torch.randn(1, 1, ROPE_FIRST_POSITIONS + 1, 8, requires_grad=True)
+    rope(x).pow(2).sum().backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
