@@ -92,7 +92,8 @@ def qkv_scores(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, quer
 @view("qkv.softmax", page="qkv")
 def qkv_softmax(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: int = -1, key: int = -1):
     steps, _ = _steps(src, layer, head)
-    beside = "" if steps.sink is None else f" · the learned sink takes {float(steps.sink.mean()):.0%} of a row"
+    share = None if steps.sink is None else float(steps.sink.mean())
+    beside = "" if share is None else f" · the learned sink takes {share:.0%} of a row on average"
     fig = attention_heatmap(
         steps.pattern,
         src.obs.tokens,
