@@ -31,7 +31,8 @@ class LogitAttribution:
     foil: int | None  # None: the logit itself; else logit(target) − logit(foil)
     heads: np.ndarray  # (L, H) what each head wrote, z_h · W_O[h] (its value bias included)
     value_biases: np.ndarray  # (L, H) the part of ``heads`` that is the same on every text: the constant value
-    # (the attention norm's bias through W_V, plus b_V) that every key hands over, a pattern's row summing to 1.
+    # (the attention norm's bias through W_V, plus b_V) that every key hands over, times the row's weight on tokens
+    # (1; less a learned sink's share).
     # TransformerLens folds it into b_O: its heads are heads − value_biases
     mlps: np.ndarray  # (L,)
     attn_biases: np.ndarray  # (L,) each layer's W_O biases, self- and cross-attention's (0 without one)
@@ -111,12 +112,13 @@ def direct_logit_attribution_batch(
     rows_at = torch.arange(B)
     kept: dict[str, torch.Tensor] = {}
 
-    def keep(x: torch.Tensor, hook) -> None:  # each text's own position: (B, H, d_k) or (B, d)
-        where = pos.to(x.device)
-        kept[hook.name] = (x[rows_at, :, where] if x.dim() == 4 else x[rows_at, where]).detach().double().cpu()
+    def keep(x: torch.Tensor, hook) -> None:  # each text's own position: (B, H, d_k), (B, H) or (B, d)
+        where, by_head = pos.to(x.device), x.dim() == 4 or hook.name.endswith("hook_sink")
+        kept[hook.name] = (x[rows_at, :, where] if by_head else x[rows_at, where]).detach().double().cpu()
 
     names = ["hook_embed", "hook_final"]
     names += [f"blocks.{i}.{p}" for i in range(cfg.n_layers) for p in ("attn.hook_z", "hook_mlp_out")]
+    names += [f"blocks.{i}.attn.hook_sink" for i in range(cfg.n_layers) if cfg.attn_sinks]
     names += [f"blocks.{i}.cross.hook_z" for i in range(cfg.n_layers) if cfg.cross_attention]
     names.append(f"blocks.{cfg.n_layers - 1}.hook_resid_post")
     with torch.no_grad():
@@ -143,7 +145,8 @@ def direct_logit_attribution_batch(
         for i, block in enumerate(model.blocks):
             # the value every key hands over whatever the text: W_V of the attention norm's bias, plus b_V
             beta = getattr(block.ln1, "bias", None) if cfg.norm == "pre" else None
-            head, const, bias = _head_parts(block.attn, kept[f"blocks.{i}.attn.hook_z"], beta, joined)
+            sink = kept.get(f"blocks.{i}.attn.hook_sink")  # (B, H): a learned sink's share of the row (gpt-oss)
+            head, const, bias = _head_parts(block.attn, kept[f"blocks.{i}.attn.hook_z"], beta, joined, sink)
             heads.append(head)
             value_biases.append(const)
             if block.cross is not None:  # its keys and values read the encoder's output: no norm's bias in them
@@ -182,17 +185,19 @@ def direct_logit_attribution_batch(
     ]
 
 
-def _head_parts(attn, z: torch.Tensor, beta, joined) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _head_parts(attn, z: torch.Tensor, beta, joined, sink=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One attention sublayer's parts: what each head wrote, z (B, H, d_k) through its W_O, and the part of it
-    that is the same on every text (W_V of the norm's bias ``beta`` plus b_V, through W_O): (B, H) each; and its
-    W_O bias (B,). ``joined``: a sublayer's output vectors (B, …, d) -> their shares as they join the stream."""
+    that is the same on every text (W_V of the norm's bias ``beta`` plus b_V, through W_O, times the row's weight on
+    tokens: 1 less a learned ``sink``'s share (B, H), else 1): (B, H) each; and its W_O bias (B,). ``joined``: a
+    sublayer's output vectors (B, …, d) -> their shares as they join the stream."""
     B, d = z.size(0), attn.w_o.weight.size(0)
     w_o = attn.w_o.weight.double().cpu().view(d, attn.n_heads, attn.d_k)  # (d_model, H, d_k)
     heads = joined(torch.einsum("bhk,dhk->bhd", z, w_o))  # (B, H)
     const = attn.w_v(beta) if beta is not None else attn.w_v.bias
     if const is not None:  # (H_kv · d_k) -> each query head's (H, d_k), through W_O
         const = attn.expand_kv(const.double().view(1, attn.n_kv_heads, 1, attn.d_k))[0, :, 0].cpu()
-        values = joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1))
+        values = joined(torch.einsum("hk,dhk->hd", const, w_o).expand(B, -1, -1))  # (B, H)
+        values = values if sink is None else values * (1.0 - sink)
     else:
         values = torch.zeros(B, attn.n_heads, dtype=torch.float64)
     b = attn.w_o.bias

@@ -297,3 +297,22 @@ def test_a_head_of_narrow_embeddings_says_why_it_has_no_circuit_card(folder):
         circuit_problem(DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "bert")), "a").loaded.model)
         is None
     )
+
+
+def test_the_value_bias_part_of_a_head_with_a_learned_sink_is_scaled_by_the_rows_weight_on_tokens():
+    """With W_V zero every value is b_V, so all a head writes is its value-bias part: (1 − the sink's share) of b_V
+    through W_O. The part was b_V's whole (a row summing to 1), overstated by 1 / (1 − share) on gpt-oss."""
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, causal=True, lm_head=True, attn_sinks=True,
+        bias=True, norm_kind="rmsnorm", positional="rope",
+    )  # fmt: skip
+    model = Transformer(cfg).double().eval()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.w_v.weight.zero_()
+            block.attn.w_v.bias.normal_(0.0, 1.0)
+            block.attn.sinks.normal_(0.0, 2.0)
+    dla = direct_logit_attribution(model, IDS, target=9, foil=3)
+    np.testing.assert_allclose(dla.heads, dla.value_biases, rtol=1e-9, atol=1e-12)
+    assert np.abs(dla.value_biases).max() > 1e-3
