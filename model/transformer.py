@@ -277,12 +277,10 @@ class Transformer(nn.Module):
         # the fused kernel skips the plain causal triangle block by block instead of reading an (N, M) mask
         plain = fused and causal and attention_mask is None and offset == 0
         x = self.hook_embed(self.embed(ids, token_type_ids, positions, offset))
-        bias = self.position_bias(n, offset) if positions else None
-        rel = self.rel_pos(n) if positions and self.rel_pos is not None else None
+        inputs = self.block_inputs(n, offset) if positions else {"bias": None, "rel": None}
         for i, block in enumerate(self.blocks):
             tri = plain and not self.cfg.is_sliding(i)
-            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory, "bias": bias}
-            kw["rel"] = rel
+            kw = {"cache": cache, "layer": i, "fused": fused, "is_causal": tri, "memory": memory, **inputs}
             x = block(x, mask=None if tri else masks[i], scale=scale, positions=positions, **kw)
         return self.hook_final(self.ln_f(x) if self.ln_f is not None else x)
 
