@@ -28,6 +28,13 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(x.dtype)
 
 
+def gain(norm: nn.Module) -> torch.Tensor:
+    """(width,) float64, detached: what a norm multiplies the normalised stream by — LayerNorm's weight, RMSNorm's
+    offset + weight (Gemma stores weight − 1) — for analyses that treat the norm as a linear map."""
+    w = norm.weight.detach().double()
+    return w + norm.offset if isinstance(norm, RMSNorm) else w
+
+
 def make_norm(cfg: TransformerConfig, width: int | None = None) -> nn.Module:
     """The config's normalisation layer over d_model (or ``width``: d_k for QK-norm)."""
     width = width or cfg.d_model

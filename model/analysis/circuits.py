@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from model.intervene import hooks
-from model.norms import RMSNorm
+from model.norms import gain
 from model.transformer import Transformer
 
 TOP = 10
@@ -59,8 +59,7 @@ class Circuit:
 def _gamma(norm: torch.nn.Module | None, d: int) -> torch.Tensor:
     if norm is None or not hasattr(norm, "weight"):
         return torch.ones(d, dtype=torch.float64)
-    w = norm.weight.detach().double()
-    return w + norm.offset if isinstance(norm, RMSNorm) else w
+    return gain(norm)
 
 
 def head_matrices(model: Transformer, layer: int, head: int) -> dict[str, torch.Tensor]:

@@ -18,7 +18,7 @@ import torch
 
 from model.analysis.batches import readable_batch
 from model.intervene import run_with_hooks
-from model.norms import RMSNorm
+from model.norms import RMSNorm, gain
 from model.transformer import Transformer
 
 
@@ -76,10 +76,8 @@ def _frozen_norm(model: Transformer, x: torch.Tensor) -> tuple[torch.Tensor, flo
     if ln is None:
         return torch.ones_like(x), 1.0, False
     if isinstance(ln, RMSNorm):
-        gamma = ln.weight.double() + ln.offset
-        return gamma, float(torch.rsqrt(x.pow(2).mean() + ln.eps)), False
-    var = x.var(unbiased=False)
-    return ln.weight.double(), float(torch.rsqrt(var + ln.eps)), True
+        return gain(ln), float(torch.rsqrt(x.pow(2).mean() + ln.eps)), False
+    return gain(ln), float(torch.rsqrt(x.var(unbiased=False) + ln.eps)), True
 
 
 def direct_logit_attribution(

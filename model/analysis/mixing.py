@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from model.capture import capture, hook_points
-from model.norms import RMSNorm
+from model.norms import RMSNorm, gain
 from model.transformer import Transformer
 
 ROW_CHUNK = 128  # query rows per step when a (rows, N, d_model) tensor is formed: bounds memory at 512 tokens
@@ -90,13 +90,11 @@ def _split_norm(terms: torch.Tensor, whole: torch.Tensor, ln: torch.nn.Module, d
     ``whole`` (R, d), as ALTI splits a post-norm LayerNorm: RMSNorm γ ⊙ T / rms(whole), LayerNorm γ ⊙ (T −
     mean T) / σ(whole); the norm's own bias belongs to no token. In place."""
     if isinstance(ln, RMSNorm):
-        gamma = ln.weight.detach().to("cpu", dtype) + ln.offset
         scale = torch.rsqrt(whole.pow(2).mean(-1, keepdim=True) + ln.eps)  # (R, 1)
     else:
-        gamma = ln.weight.detach().to("cpu", dtype)
         scale = torch.rsqrt(whole.var(-1, unbiased=False, keepdim=True) + ln.eps)  # (R, 1)
         terms.sub_(terms.mean(-1, keepdim=True))
-    terms.mul_(gamma * scale[:, None])
+    terms.mul_(gain(ln).to("cpu", dtype) * scale[:, None])
 
 
 def alti_terms(block, t: torch.Tensor, x: torch.Tensor, rows: slice, b_o: torch.Tensor, dtype) -> None:
