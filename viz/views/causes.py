@@ -163,9 +163,8 @@ def attribution_view(src: Source, theme: Theme, *, answer: str = "", foil: str =
         y_title="layer",
         theme=theme,
     )  # fmt: skip
-    names = [f"L{i}H{h}" for i in range(L) for h in range(H)]
-    names += [f"L{i} cross H{h}" for i in range(L) for h in range(H) if cross is not None]
-    up, down = signed_parts(np.concatenate([dla.heads.ravel(), *([] if cross is None else [cross.ravel()])]), names)
+    names = [f"L{i}H{c}" if c < H else f"L{i} cross H{c - H}" for i in range(L) for c in range(heads.shape[1])]
+    up, down = signed_parts(heads.ravel(), names)
     best_ff = int(np.argmax(np.abs(dla.mlps)))
     rest = dla.embed + dla.attn_biases.sum() + dla.norm_bias + dla.out_bias
     biases = "embeddings, attention biases, the final norm's bias" + (", the output bias" if dla.out_bias else "")
