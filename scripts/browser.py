@@ -150,9 +150,10 @@ def choose(page, label: str, option: str, tries: int = 3) -> None:
 
 
 def run_if_asked(page) -> None:
-    """Press the button a page shows before work it expects to take long ("Patch (about 3 s)"), if it shows one.
+    """Press the button a page shows before work it expects to take long ("Patch (about 3 s)", "Measure it (about
+    3–10 s)"), if it shows one.
     The estimate comes from this machine's measured speed, so a slow or busy machine asks where a fast one does not."""
-    button = page.get_by_role("button", name=re.compile(r"\(about [\d.]+ s\)$"))
+    button = page.get_by_role("button", name=re.compile(r"\(about [\d.]+(–[\d.]+)? s\)$"))
     if button.count():
         button.first.click()
         wait_idle(page)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from model.analysis.gradients import targets_for
+from model.analysis.gradients import ig_seconds, ig_steps, targets_for
 from model.analysis.mixing import mixing_seconds
 from model.analysis.sinks import SINK_TARGETS
 from viz.settings import MIXING_SECTIONS
@@ -33,14 +33,21 @@ if obs.n_tokens > MAX_ZEROING_TOKENS and part != "Sinks and head types":
 ASK_ABOVE_S = 2.0  # a measurement expected to take longer waits for the button, with its estimate
 zeroing = obs.n_tokens <= MAX_ZEROING_TOKENS
 estimate = mixing_seconds(ctx.loaded.model.cfg, obs.n_tokens, zeroing)
-if part != "Sinks and head types" and ctx.device == "cpu" and estimate > ASK_ABOVE_S:
+gradients = part == "Compare methods"  # integrated gradients too: their first intervals, then more if they must
+least, most = ig_seconds(ctx.loaded.model.cfg, obs.n_tokens) if gradients else (0.0, 0.0)
+if part != "Sinks and head types" and ctx.device == "cpu" and estimate + least > ASK_ABOVE_S:
     methods = "norm-based, ALTI" + (" and value zeroing" if zeroing else "")
+    also = (
+        f", and integrated gradients (from {max(1, ig_steps(obs.n_tokens) // 4)} to {ig_steps(obs.n_tokens)} "
+        "forward and backward passes: more where the output moves steeply along the path)"
+    ) * gradients
+    span = f"{estimate + least:.0f}–{estimate + most:.0f}" if round(most) > round(least) else f"{estimate + most:.0f}"
     ask_once(
         (ctx.spec, ctx.device, obs.text, ctx.options), "_asked_mixing",
-        f"Measuring context mixing ({methods}) on this text takes about {estimate:.0f} s on this server's CPU "
+        f"Measuring context mixing ({methods}){also} on this text takes about {span} s on this server's CPU "
         f"({obs.n_layers} layers × {obs.n_tokens} tokens; it grows with the square of the length), so it waits for "
         "the button. Once measured it is kept for every page and user. *Sinks and head types* needs none of it.",
-        f"Measure it (about {estimate:.0f} s)", "mix_run",
+        f"Measure it (about {span} s)", "mix_run",
     )  # fmt: skip
 
 if part == "Context mixing":
@@ -67,7 +74,7 @@ elif part == "Compare methods":
     query = cols[0].selectbox(
         "Token",
         ordinary,
-        index=ordinary.index(focus) if focus in ordinary else 0,
+        index=ordinary.index(focus) if focus in ordinary else (len(ordinary) - 1 if obs.causal else 0),
         format_func=lambda i: f"{i}: {obs.tokens[i]}",
         help="The token whose sources every method ranks (the query in focus on the other pages).",
     )

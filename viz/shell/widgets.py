@@ -218,7 +218,11 @@ def ask_once(asked: tuple, memo: str, message: str, label: str, key: str) -> Non
     session is not asked again for it (``memo``: the session key that remembers)."""
     if st.session_state.get(memo) == asked:
         return
-    st.info(message)
-    if not st.button(label, key=key, icon=":material/play_arrow:"):
+    box = st.empty()
+    with box.container():
+        st.info(message)
+        pressed = st.button(label, key=key, icon=":material/play_arrow:")
+    if not pressed:
         st.stop()
+    box.empty()  # the question is answered: the results take its place
     st.session_state[memo] = asked

@@ -21,6 +21,8 @@ from viz.views.captions import quoted, rank_correlation
 
 #: value zeroing recomputes every layer once per token: offered up to this many tokens (about 3 s on MiniLM)
 MAX_ZEROING_TOKENS = 160
+IG_TRUSTED_GAP = 0.05  # a completeness gap beyond this is said in the caption
+MIN_RANKED = 3  # visible tokens a rank agreement needs
 TARGET_NAMES = {
     "mlm": "masked-token logit",
     "next": "next-token logit",
@@ -118,7 +120,9 @@ def _query(src: Source, query: int) -> int:
     if 0 <= query < obs.n_tokens:
         return query
     ordinary = np.flatnonzero(~obs.special)
-    return int(ordinary[0]) if len(ordinary) else 0
+    if not len(ordinary):
+        return 0
+    return int(ordinary[-1] if obs.causal else ordinary[0])  # a causal model's first token sees only itself
 
 
 @view("rollout.token", page="rollout")
@@ -171,39 +175,57 @@ def method_shares(src: Source, i: int, target: str) -> dict[str, np.ndarray]:
 @view("mixing.compare", page="mixing")
 def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = ""):
     """Every method's answer to "which tokens does this token draw from?", as shares per row, and their rank
-    agreement (Spearman's ρ over the tokens the query can see)."""
+    agreement (Spearman's ρ over the tokens the query can see; no agreement figure when it sees fewer than three)."""
     obs = src.obs
     i = _query(src, query)
     offered = targets_for(src.loaded.model)
     target = target if target in offered else offered[0]
     rows = method_shares(src, i, target)
     att = src.attribution(i, target)
+    gap = att.gap / max(abs(att.value - att.baseline_value), 1e-12)  # completeness, relative
     names = list(rows)
     seen = np.flatnonzero(allowed_cells(src)[i])
-    rho = np.array([[rank_correlation(rows[a][seen], rows[b][seen]) for b in names] for a in names])
+    others = seen[seen != i]  # what the query can draw from besides itself
     label = quoted(obs.tokens[i])
     matrix = np.stack([rows[n] for n in names])
     table = method_rows(matrix, names, obs.tokens, title=f"What {label} (token {i}) draws from, by method", theme=theme)
-    agree = agreement_matrix(rho, names, title=f"How the methods agree for {label}", theme=theme)
-    tops = {n: int(np.argmax(np.where(np.arange(obs.n_tokens) == i, -1, rows[n]))) for n in names}
-    votes: dict[int, int] = {}
-    for j in tops.values():
-        votes[j] = votes.get(j, 0) + 1
-    best = max(votes, key=votes.get)
-    off = rho[~np.eye(len(names), dtype=bool)]
+    parts = {}
+    if not len(others):
+        ranking = f"{label} (token {i}) sees only itself: every method gives it all, so there is nothing to rank"
+    else:
+        tops = {n: int(others[np.argmax(rows[n][others])]) for n in names}
+        votes: dict[int, int] = {}
+        for j in tops.values():
+            votes[j] = votes.get(j, 0) + 1
+        best = max(votes, key=votes.get)
+        ranking = (
+            f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank {quoted(obs.tokens[best])} "
+            f"(token {best}) first"
+        )
+    if len(seen) >= MIN_RANKED:
+        rho = np.array([[rank_correlation(rows[a][seen], rows[b][seen]) for b in names] for a in names])
+        off = rho[~np.eye(len(names), dtype=bool)]
+        spread = f"(from {off.min():.2f} to {off.max():.2f})"
+        ranking += f"; mean rank agreement between methods ρ = {off.mean():.2f} {spread}"
+        title = f"How the methods agree for {label}"
+        parts["agreement"] = agreement_matrix(rho, names, title=title, theme=theme)
+    elif len(others):
+        ranking += f"; it sees {len(seen)} tokens, too few for a rank agreement (it needs {MIN_RANKED})"
     caption = (
-        f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank {quoted(obs.tokens[best])} "
-        f"(token {best}) first; mean rank agreement between methods ρ = {off.mean():.2f} "
-        f"(from {off.min():.2f} to {off.max():.2f}). Gradients are for the {TARGET_NAMES[target]}"
+        f"{ranking}. Gradients are for the {TARGET_NAMES[target]}"
         + (f" of {quoted(src.loaded.tokenizer.id_to_token(att.target_token))}" if target != "state" else "")
-        + f"; integrated gradients in {att.steps} steps, their sum off f(x) − f(baseline) by "
-        f"{att.gap / max(abs(att.value - att.baseline_value), 1e-12):.1%}."
+        + f"; integrated gradients from {att.steps} gradients along the path (more where the output moves "
+        f"fastest), their sum off f(x) − f(baseline) by {gap:.1%}."
+        + (
+            f" The output changes in steep steps along this path that {att.steps} gradients did not resolve: read "
+            "the integrated gradients' shares as approximate."
+            if gap > IG_TRUSTED_GAP
+            else ""
+        )
     )
     sub = f"gradients of the {TARGET_NAMES[target]} · " + subtitle(src)
-    return {
-        "methods": Captioned(with_subtitle(table, sub, theme), caption),
-        "agreement": Captioned(with_subtitle(agree, sub, theme), caption),
-    }
+    figures = {"methods": table, **parts}
+    return {part: Captioned(with_subtitle(fig, sub, theme), caption) for part, fig in figures.items()}
 
 
 @view("sinks", page="mixing")
