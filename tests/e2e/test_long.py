@@ -40,7 +40,7 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     query.fill("1000")
     query.press("Enter")
     wait_idle(page)
-    page.get_by_text("“was” (1,000) looks at").first.wait_for()  # its exact row, in the caption
+    page.get_by_text("“was” (1,000) looks most at").first.wait_for()  # its exact row, in the caption
     open_page(page, server, "overview", "Model overview")
     wait_title(page, "every head, all 1,082 tokens")
     open_page(page, server, "metrics", "Head metrics")

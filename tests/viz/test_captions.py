@@ -324,3 +324,22 @@ def test_the_methods_caption_ranks_only_tokens_the_query_sees_and_a_causal_model
     default = build("mixing.compare", fixture, Theme(), target="next")
     last = fixture.obs.n_tokens - 1 - int(np.flatnonzero(~fixture.obs.special[::-1])[0])
     assert len(default) == 2 and f"(token {last})" in default[0].figure.layout.title.text
+
+
+def test_one_query_the_prediction_and_the_plane_name_only_keys_the_query_sees():
+    """A causal row: its later tokens get exactly 0 and were listed as its next-strongest keys, ranked among all
+    N, and counted in the plane's rank correlation."""
+    row = np.array([0.6, 0.4, 0.0, 0.0, 0.0, 0.0])  # query 1 of a causal model
+    assert say.one_query(TOKENS, 1, row) == "Query 1 “a”: strongest keys “[CLS]” (60.0%), “a” (40.0%)."
+    assert heads_say.prediction_check(TOKENS, row, 1, 0) == "Right: “a” attends most to “[CLS]” (60%). Next: “a” (40%)."
+    masked = heads_say.prediction_check(TOKENS, row, 1, 4)
+    assert masked.startswith("Not quite: your guess “d” gets none of its attention: “a” does not see it;")
+    assert heads_say.prediction_check(TOKENS, [1.0, 0, 0, 0, 0, 0], 0, 0) == (
+        "Right: “[CLS]” sees only “[CLS]”, so it gives it everything."
+    )
+    points = np.array([[0.0, 0.0], [1.0, 0.0], [0.1, 0.0], [0.2, 0.0], [0.3, 0.0], [0.4, 0.0]])
+    plane = say.qk_plane(TOKENS, 1, row, points, points, (0.5, 0.2), 1.0)
+    assert "nearest to it in the plane (of the 2 keys it sees): “a”, “[CLS]”." in plane
+    assert "It sees 2 keys: too few to compare closeness with weight." in plane
+    wide = np.array([0.1, 0.2, 0.3, 0.2, 0.1, 0.1])
+    assert "over the 6 keys it sees: ρ =" in say.qk_plane(TOKENS, 1, wide, points, points, (0.5, 0.2), 1.0)

@@ -19,7 +19,16 @@ def test_focus_query_and_key_name_the_weight_and_its_rank():
     text = focus_caption(TOKENS, W, 3, 1, 3, 1)
     assert text.startswith("L3H1 gives 68% of “it”'s attention to “cat” (its strongest key)")
     assert "strongest keys “cat” (68%), “it” (20%), “a” (10%)" in text
-    assert "(rank 3 of 4)" in focus_caption(TOKENS, W, 3, 0, 3, 1)
+    assert "(rank 3 of the 4 keys it weighs)" in focus_caption(TOKENS, W, 3, 0, 3, 1)
+
+
+def test_a_causal_rows_strongest_keys_are_only_those_it_sees():
+    """Row 1 sees "a" and "cat" only: the caption named "sat" (0%) among its strongest keys, and ranked a hidden key
+    among all four."""
+    assert focus_caption(TOKENS, W, 1, -1, 0, 0) == "L0H0: “cat” looks most at “a” (50%), “cat” (50%)."
+    hidden = focus_caption(TOKENS, W, 1, 3, 0, 0)
+    assert "gives 0% of “cat”'s attention to “it” (none: a key it does not weigh)" in hidden
+    assert "“sat”" not in hidden and "“it” (0%)" not in hidden
 
 
 def test_without_focus_the_strongest_cell_and_the_most_attended_key():

@@ -21,7 +21,7 @@ from viz.figures.grids import heatmap_panels
 from viz.figures.layout import add_shapes, relayout
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted, weighed
 from viz.views.focus import own_scale, position_name, scaling_words
 
 STEPS = ("embeddings", "X", "Q", "K", "V", "q·k", "÷√d_k", "mask", "softmax", "·V", "concat", "·W_o")
@@ -293,10 +293,11 @@ def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bo
             f"The mask sets {int(blocked.sum())} scores of {name} to −∞: {why}; {int((~blocked).sum())} keys remain."
         )
     row = steps.pattern[q]
-    order = np.argsort(-row)
-    first, second = int(order[0]), int(order[1]) if len(order) > 1 else int(order[0])
+    order = weighed(row)  # the keys it sees, strongest first
+    first = int(order[0]) if len(order) else int(np.argmax(row))
+    second = f", {quoted(tokens[order[1]])} {row[order[1]]:.3f}" if len(order) > 1 else " (the only key it sees)"
     return (
-        f"softmax: e^s / Σ e^s over the visible keys — {quoted(tokens[first])} gets {row[first]:.3f} of the weight, "
-        f"{quoted(tokens[second])} {row[second]:.3f}; masked keys get exactly 0 and the weights sum to {row.sum():.3f}"
+        f"softmax: e^s / Σ e^s over the visible keys — {quoted(tokens[first])} gets {row[first]:.3f} of the weight"
+        f"{second}; masked keys get exactly 0 and the weights sum to {row.sum():.3f}"
         + ("." if steps.sink is None else f": the head's learned sink takes the other {steps.sink[q]:.3f}.")
     )

@@ -131,9 +131,10 @@ def qk_plane(
     weights: (N,) the query's attention row; coords_q/coords_k: (N, 2) aligned, projected points."""
     w = np.asarray(weights, dtype=np.float64)
     dist = np.linalg.norm(np.asarray(coords_k) - np.asarray(coords_q)[query], axis=1)
-    strongest = np.argsort(-w, kind="stable")[:shown_keys]
-    nearest = np.argsort(dist, kind="stable")[:shown_keys]
-    rho = rank_correlation(-dist, w)
+    seen = np.sort(weighed(w))  # closeness to a key the query does not see says nothing about its weights
+    strongest = weighed(w)[:shown_keys]
+    nearest = seen[np.argsort(dist[seen], kind="stable")][:shown_keys]
+    rho = rank_correlation(-dist[seen], w[seen])
     verdict = (
         "closeness in the plane follows the weights well"
         if rho >= 0.6
@@ -141,6 +142,14 @@ def qk_plane(
         if rho >= 0.3
         else "closeness in the plane says little about the weights for this query"
     )
+    among = "" if len(seen) == len(w) else f" (of the {len(seen)} key{'s' * (len(seen) != 1)} it sees)"
+    if len(seen) < 3:
+        closing = f". It sees {len(seen)} key{'s' * (len(seen) != 1)}: too few to compare closeness with weight."
+    else:
+        closing = (
+            f". Rank correlation between closeness and weight over the {len(seen)} keys it sees: ρ = {rho:+.2f} — "
+            f"{verdict}."
+        )
     return (
         f"Queries × c and keys ÷ c (c = {scale:.2f}) so both clouds are equally spread, then the keys shifted "
         "onto the queries' centre: no attention weight changes (c cancels in q·k; a shift adds the same amount "
@@ -148,16 +157,25 @@ def qk_plane(
         f"The plane keeps {pct(ratio[0] + ratio[1])} of the variance. "
         f"{quoted(tokens[query])} weighs most: "
         + ", ".join(f"{quoted(tokens[j])} ({pct(w[j])})" for j in strongest)
-        + "; nearest to it in the plane: "
+        + f"; nearest to it in the plane{among}: "
         + ", ".join(quoted(tokens[j]) for j in nearest)
-        + f". Rank correlation between closeness and weight over all {len(w)} keys: ρ = {rho:+.2f} — {verdict}."
+        + closing
     )
 
 
+def weighed(weights) -> np.ndarray:
+    """The keys a query's row gives any weight, strongest first (ties in token order). A key its mask hides (a
+    causal model's later tokens, outside a sliding window) gets exactly 0 — softmax never underflows to 0 on a key
+    it sees at these sizes — and is never named as one of its strongest."""
+    w = np.nan_to_num(np.asarray(weights, dtype=np.float64), nan=0.0, neginf=0.0)
+    seen = np.flatnonzero(w > 0)
+    return seen[np.argsort(-w[seen], kind="stable")]
+
+
 def one_query(tokens: list[str], query: int, weights, shown: int = 3) -> str:
-    """One query explained: its strongest keys. weights: (N,) the query's attention row."""
+    """One query explained: its strongest keys among those it sees. weights: (N,) the query's attention row."""
     w = np.asarray(weights, dtype=np.float64)
-    top = np.argsort(-w, kind="stable")[:shown]
+    top = weighed(w)[:shown]
     return (
         f"Query {query} {quoted(tokens[query])}: strongest keys "
         + ", ".join(f"{quoted(tokens[j])} ({w[j]:.1%})" for j in top)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from viz.figures.text import pct
-from viz.views.captions import quoted
+from viz.views.captions import quoted, weighed
 
 
 def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, head: int, mode: str = "weights") -> str:
@@ -32,14 +32,17 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
         return f"{name}: scores from {low:.2f} to {finite[q, k]:.2f} ({quoted(tokens[q])} → {quoted(tokens[k])})."
     if query >= 0:
         row = np.where(np.isfinite(m[query]), m[query], 0.0)
-        top = np.argsort(-row, kind="stable")[:3]
-        if key >= 0:
-            text = f"{name} gives {pct(row[key])} of {quoted(tokens[query])}'s attention to {quoted(tokens[key])}"
+        seen = weighed(row)  # the keys it gives any weight, strongest first: never a key its mask hides
+        strongest = ", ".join(f"{quoted(tokens[j])} ({pct(row[j])})" for j in seen[:3])
+        if key < 0:
+            return f"{name}: {quoted(tokens[query])} looks most at {strongest}."
+        text = f"{name} gives {pct(row[key])} of {quoted(tokens[query])}'s attention to {quoted(tokens[key])}"
+        if row[key] > 0:
             rank = int((row > row[key]).sum()) + 1
-            text += " (its strongest key)" if rank == 1 else f" (rank {rank} of {len(row)})"
+            text += " (its strongest key)" if rank == 1 else f" (rank {rank} of the {len(seen)} keys it weighs)"
         else:
-            text = f"{name}: {quoted(tokens[query])} looks at"
-        return text + "; strongest keys " + ", ".join(f"{quoted(tokens[j])} ({pct(row[j])})" for j in top) + "."
+            text += " (none: a key it does not weigh)"
+        return text + "; strongest keys " + strongest + "."
     w = np.where(np.isfinite(m), m, 0.0)
     flat = int(np.argmax(w))
     q, k = divmod(flat, w.shape[1])

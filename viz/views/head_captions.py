@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from viz.figures.text import pct
-from viz.views.captions import quoted
+from viz.views.captions import quoted, weighed
 
 
 def spread(values: dict[str, np.ndarray], metric: str) -> str:
@@ -74,19 +74,24 @@ def found_heads(what: str, score, column, flagged, chance: float, n_queries: int
 
 
 def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
-    """Predict-then-look: how the student's guess for a query's strongest key fared. weights: (N,) the row."""
+    """Predict-then-look: how the student's guess for a query's strongest key fared. weights: (N,) the row; the
+    ranks count only the keys it weighs (a causal model's later tokens get nothing)."""
     w = np.asarray(weights, dtype=np.float64)
-    order = np.argsort(-w, kind="stable")
-    rank = int(np.flatnonzero(order == guess)[0]) + 1
+    order = weighed(w)
     best = int(order[0])
     if guess == best:
         return (
             f"Right: {quoted(tokens[query])} attends most to {quoted(tokens[guess])} ({pct(w[guess])}). "
             f"Next: {quoted(tokens[order[1]])} ({pct(w[order[1]])})."
-            if len(w) > 1
-            else "Right."
+            if len(order) > 1
+            else f"Right: {quoted(tokens[query])} sees only {quoted(tokens[guess])}, so it gives it everything."
         )
+    if w[guess] <= 0:
+        got = f"gets none of its attention: {quoted(tokens[query])} does not see it"
+    else:
+        rank = int(np.flatnonzero(order == guess)[0]) + 1
+        got = f"gets {pct(w[guess])} (rank {rank} of the {len(order)} keys it sees)"
     return (
-        f"Not quite: your guess {quoted(tokens[guess])} gets {pct(w[guess])} (rank {rank} of {len(w)}); "
+        f"Not quite: your guess {quoted(tokens[guess])} {got}; "
         f"{quoted(tokens[query])} attends most to {quoted(tokens[best])} ({pct(w[best])})."
     )

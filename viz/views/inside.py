@@ -20,7 +20,7 @@ from viz.figures import (
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import cell_ids, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import one_query, qk_plane, value_norms
+from viz.views.captions import one_query, qk_plane, value_norms, weighed
 from viz.views.focus import position_name, scale_symbol, scores_caption
 
 
@@ -157,7 +157,7 @@ def qkv_plane(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query
     query = min(max(query, 0), n - 1)
     q, k, c = align_keys(steps.q, steps.k)
     coords, ratio = pca_2d(np.concatenate([q, k]))  # (2N, 2): queries, then keys
-    top_keys = np.argsort(-steps.pattern[query])[:3]
+    top_keys = weighed(steps.pattern[query])[:3]  # labels only on keys the query sees
     fig = qk_scatter(
         coords[:n],
         coords[n:],

@@ -13,7 +13,7 @@ from viz.figures.decoder import head_scores
 from viz.figures.overview import THUMB
 from viz.figures.text import pct
 from viz.views.base import Captioned, ViewUnavailableError
-from viz.views.captions import quoted
+from viz.views.captions import quoted, weighed
 from viz.views.focus import score_label
 
 #: the largest window drawn exactly (rows × keys); wider ones are block means of exact weights all the same
@@ -42,13 +42,16 @@ def head_caption(long: LongObservation, layer: int, head: int, query: int, key: 
     name = f"L{layer}H{head}"
     if 0 <= query < long.n_tokens:
         row = long.row(layer, head, query)
-        top = np.argsort(-row, kind="stable")[:3]
-        text = f"{name} over all {long.n_tokens:,} tokens: {where(long, query)} looks at"
-        if 0 <= key < long.n_tokens:
-            rank = int((row > row[key]).sum()) + 1
-            text = f"{name} over all {long.n_tokens:,} tokens gives {pct(row[key])} of {where(long, query)}'s "
-            text += f"attention to {where(long, key)} (rank {rank:,} of {int((row > 0).sum()):,} keys it sees);"
-        return text + " strongest keys " + ", ".join(f"{where(long, j)} {pct(row[j])}" for j in top) + "."
+        top = weighed(row)[:3]  # never a key the mask hides
+        strongest = ", ".join(f"{where(long, j)} {pct(row[j])}" for j in top)
+        if not 0 <= key < long.n_tokens:
+            return f"{name} over all {long.n_tokens:,} tokens: {where(long, query)} looks most at {strongest}."
+        rank = int((row > row[key]).sum()) + 1
+        text = f"{name} over all {long.n_tokens:,} tokens gives {pct(row[key])} of {where(long, query)}'s "
+        text += f"attention to {where(long, key)}"
+        seen = f" (rank {rank:,} of {int((row > 0).sum()):,} keys it sees);"
+        text += seen if row[key] > 0 else " (a key it does not see);"
+        return text + " strongest keys " + strongest + "."
     stats = {k: float(v[head]) for k, v in long.summary(layer).stats.items()}
     received = long.summary(layer).received[head]
     most = int(np.argmax(received))

@@ -142,12 +142,12 @@ def rollout_token(src: Source, theme: Theme, *, query: int = -1):
     )  # fmt: skip
     last = roll[-1]
     top = int(last.argmax())
+    mine = f"After the last layer, rollout gives {quoted(obs.tokens[i])} {pct(last[i])} of itself"
     caption = (
-        f"After the last layer, rollout gives {quoted(obs.tokens[i])} {pct(last[i])} of itself and "
-        f"{quoted(obs.tokens[top])} (token {top}) {pct(last[top])}"
-        + ("" if top != i else " — its largest share")
+        (f"{mine}, its largest share" if top == i else f"{mine} and {quoted(obs.tokens[top])} (token {top}) "
+         f"{pct(last[top])}, its largest")
         + f"; after layer 0 it kept {pct(roll[0, i])} of itself."
-    )
+    )  # fmt: skip
     if len(panels) == 1:
         caption += f" Flow is drawn up to {MAX_FLOW_TOKENS} tokens; this text has {obs.n_tokens}."
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
