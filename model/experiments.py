@@ -28,11 +28,14 @@ def permutation_check(
     perm_seed: int = 0,
     positions: bool = False,
     layer: int = 0,
+    causal: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Shuffle the ordinary tokens, run both orders, and undo the shuffle on the second pattern.
 
-    Runs two forward passes. Returns {"perm", "original" (H, N, N), "shuffled" (H, N, N),
-    "unshuffled" (H, N, N), "max_diff" scalar}: with positions off, unshuffled equals original.
+    Runs two forward passes (``causal``: the mask, None for the model's own). Returns {"perm", "original" (H, N, N),
+    "shuffled" (H, N, N), "unshuffled" (H, N, N), "max_diff" scalar}: with positions off and no causal mask,
+    unshuffled equals original; a causal mask tells the orders apart by itself (a shuffle changes what each token
+    sees).
     """
     n = len(ids)
     movable = [i for i in range(n) if not special[i]]
@@ -45,8 +48,9 @@ def permutation_check(
         perm[movable] = shuffled
     t = torch.tensor([ids])
     dev = _device(model)
-    _, a = run_with_cache(model, t.to(dev), kinds=["pattern"], layers=[layer], positions=positions)
-    _, b = run_with_cache(model, t[:, perm].to(dev), kinds=["pattern"], layers=[layer], positions=positions)
+    run = {"kinds": ["pattern"], "layers": [layer], "positions": positions, "causal": causal}
+    _, a = run_with_cache(model, t.to(dev), **run)
+    _, b = run_with_cache(model, t[:, perm].to(dev), **run)
     pa = a.get("pattern", layer)[0].numpy()
     pb = b.get("pattern", layer)[0].numpy()
     inv = np.argsort(perm)

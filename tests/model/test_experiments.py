@@ -26,6 +26,18 @@ def test_permutation_lab(tiny_cfg):
     assert on["max_diff"] > 1e-3
 
 
+def test_a_causal_mask_tells_the_orders_apart_without_positions(tiny_cfg):
+    """A causal model's permutation lab ran with its mask and the page said the two patterns were equal; they
+    differ by the mask itself. Lifted, the same model is blind to order again."""
+    torch.manual_seed(1)
+    model = Transformer(dataclasses.replace(tiny_cfg, causal=True)).eval()
+    ids, special = [2, 10, 11, 12, 13, 14, 3], [True] + [False] * 5 + [True]
+    assert permutation_check(model, ids, special, positions=False, layer=1)["max_diff"] > 0.05
+    assert permutation_check(model, ids, special, positions=False, layer=1, causal=False)["max_diff"] < 1e-5
+    forced = Transformer(tiny_cfg).eval()  # a bidirectional model with the sidebar's mask forced on
+    assert permutation_check(forced, ids, special, positions=False, layer=1, causal=True)["max_diff"] > 0.05
+
+
 def test_padded_batch_zero_weight_on_padding(tiny_model):
     res = padded_batch(tiny_model, [2, 5, 6, 7, 8, 3], [2, 9, 3], pad_id=0, layer=0)
     assert res["patterns"].shape == (2, 4, 6, 6)

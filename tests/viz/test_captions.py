@@ -56,6 +56,20 @@ def test_permutation_reports_the_head_shown_not_the_layer_maximum():
     assert "equals the original (largest difference 1.0e-08)" in off and "differs from it by up to 0.420" in off
     none = say.permutation(np.array([1e-8]), 0, positions_on=True, has_positions=False, real_gap=None)
     assert "no positional encoding" in none
+    diffs = np.array([0.95, 0.3])
+    masked = say.permutation(diffs, 0, positions_on=False, has_positions=True, real_gap=0.15, causal=True)
+    assert "differs from the original by up to 0.950: the causal mask alone tells the orders apart" in masked
+    assert "equals" not in masked and "lifted" in masked
+
+
+def test_the_permutation_lab_of_a_causal_model_says_its_mask_tells_the_orders_apart():
+    from tests.hf_fixtures import FIXTURES
+
+    causal = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "llama")), TEXT)
+    (view,) = build("perm", causal, Theme(), layer=1, head=0)
+    res = causal.permutation(0, False, 1)
+    gap = float(np.abs(res["unshuffled"][0] - res["original"][0]).max())
+    assert gap > 0.01 and f"differs from the original by up to {gap:.3f}: the causal mask alone" in view.caption
 
 
 def test_qk_plane_judges_closeness_against_the_weights():
@@ -343,3 +357,16 @@ def test_one_query_the_prediction_and_the_plane_name_only_keys_the_query_sees():
     assert "It sees 2 keys: too few to compare closeness with weight." in plane
     wide = np.array([0.1, 0.2, 0.3, 0.2, 0.1, 0.1])
     assert "over the 6 keys it sees: ρ =" in say.qk_plane(TOKENS, 1, wide, points, points, (0.5, 0.2), 1.0)
+
+
+@pytest.mark.parametrize("folder", ["deberta-v2", "../hf_encdec/t5"])
+def test_the_permutation_lab_counts_order_inside_the_scores_as_positions(folder):
+    """DeBERTa and T5 add no vector to their embeddings but put order into the scores: the lab said "no positional
+    encoding, so the switch changes nothing" while its own switch changed the pattern."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / folder)), TEXT)
+    (on,) = build("perm", src, Theme(), layer=0, head=0, positions_on=True)
+    assert on.caption.startswith("Positions on: head 0's un-shuffled pattern differs from the original by up to")
+    (off,) = build("perm", src, Theme(), layer=0, head=0)
+    assert "no positional encoding" not in off.caption and "the real one (positions on) differs" in off.caption

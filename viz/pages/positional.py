@@ -87,6 +87,12 @@ else:
         "Shuffle the ordinary tokens, run both orders, then undo the shuffle on the second pattern. "
         "**Without positions** attention is permutation-equivariant: the two agree exactly. **With "
         "positions** they do not."
+        + (
+            " **A causal mask** tells the orders apart by itself (each token sees only the ones before it): here it "
+            "is on, so the two differ even without positions — lift it in *Attention options* to see them agree."
+            if obs.causal
+            else ""
+        )
     )
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="perm_")
     positions = st.toggle("Positional encoding on", key="perm_positions")

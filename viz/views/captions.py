@@ -92,13 +92,25 @@ def padding(on_pads: float, effect: float, n_pads: int) -> str:
     )
 
 
-def permutation(diffs, head: int, *, positions_on: bool, has_positions: bool, real_gap: float | None) -> str:
+def permutation(
+    diffs, head: int, *, positions_on: bool, has_positions: bool, real_gap: float | None, causal: bool = False
+) -> str:
     """The permutation lab. diffs: (H,) largest |un-shuffled − original| per head of the layer shown;
     real_gap: with positions off, the largest difference between that 'original' and the model's real
-    pattern (positions on), else None."""
+    pattern (positions on), else None; ``causal``: the runs had a causal mask, which tells orders apart by itself."""
     d = np.asarray(diffs, dtype=np.float64)
     mine, worst = float(d[head]), int(d.argmax())
+    mask = (
+        "the causal mask alone tells the orders apart: each token sees only the tokens before it, so a shuffle "
+        "changes what every token can see (a causal model without positions still learns word order this way; "
+        "Haviv et al., 2022). With the mask lifted (Attention options) the two would agree exactly."
+    )
     if not has_positions:
+        if causal:
+            return (
+                f"This model has no positional encoding, yet head {head}'s un-shuffled pattern differs from the "
+                f"original by up to {mine:.3f}: {mask}"
+            )
         return (
             f"This model has no positional encoding, so the switch changes nothing: head {head}'s un-shuffled "
             f"pattern equals the original (largest difference {mine:.1e})."
@@ -111,10 +123,16 @@ def permutation(diffs, head: int, *, positions_on: bool, has_positions: bool, re
         if mine < 0.01:
             text += " This head barely depends on word order."
         return text
-    text = (
-        f"Positions off: head {head}'s un-shuffled pattern equals the original (largest difference {mine:.1e}): "
-        "without positions, attention cannot tell the two orders apart."
-    )
+    if causal:
+        text = (
+            f"Positions off, the causal mask on: head {head}'s un-shuffled pattern differs from the original by up "
+            f"to {mine:.3f}: {mask}"
+        )
+    else:
+        text = (
+            f"Positions off: head {head}'s un-shuffled pattern equals the original (largest difference {mine:.1e}): "
+            "without positions, attention cannot tell the two orders apart."
+        )
     if real_gap is not None:
         text += (
             " “Original order” here is the model run without positions, not its real pattern: the real one "

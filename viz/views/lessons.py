@@ -126,7 +126,9 @@ def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_
     res = src.permutation(seed, positions_on, layer)
     tokens = src.obs.tokens
     shuffled_tokens = [tokens[i] for i in res["perm"]]
-    has_positions = src.loaded.model.cfg.positional != "none"
+    cfg = src.loaded.model.cfg
+    # a table, RoPE, or order inside the scores (T5's and MPNet's bias, DeBERTa's terms): what the switch removes
+    has_positions = cfg.positional != "none" or bool(cfg.relative_bias or cfg.disentangled)
     diffs = np.abs(res["unshuffled"] - res["original"]).max(axis=(1, 2))  # (H,): per head of the layer
     panels = [
         (res["original"][head], tokens, tokens, "original order" + ("" if positions_on else ", no positions")),
@@ -142,9 +144,11 @@ def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_
         panels,
         title=f"Permutation lab: layer {layer}, head {head}, positions {'on' if positions_on else 'off'}",
         theme=theme,
-        on_slide=(0, 2),  # a slide: the two patterns the lesson says are equal (or, positions on, are not)
+        on_slide=(0, 2),  # a slide: the two patterns the lesson says are equal (or, positions or a mask on, are not)
     )
-    caption = permutation(diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap)
+    caption = permutation(
+        diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap, causal=src.obs.causal
+    )
     return Captioned(with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme), caption)
 
 
