@@ -48,6 +48,19 @@ def target_columns(tokens: list[str], special: np.ndarray) -> dict[str, np.ndarr
     }
 
 
+def present_targets(tokens: list[str], special: np.ndarray) -> list[str]:
+    """The sink targets this text has a token for, in SINK_TARGETS' order (position 0 always; a decoder's text has
+    no [CLS] or [SEP])."""
+    cols = target_columns(tokens, special)
+    return [t for t in SINK_TARGETS if cols[t].any()]
+
+
+def first_target(tokens: list[str], special: np.ndarray, causal: bool) -> str:
+    """The sink target a page opens on: position 0 in a causal model (where its sink is), else the first the text
+    has ([CLS] for an encoder)."""
+    return "position 0" if causal else present_targets(tokens, special)[0]
+
+
 def sink_shares(patterns: np.ndarray, tokens: list[str], special: np.ndarray, causal: bool = False) -> dict:
     """Mean share of each query's weight on each sink target, per head: {target: (L, H)}.
 

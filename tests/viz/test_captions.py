@@ -370,3 +370,24 @@ def test_the_permutation_lab_counts_order_inside_the_scores_as_positions(folder)
     assert on.caption.startswith("Positions on: head 0's un-shuffled pattern differs from the original by up to")
     (off,) = build("perm", src, Theme(), layer=0, head=0)
     assert "no positional encoding" not in off.caption and "the real one (positions on) differs" in off.caption
+
+
+def test_the_sink_grid_is_offered_only_for_targets_the_text_has():
+    """GPT-2's text has no [CLS] or [SEP]: the page opened on a grid of zeros ("the strongest on [CLS]: L0H0
+    (0%)"); it now refuses a target the text lacks, and the caption says which ones are absent."""
+    from model.analysis.sinks import present_targets
+    from tests.hf_fixtures import FIXTURES
+    from viz.views import ViewUnavailableError
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt2")), TEXT)
+    assert present_targets(src.obs.tokens, src.obs.special) == ["punctuation", "position 0"]
+    with pytest.raises(ViewUnavailableError, match=r"no \[CLS\] token .*choose punctuation or position 0"):
+        build("sinks", src, Theme(), sink="[CLS]")
+    share, _ = build("sinks", src, Theme(), sink="position 0")
+    assert "on punctuation, " in share.caption and "on position 0 (this text has no [CLS] or [SEP])" in share.caption
+    assert "on [CLS]" not in share.caption
+    (default, _) = build("sinks", src, Theme())  # a causal model opens on position 0, where its sink is
+    assert default.title == "Share of each query's weight on position 0"
+    encoder = DirectSource.for_text(ModelSpec("bundled"), TEXT)
+    assert build("sinks", encoder, Theme())[0].title == "Share of each query's weight on [CLS]"
+    assert present_targets(encoder.obs.tokens, encoder.obs.special) == ["[CLS]", "[SEP]", "punctuation", "position 0"]

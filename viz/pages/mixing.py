@@ -4,7 +4,7 @@ import streamlit as st
 
 from model.analysis.gradients import ig_seconds, ig_steps, targets_for
 from model.analysis.mixing import mixing_seconds
-from model.analysis.sinks import SINK_TARGETS
+from model.analysis.sinks import first_target, present_targets
 from viz.settings import MIXING_SECTIONS
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
@@ -81,7 +81,10 @@ elif part == "Compare methods":
     target = cols[1].selectbox("Gradients of", offered, key="mix_target", format_func=lambda t: TARGET_NAMES[t])
     show_views(views(ctx, "mixing.compare", query=int(query), target=target), "mix_cmp")
 else:
-    target = st.segmented_control("Sink target", SINK_TARGETS, key="mix_sink") or SINK_TARGETS[0]
+    offered = present_targets(obs.tokens, obs.special)  # a decoder's text has no [CLS] or [SEP] to weigh
+    if st.session_state.get("mix_sink") not in offered:
+        st.session_state["mix_sink"] = first_target(obs.tokens, obs.special, obs.causal)
+    target = st.segmented_control("Sink target", offered, key="mix_sink") or offered[0]
     share, types = views(ctx, "sinks", sink=target)
     show_view(share, "sink_share", on_select=lambda: open_clicked("sink_share"), selection_mode="points")
     show_view(types, "sink_types", on_select=lambda: open_clicked("sink_types"), selection_mode="points")

@@ -9,7 +9,16 @@ import numpy as np
 
 from model.analysis.flow import MAX_FLOW_TOKENS, aggregate, rollout_layers, row_shares
 from model.analysis.gradients import targets_for
-from model.analysis.sinks import HEAD_TYPES, SINK_TARGETS, SINK_THRESHOLD, head_types, sink_heads, sink_shares
+from model.analysis.sinks import (
+    HEAD_TYPES,
+    SINK_TARGETS,
+    SINK_THRESHOLD,
+    first_target,
+    head_types,
+    present_targets,
+    sink_heads,
+    sink_shares,
+)
 from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import head_scores
@@ -229,12 +238,19 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
 
 
 @view("sinks", page="mixing")
-def sinks(src: Source, theme: Theme, *, sink: str = "[CLS]"):
-    """Per head the mean share of each query's weight on one sink target ([CLS], [SEP], punctuation, position 0),
-    sink heads marked; and every head's type."""
+def sinks(src: Source, theme: Theme, *, sink: str = ""):
+    """Per head the mean share of each query's weight on one sink target ([CLS], [SEP], punctuation, position 0;
+    "": position 0 in a causal model, else the first this text has), sink heads marked; and every head's type."""
+    obs = src.obs
+    present = present_targets(obs.tokens, obs.special)
+    sink = sink or first_target(obs.tokens, obs.special, obs.causal)
     if sink not in SINK_TARGETS:
         raise ViewUnavailableError(f"choose a sink target from {', '.join(SINK_TARGETS)}")
-    obs = src.obs
+    if sink not in present:  # a grid of zeros would say nothing: no head can weigh a token the text lacks
+        raise ViewUnavailableError(
+            f"this text has no {sink} token (the tokenizer of {src.loaded.name} adds none): choose "
+            + " or ".join(present)
+        )
     shares = sink_shares(obs.patterns, obs.tokens, obs.special, obs.causal)
     flagged = sink_heads(shares)
     grid = head_scores(
@@ -243,13 +259,15 @@ def sinks(src: Source, theme: Theme, *, sink: str = "[CLS]"):
     )  # fmt: skip
     labels = head_types(obs.patterns, obs.tokens, obs.special, obs.causal)
     types = type_grid(labels, HEAD_TYPES, title="What each head mostly does", theme=theme)
-    counts = {t: int((shares[t] >= SINK_THRESHOLD).sum()) for t in SINK_TARGETS}
+    counts = {t: int((shares[t] >= SINK_THRESHOLD).sum()) for t in present}
+    absent = [t for t in SINK_TARGETS if t not in present]
     total = labels.size
     strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
     caption = (
         f"{int(flagged.sum())} of {total} heads are sinks (at least {pct(SINK_THRESHOLD)} of each query's weight on "
         "one target, averaged over the queries): "
-        + ", ".join(f"{counts[t]} on {t}" for t in SINK_TARGETS)
+        + ", ".join(f"{counts[t]} on {t}" for t in present)
+        + (f" (this text has no {' or '.join(absent)})" if absent else "")
         + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({pct(shares[sink].max())})."
     )
     kinds = {t: int((labels == t).sum()) for t in HEAD_TYPES if (labels == t).any()}
