@@ -309,7 +309,7 @@ def test_captions_with_nan_numbers_say_why_instead():
 @pytest.mark.parametrize(("folder", "warned"), [("olmo2", False), ("gemma2", True)])
 def test_the_methods_caption_states_the_integrals_gradients_and_gap_and_warns_when_it_is_large(folder, warned):
     """OLMo 2's path refines to a 0.1 % gap; the Gemma 2 fixture's padding row is zero, where its RMSNorm jumps,
-    so no rule meets completeness there (70 %): the caption says to read those shares as approximate."""
+    so no rule meets completeness there (21 %): the caption says to read those shares as approximate."""
     from tests.hf_fixtures import FIXTURES
 
     fixture = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / folder)), TEXT)
@@ -318,7 +318,11 @@ def test_the_methods_caption_states_the_integrals_gradients_and_gap_and_warns_wh
     gap = att.gap / abs(att.value - att.baseline_value)
     caption = views[0].caption
     assert f"integrated gradients from {att.steps} gradients along the path" in caption
-    assert f"by {gap:.1%}." in caption
+    delta = att.value - att.baseline_value
+    assert f"their sum misses f(x) − f(baseline) = {delta:+.2f} by {att.gap:.2f}" in caption
+    size = np.abs(att.integrated).sum()
+    assert f"(Σ|IG| = {size:.2f}; the path's intervals miss their own by {att.misses:.2f} in all)" in caption
+    assert att.misses >= att.gap - 1e-9
     assert ("read the integrated gradients' shares as approximate" in caption) is warned
     assert (gap > 0.05) is warned
 

@@ -30,7 +30,7 @@ from viz.views.captions import quoted, rank_correlation
 
 #: value zeroing recomputes every layer once per token: offered up to this many tokens (about 3 s on MiniLM)
 MAX_ZEROING_TOKENS = 160
-IG_TRUSTED_GAP = 0.05  # a completeness gap beyond this is said in the caption
+IG_TRUSTED_GAP = 0.05  # the caption says so when IG's completeness gaps pass this share
 MIN_RANKED = 3  # visible tokens a rank agreement needs
 TARGET_NAMES = {
     "mlm": "masked-token logit",
@@ -191,7 +191,10 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
     target = target if target in offered else offered[0]
     rows = method_shares(src, i, target)
     att = src.attribution(i, target)
-    gap = att.gap / max(abs(att.value - att.baseline_value), 1e-12)  # completeness, relative
+    size = float(np.abs(att.integrated).sum())  # what the shares drawn are shares of
+    delta = att.value - att.baseline_value
+    # approximate when the sum misses f(x) − f(baseline), or the path's intervals miss their own, by > 5 %
+    rough = att.gap > IG_TRUSTED_GAP * abs(delta) or att.misses > IG_TRUSTED_GAP * size
     names = list(rows)
     seen = np.flatnonzero(allowed_cells(src)[i])
     others = seen[seen != i]  # what the query can draw from besides itself
@@ -224,11 +227,12 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
         f"{ranking}. Gradients are for the {TARGET_NAMES[target]}"
         + (f" of {quoted(src.loaded.tokenizer.id_to_token(att.target_token))}" if target != "state" else "")
         + f"; integrated gradients from {att.steps} gradients along the path (more where the output moves "
-        f"fastest), their sum off f(x) − f(baseline) by {gap:.1%}."
+        f"fastest): their sum misses f(x) − f(baseline) = {delta:+.2f} by {att.gap:.2f} (Σ|IG| = {size:.2f}; the "
+        f"path's intervals miss their own by {att.misses:.2f} in all)."
         + (
-            f" The output changes in steep steps along this path that {att.steps} gradients did not resolve: read "
+            f" The output moves in steep steps along this path that {att.steps} gradients did not resolve: read "
             "the integrated gradients' shares as approximate."
-            if gap > IG_TRUSTED_GAP
+            if rough
             else ""
         )
     )
