@@ -395,3 +395,16 @@ def test_the_sink_grid_is_offered_only_for_targets_the_text_has():
     encoder = DirectSource.for_text(ModelSpec("bundled"), TEXT)
     assert build("sinks", encoder, Theme())[0].title == "Share of each query's weight on [CLS]"
     assert present_targets(encoder.obs.tokens, encoder.obs.special) == ["[CLS]", "[SEP]", "punctuation", "position 0"]
+
+
+def test_t5s_captions_say_its_scale_of_one_keeps_the_scores_and_its_position_enters_inside_them():
+    """T5 folds 1/√d_k into its weights: 'multiplying by 1 stretches the scores' was float noise read as a
+    change; its first animation frame said the model adds no position (its bias enters inside the scores)."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "../hf_encdec/t5")), TEXT)
+    (scores,) = build("qkv.scores", src, Theme(), query=3)
+    assert "own scale 1 (not 1/√8 = 0.354) keeps the scores' range" in scores.caption
+    (frame,) = build("anim.frame", src, Theme(), query=3)
+    said = "its position enters later, inside the scores (a learned bias per distance); layer 0 reads it"
+    assert said in frame.caption

@@ -218,12 +218,16 @@ def _embed_caption(parts, q: int, name: str, token_id: int, cfg) -> str:
         pos = f" plus its position's vector (norm {np.linalg.norm(parts['position'][q]):.2f})"
     elif cfg.positional == "rope":
         pos = "; its position enters later, as a rotation of q and k (RoPE)"
+    elif cfg.relative_bias or cfg.disentangled:
+        inside = "a learned bias per distance" if cfg.relative_bias else "content→position and position→content terms"
+        pos = f"; its position enters later, inside the scores ({inside})"
     else:
         pos = "; the model adds no position"
     norm = " after the embedding norm" if cfg.embedding_layer_norm else ""
+    read = "the sum" if parts["position"] is not None else "it"
     return (
         f"{name} is row {token_id} of the {cfg.vocab_size:,} × {cfg.d_model} embedding table{scaled} (norm {tok:.2f})"
-        f"{pos}; layer 0 reads the sum{norm} (norm {total:.2f})."
+        f"{pos}; layer 0 reads {read}{norm} (norm {total:.2f})."
     )
 
 

@@ -65,12 +65,15 @@ def scores_caption(
     final = scaled if final is None else np.asarray(final, dtype=np.float64)
     how = scaling_words(cfg, d_k) if cfg is not None else f"Dividing by √d_k = √{d_k} = {np.sqrt(d_k):.2f}"
     how += "," if cfg is not None and cfg.attn_softcap else ""
-    verb = "shrinks" if np.ptp(scaled) < np.ptp(qk) else "stretches"
+    ratio = np.ptp(scaled) / max(np.ptp(qk), 1e-30)
+    verb = "keeps" if np.isclose(ratio, 1.0, rtol=1e-3) else "shrinks" if ratio < 1 else "stretches"
     text = (
         f"{how} {verb} the scores from [{qk.min():.1f}, {qk.max():.1f}] to [{scaled.min():.2f}, {scaled.max():.2f}]"
         if scaled_on
         else f"Scaling is off: the scores keep their range [{qk.min():.1f}, {qk.max():.1f}]"
     )
+    if scaled_on and verb == "keeps":  # T5 folds 1/√d_k into its weights: multiplying by 1 moves nothing
+        text = f"{how} keeps the scores' range [{qk.min():.1f}, {qk.max():.1f}]"
     if position is not None:
         seen = np.isfinite(final)
         term = np.asarray(position, dtype=np.float64)[seen]
