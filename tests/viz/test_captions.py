@@ -59,7 +59,9 @@ def test_permutation_reports_the_head_shown_not_the_layer_maximum():
     diffs = np.array([0.95, 0.3])
     masked = say.permutation(diffs, 0, positions_on=False, has_positions=True, real_gap=0.15, causal=True)
     assert "differs from the original by up to 0.950: the causal mask alone tells the orders apart" in masked
-    assert "equals" not in masked and "lifted" in masked
+    assert "equals" not in masked and "the two would agree exactly" in masked
+    windowed = say.permutation(diffs, 0, positions_on=False, has_positions=True, real_gap=0.1, causal=True, window=6)
+    assert "this layer's window of 6 keys would still tell them apart" in windowed and "agree exactly" not in windowed
 
 
 def test_the_permutation_lab_of_a_causal_model_says_its_mask_tells_the_orders_apart():

@@ -93,17 +93,30 @@ def padding(on_pads: float, effect: float, n_pads: int) -> str:
 
 
 def permutation(
-    diffs, head: int, *, positions_on: bool, has_positions: bool, real_gap: float | None, causal: bool = False
+    diffs,
+    head: int,
+    *,
+    positions_on: bool,
+    has_positions: bool,
+    real_gap: float | None,
+    causal: bool = False,
+    window: int = 0,
 ) -> str:
     """The permutation lab. diffs: (H,) largest |un-shuffled − original| per head of the layer shown;
     real_gap: with positions off, the largest difference between that 'original' and the model's real
-    pattern (positions on), else None; ``causal``: the runs had a causal mask, which tells orders apart by itself."""
+    pattern (positions on), else None; ``causal``: the runs had a causal mask, which tells orders apart by itself;
+    ``window``: the layer's sliding window (0: none), which does too."""
     d = np.asarray(diffs, dtype=np.float64)
     mine, worst = float(d[head]), int(d.argmax())
+    lifted = (
+        f" With the mask lifted (Attention options) this layer's window of {window} keys would still tell them apart."
+        if window
+        else " With the mask lifted (Attention options) the two would agree exactly."
+    )
     mask = (
         "the causal mask alone tells the orders apart: each token sees only the tokens before it, so a shuffle "
         "changes what every token can see (a causal model without positions still learns word order this way; "
-        "Haviv et al., 2022). With the mask lifted (Attention options) the two would agree exactly."
+        "Haviv et al., 2022)." + lifted
     )
     if not has_positions:
         if causal:

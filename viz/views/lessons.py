@@ -146,9 +146,11 @@ def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_
         theme=theme,
         on_slide=(0, 2),  # a slide: the two patterns the lesson says are equal (or, positions or a mask on, are not)
     )
+    window = cfg.sliding_window if cfg.is_sliding(layer) else 0
     caption = permutation(
-        diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap, causal=src.obs.causal
-    )
+        diffs, head, positions_on=positions_on, has_positions=has_positions, real_gap=real_gap,
+        causal=src.obs.causal, window=window,
+    )  # fmt: skip
     return Captioned(with_subtitle(fig, f"shuffle seed {seed} · " + subtitle(src), theme), caption)
 
 
