@@ -410,3 +410,11 @@ def test_t5s_captions_say_its_scale_of_one_keeps_the_scores_and_its_position_ent
     (frame,) = build("anim.frame", src, Theme(), query=3)
     said = "its position enters later, inside the scores (a learned bias per distance); layer 0 reads it"
     assert said in frame.caption
+
+
+def test_signed_numbers_never_read_plus_or_minus_zero_for_something():
+    """Direct logit attribution on a small model named its heads "(+0.00)" and its colour scale "±0.00"."""
+    from viz.figures.text import signed
+
+    said = [signed(x) for x in (0.123, -0.5, 0.0, 0.00042, -0.0026)]
+    assert said == ["+0.12", "-0.50", "+0.00", "+4.2e-04", "-2.6e-03"]

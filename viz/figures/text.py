@@ -135,6 +135,13 @@ def fit_title(title: str, width_px: float, sizes: Sizes, *, shrink: bool = True)
     return wrap(title, width_px, size), size
 
 
+def signed(x: float) -> str:
+    """A signed number to two decimals, or to two significant digits where two decimals would say ±0.00:
+    0.123 -> "+0.12", -0.00042 -> "-4.2e-04", 0 -> "+0.00"."""
+    x = float(x)
+    return f"{x:+.2f}" if x == 0 or abs(x) >= 0.005 else f"{x:+.1e}"
+
+
 def pct(x: float) -> str:
     """A share as a percentage that never says 100 % for less than all of it, nor 0 % for more than nothing:
     0.998 -> "99.8%", 0.0004 -> "<0.1%", 0.5 -> "50%"."""

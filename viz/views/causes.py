@@ -8,7 +8,7 @@ import numpy as np
 from model.analysis.lens import OUTPUT, attribution_problem
 from viz.figures.causes import lens_grid, rank_line, signed_grid
 from viz.figures.common import Theme, with_subtitle
-from viz.figures.text import pct, token_labels
+from viz.figures.text import pct, signed, token_labels
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted
@@ -125,8 +125,8 @@ def answer_and_foil(src: Source, answer: str, foil: str, position: int, corrupte
 
 def signed_parts(values: np.ndarray, names: list[str], k: int = 3) -> tuple[str, str]:
     order = np.argsort(-values)
-    up = [f"{names[i]} ({values[i]:+.2f})" for i in order[:k] if values[i] > 0]
-    down = [f"{names[i]} ({values[i]:+.2f})" for i in order[::-1][:k] if values[i] < 0]
+    up = [f"{names[i]} ({signed(values[i])})" for i in order[:k] if values[i] > 0]
+    down = [f"{names[i]} ({signed(values[i])})" for i in order[::-1][:k] if values[i] < 0]
     return ", ".join(up) or "none", ", ".join(down) or "none"
 
 
@@ -177,8 +177,8 @@ def attribution_view(src: Source, theme: Theme, *, answer: str = "", foil: str =
         f"{best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that acts through later layers scores "
         "little here (patching measures that). Click a head to open it."
         + (
-            f" The colour scale ends at ±{head_top:.2f}, the heads' largest: feed-forward cells beyond it are drawn at "
-            "full colour (hover for the value)."
+            f" The colour scale ends at ±{signed(head_top)[1:]}, the heads' largest: feed-forward cells beyond it are "
+            "drawn at full colour (hover for the value)."
             if clipped
             else ""
         )
