@@ -395,7 +395,9 @@ def test_the_sink_grid_is_offered_only_for_targets_the_text_has():
     (default, _) = build("sinks", src, Theme())  # a causal model opens on position 0, where its sink is
     assert default.title == "Share of each query's weight on position 0"
     encoder = DirectSource.for_text(ModelSpec("bundled"), TEXT)
-    assert build("sinks", encoder, Theme())[0].title == "Share of each query's weight on [CLS]"
+    share = build("sinks", encoder, Theme())[0]
+    assert share.title == "Share of each query's weight on [CLS]"
+    assert "(position 0 is [CLS] here: the same heads)" in share.caption and "on position 0" not in share.caption
     assert present_targets(encoder.obs.tokens, encoder.obs.special) == ["[CLS]", "[SEP]", "punctuation", "position 0"]
 
 

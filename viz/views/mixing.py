@@ -18,6 +18,7 @@ from model.analysis.sinks import (
     present_targets,
     sink_heads,
     sink_shares,
+    target_columns,
 )
 from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
@@ -265,12 +266,16 @@ def sinks(src: Source, theme: Theme, *, sink: str = ""):
     types = type_grid(labels, HEAD_TYPES, title="What each head mostly does", theme=theme)
     counts = {t: int((shares[t] >= SINK_THRESHOLD).sum()) for t in present}
     absent = [t for t in SINK_TARGETS if t not in present]
+    columns = target_columns(obs.tokens, obs.special)
+    first = [t for t in ("[CLS]", "[SEP]") if t in present and np.array_equal(columns[t], columns["position 0"])]
+    same = {"position 0": first[0]} if first else {}  # [CLS] at position 0 is one column: counted once
     total = labels.size
     strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
     caption = (
         f"{int(flagged.sum())} of {total} heads are sinks (at least {pct(SINK_THRESHOLD)} of each query's weight on "
         "one target, averaged over the queries): "
-        + ", ".join(f"{counts[t]} on {t}" for t in present)
+        + ", ".join(f"{counts[t]} on {t}" for t in present if t not in same)
+        + "".join(f" ({t} is {same[t]} here: the same heads)" for t in same)
         + (f" (this text has no {' or '.join(absent)})" if absent else "")
         + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({pct(shares[sink].max())})."
     )
