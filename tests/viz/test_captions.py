@@ -420,3 +420,12 @@ def test_signed_numbers_never_read_plus_or_minus_zero_for_something():
 
     said = [signed(x) for x in (0.123, -0.5, 0.0, 0.00042, -0.0026)]
     assert said == ["+0.12", "-0.50", "+0.00", "+4.2e-04", "-2.6e-03"]
+
+
+def test_two_numbers_compared_get_the_decimals_that_tell_them_apart():
+    """The GQA lesson on a small model said heads that share K and V attend more alike "(mean distance 0.01 vs
+    0.01)"."""
+    from viz.figures.text import apart
+
+    assert apart(0.0123, 0.0141) == ("0.012", "0.014") and apart(0.25, 0.5) == ("0.25", "0.50")
+    assert apart(0.3, 0.3) == ("0.30", "0.30")

@@ -142,6 +142,16 @@ def signed(x: float) -> str:
     return f"{x:+.2f}" if x == 0 or abs(x) >= 0.005 else f"{x:+.1e}"
 
 
+def apart(a: float, b: float, least: int = 2, most: int = 4) -> tuple[str, str]:
+    """Two numbers compared in a sentence, with the fewest decimals (``least`` … ``most``) that tell them apart:
+    (0.0123, 0.0141) -> ("0.012", "0.014"); equal ones keep ``least``."""
+    for digits in range(least, most + 1):
+        x, y = f"{a:.{digits}f}", f"{b:.{digits}f}"
+        if x != y:
+            return x, y
+    return f"{a:.{least}f}", f"{b:.{least}f}"
+
+
 def pct(x: float) -> str:
     """A share as a percentage that never says 100 % for less than all of it, nor 0 % for more than nothing:
     0.998 -> "99.8%", 0.0004 -> "<0.1%", 0.5 -> "50%"."""

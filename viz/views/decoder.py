@@ -11,7 +11,7 @@ from model.generate import predictions_from_hidden
 from viz.figures import heatmap_panels, prediction_bars, ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import generation_map, group_distance_lines, head_scores
-from viz.figures.text import pct
+from viz.figures.text import apart, pct
 from viz.views import long as long_views
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
@@ -260,14 +260,15 @@ def lesson_gqa(src: Source, theme: Theme, *, layer: int = 0, kv: int = 0):
     within, across = group_distances(obs.patterns, g)
     lines = group_distance_lines(within, across, title="Do heads that share K and V attend alike?", theme=theme)
     alike = int(np.sum(within < across))
+    here, others = apart(within[layer], across[layer])
+    mine, theirs = apart(np.nanmean(within), np.nanmean(across))
     panel_caption = (
         f"These {g} heads read the same keys and values; only their queries differ, so their patterns can "
-        f"differ too. Mean JS distance between them in layer {layer}: {within[layer]:.2f} (heads of other "
-        f"groups: {across[layer]:.2f})."
+        f"differ too. Mean JS distance between them in layer {layer}: {here} (heads of other groups: {others})."
     )
     line_caption = (
         f"In {alike} of {len(within)} layers, heads that share a K/V head attend more alike than heads that do "
-        f"not (mean distance {np.nanmean(within):.2f} vs {np.nanmean(across):.2f}). {cfg.n_heads} query heads "
+        f"not (mean distance {mine} vs {theirs}). {cfg.n_heads} query heads "
         f"read {cfg.kv_heads} K/V heads, so the KV cache is {g}× smaller than with one per query head."
     )
     return {
