@@ -429,3 +429,11 @@ def test_two_numbers_compared_get_the_decimals_that_tell_them_apart():
 
     assert apart(0.0123, 0.0141) == ("0.012", "0.014") and apart(0.25, 0.5) == ("0.25", "0.50")
     assert apart(0.3, 0.3) == ("0.30", "0.30")
+
+
+def test_the_circuit_card_counts_the_texts_distinct_tokens():
+    """“for 1 of the text's 12 tokens” on a text of 14: the card counts each token once."""
+    (card,) = build(
+        "causes.circuit", DirectSource.for_text(ModelSpec("bundled"), "the cat and the dog and the cat"), Theme()
+    )
+    assert "of the text's 6 distinct tokens" in card.caption  # [CLS] the cat and dog [SEP]

@@ -77,7 +77,7 @@ def circuit_view(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, em
         f"L{layer}H{head} reads key/value head {card.kv_head}{shared}. Through {which}, less the vocabulary's mean "
         f"(the {other} embedding is the alternative above): its OV circuit's eigenvalue copying score is "
         f"{card.copying:.2f} (Elhage et al., 2021: Σλ/Σ|λ| of E·W_V·W_O·U; near 1 raises the token it attends to, "
-        f"near −1 lowers it): through this path it {kind}; and for {mine} of the text's {of} tokens the token "
+        f"near −1 lowers it): through this path it {kind}; and for {mine} of the text's {of} distinct tokens the token "
         f"itself is among the 5 its OV row raises most. QK uses {effective_rank(card.qk_singular)} and OV "
         f"{effective_rank(card.ov_singular)} of {len(card.ov_singular)} directions for 90 % of their size. The text "
         f"token {said(shown[0])} raises the vocabulary token {said(shown[1])} most; the text token {said(shown[2])} "
