@@ -437,3 +437,12 @@ def test_the_circuit_card_counts_the_texts_distinct_tokens():
         "causes.circuit", DirectSource.for_text(ModelSpec("bundled"), "the cat and the dog and the cat"), Theme()
     )
     assert "of the text's 6 distinct tokens" in card.caption  # [CLS] the cat and dog [SEP]
+
+
+def test_a_percentage_with_a_decimal_never_reads_100_or_0_for_less_or_more():
+    """One query's caption read “When” (100.0%), “Mary” (0.0%) for a sink head's 99.99 % and its remainder."""
+    assert [pct(x, 1) for x in (0.5, 0.9999, 0.999999, 0.00004, 0.0)] == ["50.0%", "99.99%", ">99.9%", "<0.1%", "0.0%"]
+    assert (
+        say.one_query(TOKENS, 1, [0.9999, 0.0001, 0, 0, 0, 0])
+        == "Query 1 “a”: strongest keys “[CLS]” (99.99%), “a” (<0.1%)."
+    )

@@ -152,19 +152,20 @@ def apart(a: float, b: float, least: int = 2, most: int = 4) -> tuple[str, str]:
     return f"{a:.{least}f}", f"{b:.{least}f}"
 
 
-def pct(x: float) -> str:
-    """A share as a percentage that never says 100 % for less than all of it, nor 0 % for more than nothing:
-    0.998 -> "99.8%", 0.0004 -> "<0.1%", 0.5 -> "50%"."""
+def pct(x: float, digits: int = 0) -> str:
+    """A share as a percentage (at least ``digits`` decimals) that never says 100 % for less than all of it, nor 0 %
+    for more than nothing: 0.998 -> "99.8%", 0.0004 -> "<0.1%", 0.5 -> "50%" (digits=1: "50.0%")."""
     x = float(x)
-    text = f"{x:.0%}"
-    if text == "100%" and x < 1:
-        for digits in (1, 2, 3):
-            text = f"{x:.{digits}%}"
+    text = f"{x:.{digits}%}"
+    if float(text[:-1]) == 100 and x < 1:
+        for more in range(digits + 1, max(digits, 2) + 2):  # at most 3 decimals
+            text = f"{x:.{more}%}"
             if not text.startswith("100"):
                 return text
         return ">99.9%"
-    if text == "0%" and x > 0:
-        return f"{x:.1%}" if x >= 0.0005 else "<0.1%"
+    if float(text[:-1]) == 0 and x > 0:
+        smallest = 10.0 ** -max(digits, 1)
+        return f"{x:.{max(digits, 1)}%}" if x * 100 >= smallest / 2 else f"<{smallest:g}%"
     return text
 
 

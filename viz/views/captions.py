@@ -209,7 +209,7 @@ def one_query(tokens: list[str], query: int, weights, shown: int = 3) -> str:
     top = weighed(w)[:shown]
     return (
         f"Query {query} {quoted(tokens[query])}: strongest keys "
-        + ", ".join(f"{quoted(tokens[j])} ({w[j]:.1%})" for j in top)
+        + ", ".join(f"{quoted(tokens[j])} ({pct(w[j], 1)})" for j in top)
         + "."
     )
 

@@ -161,7 +161,7 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     panel_caption = (
         f"This head puts {pct(mass[layer, head])} of its weight on position 0{also}. Taking that away and rescaling "
         f"shows where the other {pct(left)} goes; the rescaling magnifies rows whose rest was small (least rest: "
-        f"{rest.min():.1%} of a row). "
+        f"{pct(rest.min(), 1)} of a row). "
         + (
             "So little is left that the right panel blows up a remainder the model barely uses: read it as where "
             "this head would look if it had to, not where it looks. "
