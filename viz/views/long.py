@@ -180,8 +180,8 @@ def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: fl
     rest = 1.0 - long.column(layer, head, 0)[1:]  # what each later query keeps for the other keys
     panel_caption = (
         f"This head puts {pct(mass[layer, head])} of its weight on position 0 over the whole text. Taking that away "
-        f"and rescaling shows where the other {1 - mass[layer, head]:.1%} goes; the rescaling magnifies rows whose "
-        f"rest was small (least rest: {rest.min():.1%} of a row). This is a view, not the model: the model itself "
+        f"and rescaling shows where the other {pct(1 - mass[layer, head])} goes; the rescaling magnifies rows whose "
+        f"rest was small (least rest: {pct(rest.min(), 1)} of a row). This is a view, not the model: the model itself "
         "attends as on the left."
     )
     return {
