@@ -162,8 +162,8 @@ def qk_plane(
     weights: (N,) the query's attention row; coords_q/coords_k: (N, 2) aligned, projected points."""
     w = np.asarray(weights, dtype=np.float64)
     dist = np.linalg.norm(np.asarray(coords_k) - np.asarray(coords_q)[query], axis=1)
-    seen = np.sort(weighed(w))  # closeness to a key the query does not see says nothing about its weights
-    strongest = weighed(w)[:shown_keys]
+    order = weighed(w)  # closeness to a key the query does not see says nothing about its weights
+    seen, strongest = np.sort(order), order[:shown_keys]
     nearest = seen[np.argsort(dist[seen], kind="stable")][:shown_keys]
     rho = rank_correlation(-dist[seen], w[seen])
     verdict = (
