@@ -446,3 +446,13 @@ def test_a_percentage_with_a_decimal_never_reads_100_or_0_for_less_or_more():
         say.one_query(TOKENS, 1, [0.9999, 0.0001, 0, 0, 0, 0])
         == "Query 1 “a”: strongest keys “[CLS]” (99.99%), “a” (<0.1%)."
     )
+
+
+def test_a_method_that_gives_the_other_tokens_nothing_casts_no_vote():
+    """ALTI's row for GPT-2's token 1 is all zeros (W_O's bias outweighs every term): "7 of 7 methods rank “The”
+    first" counted it as choosing token 0."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt2")), TEXT)
+    (view,) = build("mixing.compare", src, Theme(), query=1, target="next")
+    assert "6 of 7 methods rank “The” (token 0) first (ALTI (all layers): nothing to any other token)" in view.caption

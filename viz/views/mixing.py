@@ -206,15 +206,21 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
     if not len(others):
         ranking = f"{label} (token {i}) sees only itself: every method gives it all, so there is nothing to rank"
     else:
-        tops = {n: int(others[np.argmax(rows[n][others])]) for n in names}
+        # a method that gives every other token nothing (an ALTI row of zeros) ranks none of them first
+        tops = {n: int(others[np.argmax(rows[n][others])]) for n in names if rows[n][others].max() > 0}
         votes: dict[int, int] = {}
         for j in tops.values():
             votes[j] = votes.get(j, 0) + 1
-        best = max(votes, key=votes.get)
-        ranking = (
-            f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank {quoted(obs.tokens[best])} "
-            f"(token {best}) first"
-        )
+        if votes:
+            best = max(votes, key=votes.get)
+            ranking = (
+                f"Leaving {label} itself aside, {votes[best]} of {len(names)} methods rank "
+                f"{quoted(obs.tokens[best])} (token {best}) first"
+            )
+        else:
+            ranking = f"Leaving {label} itself aside, no method gives another token anything"
+        if len(tops) < len(names):
+            ranking += f" ({', '.join(n for n in names if n not in tops)}: nothing to any other token)"
     if len(seen) >= MIN_RANKED:
         rho = np.array([[rank_correlation(rows[a][seen], rows[b][seen]) for b in names] for a in names])
         off = rho[~np.eye(len(names), dtype=bool)]
