@@ -29,13 +29,16 @@ def permutation_check(
     positions: bool = False,
     layer: int = 0,
     causal: bool | None = None,
+    scale: bool = True,
+    ablate: tuple[tuple[int, int], ...] = (),
 ) -> dict[str, np.ndarray]:
     """Shuffle the ordinary tokens, run both orders, and undo the shuffle on the second pattern.
 
-    Runs two forward passes (``causal``: the mask, None for the model's own). Returns {"perm", "original" (H, N, N),
-    "shuffled" (H, N, N), "unshuffled" (H, N, N), "max_diff" scalar}: with positions off and no causal mask,
-    unshuffled equals original; a causal mask tells the orders apart by itself (a shuffle changes what each token
-    sees).
+    Runs two forward passes (``causal``: the mask, None for the model's own; ``scale`` and ``ablate`` as in
+    :class:`model.observe.Options`, so that both runs are the pages' own but for positions). Returns {"perm",
+    "original" (H, N, N), "shuffled" (H, N, N), "unshuffled" (H, N, N), "max_diff" scalar}: with positions off and
+    no causal mask, unshuffled equals original; a causal mask tells the orders apart by itself (a shuffle changes
+    what each token sees).
     """
     n = len(ids)
     movable = [i for i in range(n) if not special[i]]
@@ -48,7 +51,8 @@ def permutation_check(
         perm[movable] = shuffled
     t = torch.tensor([ids])
     dev = _device(model)
-    run = {"kinds": ["pattern"], "layers": [layer], "positions": positions, "causal": causal}
+    run = {"kinds": ["pattern"], "layers": [layer], "positions": positions, "causal": causal, "scale": scale}
+    run["ablate"] = tuple(ablate)
     _, a = run_with_cache(model, t.to(dev), **run)
     _, b = run_with_cache(model, t[:, perm].to(dev), **run)
     pa = a.get("pattern", layer)[0].numpy()

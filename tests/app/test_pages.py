@@ -505,3 +505,17 @@ def test_context_mixing_of_a_long_text_waits_for_a_button_that_states_the_time(a
     app.session_state["layer"] = 1
     app.run()  # asked once for this text: other layers come without asking again
     assert len(app.get("plotly_chart")) == 2
+
+
+def test_the_permutation_lab_runs_with_the_mask_the_sidebar_chose(app):
+    """The app's lab ran with the model's own mask whatever the sidebar chose (the CLI's with the sidebar's), so the
+    bundled encoder with the causal mask switched on read "the causal mask alone tells the orders apart" beside a
+    difference of 0.000."""
+    app.session_state["causal_override"] = "on"
+    app.switch_page("viz/pages/positional.py").run()
+    app.session_state["pe_section"] = "Permutation lab"
+    app.run()
+    assert not app.exception, app.exception
+    (said,) = [c.value.replace("\\", "") for c in app.caption if "the causal mask on" in c.value]  # unescaped
+    gap = float(re.search(r"differs from the original by up to ([0-9.]+)", said).group(1))
+    assert gap > 0.05, said

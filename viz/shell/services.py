@@ -175,8 +175,8 @@ def get_attribution(spec, device, ids: tuple[int, ...], position: int, target: s
 
 
 @shared("Running both orders…")
-def get_permutation(spec, device, ids, special, seed, positions, layer, _model):
-    return permutation_check(_model, list(ids), list(special), seed, positions, layer)
+def get_permutation(spec, device, ids, special, seed, positions, layer, causal, scale, ablate, _model):
+    return permutation_check(_model, list(ids), list(special), seed, positions, layer, causal, scale, ablate)
 
 
 @shared("Running a padded batch…")

@@ -127,8 +127,9 @@ class CachedSource:
 
     def permutation(self, seed, positions, layer):
         special = tuple(bool(s) for s in self.obs.special)
+        opts = self.obs.causal, self.options.scale, self.options.ablate  # as the pages draw: the sidebar's choices
         return get_permutation(
-            self.spec, self.device, tuple(self.obs.ids), special, seed, positions, layer, self.loaded.model
+            self.spec, self.device, tuple(self.obs.ids), special, seed, positions, layer, *opts, self.loaded.model
         )
 
     def padded(self, text_b, layer):

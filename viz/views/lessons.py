@@ -137,7 +137,9 @@ def perm(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, positions_
     ]
     real_gap = None
     if has_positions and not positions_on:
-        real = src.obs.patterns[layer, head]
+        # with positions on: the sidebar may have switched them off for every page, the lab's "real" keeps them
+        seen = src.obs if src.options.positions else src.other(options=replace(src.options, positions=True))[0]
+        real = seen.patterns[layer, head]
         real_gap = float(np.abs(real - res["original"][head]).max())
         panels.append((real, tokens, tokens, "the model's real pattern (positions on)"))
     fig = heatmap_panels(

@@ -110,9 +110,12 @@ class DirectSource:
     def permutation(self, seed: int, positions: bool, layer: int) -> dict[str, np.ndarray]:
         special = [bool(s) for s in self.obs.special]
         causal = self.obs.causal  # the mask the pages draw with (the model's own, or the sidebar's choice)
+        scale, ablate = self.options.scale, self.options.ablate
         return self._once(
-            ("perm", seed, positions, layer, causal),
-            lambda: permutation_check(self.loaded.model, list(self.obs.ids), special, seed, positions, layer, causal),
+            ("perm", seed, positions, layer, causal, scale, ablate),
+            lambda: permutation_check(
+                self.loaded.model, list(self.obs.ids), special, seed, positions, layer, causal, scale, ablate
+            ),
         )
 
     def padded(self, text_b: str, layer: int) -> dict[str, np.ndarray]:
