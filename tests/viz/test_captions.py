@@ -456,3 +456,35 @@ def test_a_method_that_gives_the_other_tokens_nothing_casts_no_vote():
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "gpt2")), TEXT)
     (view,) = build("mixing.compare", src, Theme(), query=1, target="next")
     assert "6 of 7 methods rank “The” (token 0) first (ALTI (all layers): nothing to any other token)" in view.caption
+
+
+def test_the_permutation_labs_real_pattern_keeps_positions_and_both_runs_keep_the_options():
+    """The sidebar's "positions off" must not make the lab's "real pattern (positions on)" a positions-off run (it
+    read "differs by up to 0.000"), and its two runs are the pages' own but for positions (scale, heads off)."""
+    from dataclasses import replace
+
+    from model.observe import Options
+
+    off = DirectSource.for_text(ModelSpec("bundled"), TEXT, Options(positions=False))
+    (view,) = build("perm", off, Theme(), layer=1, head=0)
+    real = off.other(options=replace(off.options, positions=True))[0].patterns[1, 0]
+    gap = float(np.abs(real - off.permutation(0, False, 1)["original"][0]).max())
+    assert gap > 0.05 and f"(positions on) differs from it by up to {gap:.3f}" in view.caption
+    np.testing.assert_array_equal(view.figure.data[3].z, real)  # the fourth panel draws that run
+    unscaled = DirectSource.for_text(ModelSpec("bundled"), TEXT, Options(scale=False, ablate=((0, 1),)))
+    lab = unscaled.permutation(0, True, 1)["original"]  # positions on, original order: the pages' own run
+    np.testing.assert_allclose(lab, unscaled.obs.patterns[1], atol=1e-6)
+
+
+def test_the_ablation_lesson_keeps_heads_the_options_switch_off_in_both_runs(src):
+    from model.analysis.norms import relative_change
+    from model.observe import Options
+
+    both = DirectSource.for_text(ModelSpec("bundled"), src.obs.text, Options(ablate=((1, 2), (0, 1))))
+    (view,) = build("lesson.ablation", both, Theme(), ablate=((0, 1),))
+    on = both.other(options=Options(ablate=((1, 2),)))[0].hidden
+    off = both.other(options=Options(ablate=((1, 2), (0, 1))))[0].hidden
+    np.testing.assert_allclose(np.array(view.figure.data[0].y), relative_change(on, off), atol=1e-6)
+    assert view.caption.startswith("With L0H1 off (L1H2 off in both runs), the final vectors move by")
+    (same,) = build("lesson.ablation", both, Theme(), ablate=((1, 2), (0, 1)))  # every head it asks is off already
+    assert "in both runs" not in same.caption and float(np.max(same.figure.data[0].y)) > 0.01

@@ -31,13 +31,15 @@ def heads_off(heads) -> str:
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names or ["no head"]) + " off"
 
 
-def ablation(tokens: list[str], change, heads) -> str:
-    """The ablation lesson: mean and largest relative change of the final vectors with ``heads`` off."""
+def ablation(tokens: list[str], change, heads, also=()) -> str:
+    """The ablation lesson: mean and largest relative change of the final vectors with ``heads`` off (``also``:
+    heads off in both runs)."""
     c = np.asarray(change, dtype=np.float64)
     hi = int(c.argmax())
+    both = f" ({heads_off(also)} in both runs)" if also else ""
     return (
-        f"With {heads_off(heads)}, the final vectors move by {c.mean():.3f} on average (relative change); most for "
-        f"token {hi} {quoted(tokens[hi])} ({c[hi]:.3f})."
+        f"With {heads_off(heads)}{both}, the final vectors move by {c.mean():.3f} on average (relative change); "
+        f"most for token {hi} {quoted(tokens[hi])} ({c[hi]:.3f})."
     )
 
 

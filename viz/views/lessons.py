@@ -9,7 +9,7 @@ import numpy as np
 from model.analysis.norms import relative_change
 from model.experiments import with_mask
 from model.io.catalog import ModelSpec
-from model.observe import position_table
+from model.observe import Observation, position_table
 from model.positional import sinusoid_dims, sinusoidal_table
 from viz.figures import (
     change_bars,
@@ -194,16 +194,21 @@ def lesson_spread(src: Source, theme: Theme, *, metric: str = "previous"):
     return Captioned(with_subtitle(fig, subtitle(src), theme), spread(values, metric))
 
 
-def ablated(src: Source, ablate: tuple):
-    options = replace(src.options, ablate=tuple(ablate))
-    return src.other(options=options)[0]
+def ablated(src: Source, ablate: tuple) -> tuple[Observation, Observation, tuple]:
+    """This text with ``ablate``'s heads on and with them off, and the heads off in both: those the options already
+    switch off (a notebook's ``Options(ablate=…)``) stay off, so the change is ``ablate``'s heads' alone."""
+    kept = tuple(h for h in src.options.ablate if h not in set(ablate))
+    on, off = replace(src.options, ablate=kept), replace(src.options, ablate=kept + tuple(ablate))
+    return (src.obs if on == src.options else src.other(options=on)[0]), src.other(options=off)[0], kept
 
 
 @view("lesson.ablation", page="lessons")
 def lesson_ablation(src: Source, theme: Theme, *, ablate: tuple = ((0, 0),)):
-    change = relative_change(src.obs.hidden, ablated(src, ablate).hidden)
+    on, off, also = ablated(src, ablate)
+    change = relative_change(on.hidden, off.hidden)
     fig = change_bars(src.obs.tokens, change, title=f"Output change with {heads_off(ablate)}", theme=theme)
-    return Captioned(with_subtitle(fig, subtitle(src), theme), ablation_caption(src.obs.tokens, change, ablate))
+    caption = ablation_caption(src.obs.tokens, change, ablate, also)
+    return Captioned(with_subtitle(fig, subtitle(src), theme), caption)
 
 
 def mask_positions(src: Source, pick: int | None = None) -> tuple[list[int], bool]:
