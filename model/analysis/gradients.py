@@ -116,10 +116,13 @@ def attribute(
     target: str = "state",
     steps: int | None = None,
     adaptive: bool = True,
+    causal: bool | None = None,
+    scale: bool = True,
 ) -> Attribution:
     """Gradient × input and integrated gradients of output ``target`` at ``position`` w.r.t. each input token's
     embedding. ids: (N,) token ids; ``steps``: the most gradient evaluations (default :func:`ig_steps`);
-    ``adaptive=False``: the plain midpoint rule with exactly ``steps`` points."""
+    ``adaptive=False``: the plain midpoint rule with exactly ``steps`` points. ``causal`` (None: the model's own
+    mask) and ``scale`` as in :class:`model.observe.Options`: every pass runs as the attention pages draw."""
     steps = ig_steps(len(ids)) if steps is None else steps
     if target not in targets_for(model):
         raise ValueError(f"this model offers {', '.join(targets_for(model))} as outputs, not {target!r}")
@@ -132,13 +135,14 @@ def attribute(
     with torch.inference_mode(False), torch.enable_grad():
         emb = model.tok_emb(batch).detach()  # (1, N, d)
         base = model.tok_emb.weight[model.cfg.pad_token_id].detach().expand_as(emb)  # (1, N, d)
+        run = {"causal": causal, "scale": scale}
         with torch.no_grad():
-            hidden = model(batch)
+            hidden = model(batch, **run)
         if target == "state":
             token = hidden[0, position] / hidden[0, position].norm().clamp_min(1e-12)  # u (d,)
         else:
             token = int(_output_logits(model, hidden, position, target).argmax())
-        path = _Path(model, batch, base, emb, position, target, token)
+        path = _Path(model, batch, base, emb, position, target, token, run)
         value, grad_input = path.at_input()
         f0 = float(path.values(np.zeros(1))[0])
         integrated, used, misses = _integrate(path, steps, adaptive, f0, value)
@@ -159,15 +163,15 @@ class _Path:
     """f along the straight path from the baseline e' (α = 0) to the input e (α = 1): values, and gradients
     dotted with e − e' per token. Every array here is float64 numpy."""
 
-    def __init__(self, model, batch, base, emb, position, target, token) -> None:
-        self.model, self.batch, self.base, self.emb = model, batch, base, emb
+    def __init__(self, model, batch, base, emb, position, target, token, run: dict | None = None) -> None:
+        self.model, self.batch, self.base, self.emb, self.run = model, batch, base, emb, run or {}
         self.position, self.target, self.token = position, target, token
         self.diff = (emb - base)[0]  # (N, d)
 
     def _f(self, xs: torch.Tensor) -> torch.Tensor:
         """xs (S, N, d) embeddings -> f (S,)."""
         with _embeddings_replaced(self.model, lambda _out: xs):
-            hidden = self.model(self.batch.expand(xs.size(0), -1))
+            hidden = self.model(self.batch.expand(xs.size(0), -1), **self.run)
         return _output(self.model, hidden, self.position, self.target, self.token)
 
     def _points(self, alphas: np.ndarray) -> torch.Tensor:

@@ -163,7 +163,9 @@ def _zero_values(model: Transformer, layer: int, positions: torch.Tensor) -> Ite
         handle.remove()
 
 
-def _value_zeroing(model: Transformer, layer: int, x: torch.Tensor, original: torch.Tensor, mask) -> torch.Tensor:
+def _value_zeroing(
+    model: Transformer, layer: int, x: torch.Tensor, original: torch.Tensor, mask, scale: bool = True
+) -> torch.Tensor:
     """Value zeroing of one layer: x (N, d) the layer's input, original (N, d) its output -> (N, N) float64, rows
     sum 1. The cosine distance is taken in float64 from the model's outputs (see the module note)."""
     n = x.size(0)
@@ -174,31 +176,34 @@ def _value_zeroing(model: Transformer, layer: int, x: torch.Tensor, original: to
         js = torch.arange(start, min(n, start + ZERO_BATCH))
         with _zero_values(model, layer, js):
             many = x[None].expand(len(js), -1, -1)  # (J, N, d)
-            changed = model.blocks[layer](many, mask=mask, layer=layer, **inputs)  # (J, N, d)
+            changed = model.blocks[layer](many, mask=mask, scale=scale, layer=layer, **inputs)  # (J, N, d)
         cos = F.cosine_similarity(changed.to("cpu", torch.float64), reference, dim=-1)  # (J, N)
         out[:, js] = (1 - cos).T  # (N, J)
     out = out.clamp_min(0)
     return out / out.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
-def context_mixing(model: Transformer, ids: list[int], *, value_zeroing: bool = True) -> Mixing:
+def context_mixing(
+    model: Transformer, ids: list[int], *, value_zeroing: bool = True, causal: bool | None = None, scale: bool = True
+) -> Mixing:
     """Every per-layer mixing measure of one text. ids: the token ids (N,). Value zeroing costs N/ZERO_BATCH
-    forward passes of each block: pass ``value_zeroing=False`` to skip it."""
+    forward passes of each block: pass ``value_zeroing=False`` to skip it. ``causal`` (None: the model's own mask)
+    and ``scale`` as in :class:`model.observe.Options`: the run the attention pages draw, measured."""
     if model.training:
         raise ValueError("context_mixing needs a model in eval() mode")
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
     with torch.inference_mode():
         with capture(model, kinds=KINDS) as trace:
-            model(batch)
+            model(batch, causal=causal, scale=scale)
         L = len(model.blocks)
         acts = [{k: trace.get(k, layer)[0] for k in KINDS} for layer in range(L)]
-        masks = model.build_masks(batch.size(1), None, model.cfg.causal, device, 0)
+        masks = model.build_masks(batch.size(1), None, model.cfg.causal if causal is None else causal, device, 0)
         zeroed = []
         if value_zeroing:
             for layer in range(L):
                 x, y = (acts[layer][k].to(device) for k in ("resid_pre", "resid_post"))
-                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer]).cpu())
+                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer], scale).cpu())
         parts = [_layer_mixing(model, layer, acts[layer]) for layer in range(L)]
 
     dtype = work_dtype(model)

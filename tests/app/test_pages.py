@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from model import observe
@@ -519,3 +520,17 @@ def test_the_permutation_lab_runs_with_the_mask_the_sidebar_chose(app):
     (said,) = [c.value.replace("\\", "") for c in app.caption if "the causal mask on" in c.value]  # unescaped
     gap = float(re.search(r"differs from the original by up to ([0-9.]+)", said).group(1))
     assert gap > 0.05, said
+
+
+def test_beyond_the_weights_measures_the_run_with_the_mask_the_sidebar_chose(app):
+    """The four measures ran on the model as built (no mask on the bundled encoder) while the caption counted the
+    cells a causal query sees: with the mask forced on, no measure may give a later token anything."""
+    from tests.app.test_post_checkpoint import matrix
+
+    app.session_state["causal_override"] = "on"
+    app.switch_page("viz/pages/mixing.py").run()
+    assert not app.exception, app.exception
+    four = figures(app)[0]
+    assert four["layout"]["title"]["text"].startswith("Who reads from whom")
+    for panel in four["data"][:4]:
+        assert np.nanmax(np.triu(matrix(panel["z"]).astype(float), 1)) < 1e-6

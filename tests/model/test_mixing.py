@@ -31,6 +31,29 @@ def encoder(request, tiny_cfg) -> Transformer:
     return model_of(tiny_cfg.replace(norm=request.param, bias=True))
 
 
+def test_mixing_measures_the_run_the_pages_draw_with_the_sidebars_mask_and_scaling(encoder):
+    """The pages may force a causal mask and drop the √d_k scaling (Attention options): the measures are of that
+    run, not of the model as built (a causal row's later tokens then cannot matter, even by value zeroing)."""
+    from model.capture import run_with_cache
+
+    mix = context_mixing(encoder, IDS, causal=True, scale=False)
+    _, trace = run_with_cache(encoder, torch.tensor([IDS]), kinds=["pattern"], causal=True, scale=False)
+    drawn = trace.stack("pattern")[:, 0].mean(1).numpy()  # (L, N, N): the pages' head mean
+    np.testing.assert_allclose(mix.attention, drawn, atol=1e-6)
+    later = np.triu(np.ones((len(IDS), len(IDS)), dtype=bool), 1)
+    for measure in (mix.norm, mix.alti, mix.value_zeroing):
+        assert np.abs(measure[:, later]).max() < 1e-9
+    assert np.abs(context_mixing(encoder, IDS).value_zeroing[:, later]).max() > 1e-3  # as built: no mask
+
+
+def test_gradients_run_with_the_sidebars_mask_and_scaling(encoder):
+    """With a causal mask forced on an encoder, no later token can move a token's state: its gradients are 0."""
+    forced = attribute(encoder, IDS, 3, "state", causal=True, scale=False)
+    assert np.abs(forced.grad_input[4:]).max() == 0 and np.abs(forced.integrated[4:]).max() == 0
+    assert np.abs(forced.grad_input[:4]).max() > 0 and forced.gap < 0.05 * np.abs(forced.integrated).sum()
+    assert np.abs(attribute(encoder, IDS, 3, "state").integrated[4:]).max() > 1e-4  # as built: it sees them
+
+
 def test_norm_based_equals_attention_when_value_norms_are_equal(encoder):
     with torch.no_grad():
         for block in encoder.blocks:

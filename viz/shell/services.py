@@ -157,10 +157,10 @@ def _mixing_spinner(value_zeroing: bool, **_) -> str:
 
 
 @shared(_mixing_spinner)
-def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, _model) -> Mixing:
+def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, causal, scale, _model) -> Mixing:
     kept = capture_bytes(_model.cfg, len(ids), MIXING_KINDS)  # ALTI's and value zeroing's work: as much again
     with IN_FLIGHT.hold(2 * kept):
-        return context_mixing(_model, list(ids), value_zeroing=value_zeroing)
+        return context_mixing(_model, list(ids), value_zeroing=value_zeroing, causal=causal, scale=scale)
 
 
 @shared("Reading the corpus profile…")
@@ -170,8 +170,8 @@ def get_profile(path: str, written: float) -> Profile | None:
 
 
 @shared("Taking gradients…")
-def get_attribution(spec, device, ids: tuple[int, ...], position: int, target: str, _model) -> Attribution:
-    return attribute(_model, list(ids), position, target)
+def get_attribution(spec, device, ids: tuple[int, ...], position: int, target, causal, scale, _model) -> Attribution:
+    return attribute(_model, list(ids), position, target, causal=causal, scale=scale)
 
 
 @shared("Running both orders…")

@@ -115,7 +115,8 @@ class CachedSource:
         return get_flow(*self._key(), int(token), self.obs.patterns)
 
     def mixing(self, value_zeroing):
-        return get_mixing(self.spec, self.device, tuple(self.obs.ids), bool(value_zeroing), self.loaded.model)
+        ids, options = tuple(self.obs.ids), (self.obs.causal, self.options.scale)  # as the pages draw
+        return get_mixing(self.spec, self.device, ids, bool(value_zeroing), *options, self.loaded.model)
 
     def profile(self, path):
         meta = Path(path) / "meta.json"
@@ -123,7 +124,8 @@ class CachedSource:
 
     def attribution(self, position, target):
         ids = tuple(self.obs.ids)
-        return get_attribution(self.spec, self.device, ids, int(position), target, self.loaded.model)
+        options = self.obs.causal, self.options.scale  # as the pages draw
+        return get_attribution(self.spec, self.device, ids, int(position), target, *options, self.loaded.model)
 
     def permutation(self, seed, positions, layer):
         special = tuple(bool(s) for s in self.obs.special)

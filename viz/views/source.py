@@ -94,14 +94,18 @@ class DirectSource:
         return self._once(("flow_token", token), lambda: flow_from(self.obs.patterns, token))
 
     def mixing(self, value_zeroing: bool):
+        run = {"causal": self.obs.causal, "scale": self.options.scale}  # the mask and scaling the pages draw with
         return self._once(
             ("mixing", value_zeroing),
-            lambda: context_mixing(self.loaded.model, self.obs.ids, value_zeroing=value_zeroing),
+            lambda: context_mixing(self.loaded.model, self.obs.ids, value_zeroing=value_zeroing, **run),
         )
 
     def attribution(self, position: int, target: str):
         return self._once(
-            ("attribution", position, target), lambda: attribute(self.loaded.model, self.obs.ids, position, target)
+            ("attribution", position, target),
+            lambda: attribute(
+                self.loaded.model, self.obs.ids, position, target, causal=self.obs.causal, scale=self.options.scale
+            ),
         )
 
     def profile(self, path: str):
