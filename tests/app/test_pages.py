@@ -534,3 +534,19 @@ def test_beyond_the_weights_measures_the_run_with_the_mask_the_sidebar_chose(app
     assert four["layout"]["title"]["text"].startswith("Who reads from whom")
     for panel in four["data"][:4]:
         assert np.nanmax(np.triu(matrix(panel["z"]).astype(float), 1)) < 1e-6
+
+
+def test_pages_that_run_the_model_as_built_say_so_when_the_attention_options_change_it(app):
+    def said(page: str, **state) -> list[str]:
+        for key, value in state.items():
+            app.session_state[key] = value
+        app.switch_page(page).run()
+        assert not app.exception, app.exception
+        return [i.value for i in app.info if "the model as built" in i.value]
+
+    assert not said("viz/pages/causes.py")  # nothing changed: nothing to say
+    (note,) = said("viz/pages/causes.py", causal_override="on")
+    assert note.startswith("Every measure on this page runs the model as built") and "the causal mask on" in note
+    assert not said("viz/pages/attention.py") and not said("viz/pages/mixing.py")  # those draw the changed run
+    (note,) = said("viz/pages/causes.py", causal_override="off", scale_scores=False)
+    assert "the causal mask" not in note and "scores not divided by √d_k" in note  # the bundled encoder has none

@@ -10,7 +10,15 @@ from viz.settings import CAUSES_SECTIONS, CIRCUIT_EMBEDDINGS, PATCH_CHOICES, PAT
 from viz.shell.context import page_context
 from viz.shell.research import get_pass_seconds
 from viz.shell.services import views
-from viz.shell.widgets import follow_open_page, layer_head_picker, open_head, section, show_view, unavailable
+from viz.shell.widgets import (
+    as_built_note,
+    follow_open_page,
+    layer_head_picker,
+    open_head,
+    section,
+    show_view,
+    unavailable,
+)
 from viz.views import ViewUnavailableError
 from viz.views.causes import answer_position
 from viz.views.composition import SIDES as COMPOSITION_SIDES
@@ -33,6 +41,7 @@ st.caption(
     "are its QK and OV "
     "matrices. One call from a notebook each: see docs/research.md."
 )
+as_built_note(ctx, "Every measure on this page runs")
 
 
 def open_clicked_head(key: str) -> None:

@@ -16,6 +16,7 @@ from viz.shell.longrun import long_observation, reads_whole
 from viz.shell.needle import needle_section
 from viz.shell.services import views
 from viz.shell.widgets import (
+    as_built_note,
     follow_open_page,
     head_label,
     layer_head_picker,
@@ -151,6 +152,7 @@ elif part == "Ablation":
         positions, _ = mask_positions(src)
         if positions:
             st.markdown(f"Predictions at position {positions[0]} (masked), before → after ablation:")
+            as_built_note(ctx, "These predictions run")
             show_views(views(ctx, "lesson.ablation_predictions", ablate=ablate), "ablate", columns=2)
 
 elif part == "Attention sinks":
@@ -184,6 +186,7 @@ elif part == "Induction heads":
     c1, c2 = st.columns(2)
     period = c1.slider("Random tokens per copy", 8, 64, key="ind_period")
     seed = c2.number_input("Seed", 0, 2**31 - 1, key="ind_seed")
+    as_built_note(ctx, "This lesson runs")
     grid, top = views(ctx, "lesson.induction", period=int(period), seed=int(seed))
     show_view(grid, "ind_grid", on_select=lambda: open_clicked("ind_grid"), selection_mode="points")
     show_view(top, "ind_top", on_select=lambda: open_clicked("ind_top"), selection_mode="points")
@@ -210,6 +213,7 @@ elif part == "Induction heads":
     st.button("Watch an induction head form", key="ind_watch", on_click=watch, icon=":material/model_training:")
 
 elif part == "Needle in a haystack":
+    as_built_note(ctx, "The needle runs")
     needle_section(ctx)
 
 elif part == "Shared K/V (GQA)":
@@ -239,6 +243,8 @@ else:
     note = model_note(str(ctx.loaded.info.get("source", "")))
     if note:
         st.info(note)
+    if ctx.loaded.has_mlm:
+        as_built_note(ctx, "The guesses run")
     ordinary = [i for i in range(len(obs.ids)) if not obs.special[i]]
     positions, typed = mask_positions(src)
     try:

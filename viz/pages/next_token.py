@@ -5,7 +5,7 @@ import streamlit as st
 from viz.shell.context import page_context
 from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
-from viz.shell.widgets import layer_head_picker, show_view, unavailable
+from viz.shell.widgets import as_built_note, layer_head_picker, show_view, unavailable
 from viz.views import ViewUnavailableError
 
 ctx = page_context()
@@ -52,6 +52,7 @@ st.caption(
     "kept in the KV cache. Each row below is the attention row of the query that produced a token, for the "
     "chosen layer and head — watch where the model looks as it writes."
 )
+as_built_note(ctx, "Generation runs")
 c1, c2, c3 = st.columns(3)
 n_new = c1.slider("Tokens to generate", 1, 48, key="gen_n")
 gen_temperature = c2.slider("Temperature (0 = always the most likely)", 0.0, 2.0, step=0.1, key="gen_temperature")

@@ -226,3 +226,26 @@ def ask_once(asked: tuple, memo: str, message: str, label: str, key: str) -> Non
         st.stop()
     box.empty()  # the question is answered: the results take its place
     st.session_state[memo] = asked
+
+
+def options_changed(ctx) -> list[str]:
+    """What the sidebar's Attention options change in the run the attention pages draw (empty: the model as built)."""
+    options, cfg = ctx.options, ctx.loaded.model.cfg
+    changed = []
+    if options.causal is not None and bool(options.causal) != bool(cfg.causal):
+        changed.append("the causal mask " + ("on" if options.causal else "lifted"))
+    if not options.scale:
+        changed.append("scores not divided by √d_k")
+    return changed
+
+
+def as_built_note(ctx, what: str) -> None:
+    """Says that ``what`` runs the model as built when the Attention options change the attention pages' run (those
+    options are an experiment on the attention itself; these measures are of the model that was trained)."""
+    changed = options_changed(ctx)
+    if changed:
+        st.info(
+            f"{what} the model as built: the Attention options in the sidebar ({'; '.join(changed)}) change the "
+            "attention pages and Beyond the weights, not this.",
+            icon=":material/info:",
+        )
