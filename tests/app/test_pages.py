@@ -548,5 +548,6 @@ def test_pages_that_run_the_model_as_built_say_so_when_the_attention_options_cha
     (note,) = said("viz/pages/causes.py", causal_override="on")
     assert note.startswith("Every measure on this page runs the model as built") and "the causal mask on" in note
     assert not said("viz/pages/attention.py") and not said("viz/pages/mixing.py")  # those draw the changed run
+    assert said("viz/pages/masks.py")[0].startswith("The padded batch runs the model as built")
     (note,) = said("viz/pages/causes.py", causal_override="off", scale_scores=False)
     assert "the causal mask" not in note and "scores not divided by √d_k" in note  # the bundled encoder has none

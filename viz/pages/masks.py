@@ -5,7 +5,7 @@ import streamlit as st
 from model.experiments import forward_seconds
 from viz.shell.context import page_context
 from viz.shell.services import views
-from viz.shell.widgets import ask_once, layer_head_picker, show_view, show_views
+from viz.shell.widgets import as_built_note, ask_once, layer_head_picker, show_view, show_views
 
 ASK_ABOVE_S = 1.5  # a padded batch expected to take longer waits for the button, with its estimate
 ctx = page_context()
@@ -21,6 +21,7 @@ st.caption(
 )
 show_view(change, "mask_change")
 st.subheader("Padding")
+as_built_note(ctx, "The padded batch runs")
 text_b = st.text_input("Second text for the batch", key="pad_text_b")
 n_b = len(ctx.loaded.tokenizer.encode(text_b, max_len=ctx.loaded.model.cfg.max_seq_len).ids)
 estimate = forward_seconds(ctx.loaded.model.cfg, max(obs.n_tokens, n_b), rows=2)  # the batch; the short text alone
