@@ -51,3 +51,19 @@ def test_the_view_caption_follows_the_drawn_pattern():
     row = src.obs.patterns[1, 2, 5]
     tokens = src.obs.tokens
     assert view.caption.startswith(f"L1H2 gives {pct(row[2])} of “{tokens[5]}”'s attention to “{tokens[2]}”")
+
+
+def test_with_scaling_off_a_soft_capped_model_still_caps_and_the_caption_says_so():
+    """Gemma 2 with "Divide scores by √d_k" off: the panel drawn is capped at ±0.25, the caption said the scores
+    "keep their range [-0.6, 0.6]"."""
+    from model.observe import Options
+    from tests.hf_fixtures import FIXTURES
+
+    spec = ModelSpec("folder", path=str(FIXTURES / "gemma2"))
+    src = DirectSource.for_text(spec, "The cat sat on the mat because it was tired.", Options(scale=False))
+    (view,) = build("qkv.scores", src, Theme(), layer=0, head=0)
+    capped = np.array(view.figure.data[1].z, dtype=float)
+    assert np.nanmax(np.abs(capped)) <= 0.25
+    expected = f"to [{np.nanmin(capped):.2f}, {np.nanmax(capped):.2f}]"
+    assert view.caption.startswith("Scaling is off, but capping at ±0.25 still takes the scores from")
+    assert expected in view.caption

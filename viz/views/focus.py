@@ -67,9 +67,13 @@ def scores_caption(
     how += "," if cfg is not None and cfg.attn_softcap else ""
     ratio = np.ptp(scaled) / max(np.ptp(qk), 1e-30)
     verb = "keeps" if np.isclose(ratio, 1.0, rtol=1e-3) else "shrinks" if ratio < 1 else "stretches"
+    cap = cfg.attn_softcap if cfg is not None else 0.0
     text = (
         f"{how} {verb} the scores from [{qk.min():.1f}, {qk.max():.1f}] to [{scaled.min():.2f}, {scaled.max():.2f}]"
         if scaled_on
+        else f"Scaling is off, but capping at ±{cap:g} still takes the scores from [{qk.min():.1f}, {qk.max():.1f}] "
+        f"to [{scaled.min():.2f}, {scaled.max():.2f}]"  # Gemma 2's cap is not part of the scaling the switch removes
+        if cap
         else f"Scaling is off: the scores keep their range [{qk.min():.1f}, {qk.max():.1f}]"
     )
     if scaled_on and verb == "keeps":  # T5 folds 1/√d_k into its weights: multiplying by 1 moves nothing
