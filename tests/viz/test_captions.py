@@ -488,3 +488,30 @@ def test_the_ablation_lesson_keeps_heads_the_options_switch_off_in_both_runs(src
     assert view.caption.startswith("With L0H1 off (L1H2 off in both runs), the final vectors move by")
     (same,) = build("lesson.ablation", both, Theme(), ablate=((1, 2), (0, 1)))  # every head it asks is off already
     assert "in both runs" not in same.caption and float(np.max(same.figure.data[0].y)) > 0.01
+
+
+def test_the_permutation_lab_with_the_mask_lifted_on_a_sliding_layer_says_the_window_tells_the_orders_apart():
+    """Gemma 2 with the causal mask lifted: layer 0 keeps a window of 3 keys on each side, and the caption said the
+    un-shuffled pattern "equals the original (largest difference 2.7e-01)"."""
+    from model.observe import Options
+    from tests.hf_fixtures import FIXTURES
+
+    spec = ModelSpec("folder", path=str(FIXTURES / "gemma2"))
+    lifted = DirectSource.for_text(spec, TEXT, Options(causal=False))
+    (view,) = build("perm", lifted, Theme(), layer=0, head=0)
+    res = lifted.permutation(0, False, 0)
+    gap = float(np.abs(res["unshuffled"][0] - res["original"][0]).max())
+    assert gap > 0.05 and "equals" not in view.caption
+    said = "the causal mask lifted but a sliding window on: head 0's un-shuffled pattern differs from the original by"
+    assert f"{said} up to {gap:.3f}" in view.caption
+    assert "within 3 positions of it" in view.caption
+    (far,) = build("perm", lifted, Theme(), layer=1, head=0)  # a global layer: without the mask the orders agree
+    assert "equals the original" in far.caption
+
+
+def test_debertas_two_position_terms_add():
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "deberta-v2")), TEXT)
+    (view,) = build("qkv.scores", src, Theme(), layer=0, head=0)
+    assert "the position terms (p2c + c2p) add " in view.caption

@@ -105,7 +105,7 @@ def permutation(
     """The permutation lab. diffs: (H,) largest |un-shuffled − original| per head of the layer shown;
     real_gap: with positions off, the largest difference between that 'original' and the model's real
     pattern (positions on), else None; ``causal``: the runs had a causal mask, which tells orders apart by itself;
-    ``window``: the layer's sliding window (0: none), which does too."""
+    ``window``: the layer's sliding window (0: none), which does too, with the causal mask or without it."""
     d = np.asarray(diffs, dtype=np.float64)
     mine, worst = float(d[head]), int(d.argmax())
     lifted = (
@@ -118,8 +118,18 @@ def permutation(
         "changes what every token can see (a causal model without positions still learns word order this way; "
         "Haviv et al., 2022)." + lifted
     )
+    what = "the causal mask on"
+    if window and not causal:  # the mask lifted, a sliding layer keeps a window on both sides (model/masks.py)
+        what, mask = (
+            "the causal mask lifted but a sliding window on",
+            (
+                f"this layer's sliding window alone tells the orders apart: each token sees only the tokens within "
+                f"{window // 2} positions of it, so a shuffle changes what every token can see."
+            ),
+        )
+    masked = causal or bool(window)  # a mask that tells the orders apart by itself
     if not has_positions:
-        if causal:
+        if masked:
             return (
                 f"This model has no positional encoding, yet head {head}'s un-shuffled pattern differs from the "
                 f"original by up to {mine:.3f}: {mask}"
@@ -136,9 +146,9 @@ def permutation(
         if mine < 0.01:
             text += " This head barely depends on word order."
         return text
-    if causal:
+    if masked:
         text = (
-            f"Positions off, the causal mask on: head {head}'s un-shuffled pattern differs from the original by up "
+            f"Positions off, {what}: head {head}'s un-shuffled pattern differs from the original by up "
             f"to {mine:.3f}: {mask}"
         )
     else:

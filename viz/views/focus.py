@@ -82,7 +82,8 @@ def scores_caption(
         seen = np.isfinite(final)
         term = np.asarray(position, dtype=np.float64)[seen]
         name = position_name(cfg) if cfg is not None else "position term"
-        text += f"; the {name} adds {term.min():.2f} to {term.max():.2f}" if term.size else ""
+        verb = "add" if name.startswith("position terms") else "adds"  # DeBERTa's two terms
+        text += f"; the {name} {verb} {term.min():.2f} to {term.max():.2f}" if term.size else ""
     if query >= 0 and np.isfinite(final[query]).any():
         best = int(np.argmax(final[query]))
         text += f"; query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({final[query, best]:.2f})"
