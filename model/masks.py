@@ -43,3 +43,18 @@ def layer_masks(
     near = (j > i - w) if causal else ((i - j).abs() <= w // 2)  # (N, M)
     window = near[None, None] if full is None else full & near[None, None]  # (B or 1, 1, N, M)
     return [window if cfg.is_sliding(layer) else full for layer in range(cfg.n_layers)]
+
+
+def reachable(cfg: TransformerConfig, n: int, causal: bool, layer: int, through: bool = False) -> torch.Tensor:
+    """(N, N) bool: the keys a query reads in ``layer`` (its causal triangle, its sliding window), or, ``through``
+    the layers 0 … ``layer``, the tokens whose information can reach it by any path (the residual stream included):
+    what a per-layer measure or a rollout can give anything to."""
+    own = torch.eye(n, dtype=torch.bool)  # (N, N)
+    every = torch.ones(n, n, dtype=torch.bool)  # (N, N): nothing blocked
+    per_layer = [every if m is None else m[0, 0].cpu() for m in layer_masks(cfg, n, None, causal, "cpu")]
+    if not through:
+        return per_layer[layer]
+    reach = own
+    for m in per_layer[: layer + 1]:
+        reach = ((m | own).float() @ reach.float()) > 0  # (N, N): one more layer's hop
+    return reach

@@ -37,6 +37,22 @@ def test_bidirectional_sliding_layer_sees_half_the_window_each_side():
     assert torch.equal(p[1, 1] > 0, (i - j).abs() <= 2) and bool((p[0] > 0).all())
 
 
+def test_reachable_cells_are_what_the_patterns_can_give_weight_to_through_the_layers():
+    """One layer's cells are its drawn pattern's nonzero ones; through two sliding layers a token reaches twice as far
+    back (what a rollout or a per-layer measure over them can give anything to)."""
+    from model.masks import reachable
+
+    kinds = ("sliding", "sliding")
+    cfg = TransformerConfig(**BASE, causal=True, positional="rope", layer_types=kinds, sliding_window=3)
+    p = patterns(cfg)
+    for layer in range(2):
+        assert torch.equal(reachable(cfg, 9, True, layer), p[layer, 0] > 0)
+    i, j = torch.arange(9)[:, None], torch.arange(9)[None, :]
+    assert torch.equal(reachable(cfg, 9, True, 1, through=True), (j <= i) & (j > i - 5))  # 2 + 2 back, and itself
+    lifted = reachable(cfg, 9, False, 0)  # the mask lifted: the window on both sides
+    assert torch.equal(lifted, (i - j).abs() <= 1)
+
+
 def test_layer_types_validated_and_kept_hashable():
     cfg = TransformerConfig.from_dict({**BASE, "layer_types": ["sliding", "global"], "sliding_window": 2})
     assert cfg.layer_types == ("sliding", "global") and hash(cfg) and cfg.is_sliding(0) and not cfg.is_sliding(1)

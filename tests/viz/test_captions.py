@@ -515,3 +515,14 @@ def test_debertas_two_position_terms_add():
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "deberta-v2")), TEXT)
     (view,) = build("qkv.scores", src, Theme(), layer=0, head=0)
     assert "the position terms (p2c + c2p) add " in view.caption
+
+
+def test_context_mixing_correlates_over_the_cells_the_layers_window_lets_a_query_see():
+    """Mistral's sliding layer 0: the caption counted the whole causal triangle (276 cells), its out-of-window zeros
+    inflating every ρ."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "mistral")), TEXT)
+    (view,) = build("mixing", src, Theme(), layer=0)
+    seen = int((src.obs.patterns[0, 0] > 0).sum())
+    assert src.loaded.model.cfg.is_sliding(0) and f"over the {seen} cells a query can see" in view.caption

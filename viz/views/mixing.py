@@ -20,6 +20,7 @@ from model.analysis.sinks import (
     sink_shares,
     target_columns,
 )
+from model.masks import reachable
 from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.decoder import head_scores
@@ -69,10 +70,12 @@ def method_matrices(src: Source, layer: int, across: bool) -> dict[str, np.ndarr
     return out
 
 
-def allowed_cells(src: Source) -> np.ndarray:
-    """(N, N) bool: the cells a query can draw from (all of them, or the lower triangle with a causal mask)."""
-    n = src.obs.n_tokens
-    return np.tril(np.ones((n, n), dtype=bool)) if src.obs.causal else np.ones((n, n), dtype=bool)
+def allowed_cells(src: Source, layer: int | None = None, across: bool = True) -> np.ndarray:
+    """(N, N) bool: the cells a query can draw from in ``layer`` (its causal triangle and sliding window), or through
+    the layers up to it (``across``; ``layer`` None: the last)."""
+    cfg = src.loaded.model.cfg
+    last = cfg.n_layers - 1 if layer is None else layer
+    return reachable(cfg, src.obs.n_tokens, bool(src.obs.causal), last, through=across).numpy()
 
 
 @view("mixing", page="mixing")
@@ -87,7 +90,7 @@ def mixing(src: Source, theme: Theme, *, layer: int = 0, across: bool = False):
     panels = [(obs.shown(m, hide), tokens, tokens, name) for name, m in mats.items()]
     where = f"through layers 0–{layer}" if across else f"layer {layer}"
     fig = heatmap_panels(panels, title=f"Who reads from whom, {where}: four measures", theme=theme, value_name="share")
-    cells = allowed_cells(src)
+    cells = allowed_cells(src, layer, across)
     names = list(mats)
     first = mats[names[0]][cells]
     rhos = {name: rank_correlation(first, mats[name][cells]) for name in names[1:]}
