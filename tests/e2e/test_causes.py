@@ -81,3 +81,40 @@ def test_attribution_patching_beside_real_patching_and_a_path_patched_head_opens
     assert page.get_by_text("straight to the logits").first.is_visible()
     page.screenshot(path="/tmp/causes_paths.png", full_page=True)
     open_layer_1_head_2(page)
+
+
+def test_a_click_on_a_direct_logit_attribution_cell_opens_its_head_and_the_feed_forward_column_stays(server, browser):
+    """Direct logit attribution's grid on a decoder opened from a folder (the Llama fixture): a head's cell opens that
+    head on the attention map; a cell of the feed-forward column belongs to no head and opens nothing."""
+    from scripts.browser import ROOT, nav_to
+    from tests.e2e.conftest import open_tab
+    from tests.e2e.test_own_model import open_source_list
+
+    page, errors = open_tab(browser, server)
+    open_source_list(page)
+    page.get_by_role("option", name="Local folder or file path").click()
+    wait_idle(page)
+    path = page.get_by_label("Path to a checkpoint file or folder")
+    path.fill(str(ROOT / "tests" / "fixtures" / "hf" / "llama"))
+    path.press("Enter")
+    wait_idle(page)
+    nav_to(page, "Causes")
+    wait_idle(page)
+    page.get_by_role("radio", name="Attribution", exact=True).first.click()
+    wait_idle(page)
+    chart = page.locator(".js-plotly-plot").first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    assert chart.locator(".gtitle").first.text_content().startswith("Direct logit attribution")
+    columns = "const tr = gd._fullData[1]; const C = gd._fullLayout.xaxis._categories.length;"
+    assert chart.evaluate(f"gd => {{ {columns} return gd._fullLayout.xaxis._categories[C - 1]; }}") == "FF"
+    click_at(page, marker_point(page, chart, columns + " const i = C + C - 1;"))  # layer 1's feed-forward
+    assert page.get_by_role("heading", name="Causes").first.is_visible()
+    chart = page.locator(".js-plotly-plot").first
+    click_at(page, marker_point(page, chart, columns + " const i = C + 2;"))  # layer 1, head 2
+    page.get_by_role("heading", name="Attention map").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    titles = [t.text_content() for t in page.locator("svg .gtitle").all()]
+    assert titles[0].startswith("Layer 1, head 2"), titles
+    assert not errors, errors
+    page.close()
