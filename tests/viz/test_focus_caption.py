@@ -8,6 +8,7 @@ from model.io.catalog import ModelSpec
 from viz.figures import Theme
 from viz.figures.text import pct
 from viz.views import build
+from viz.views.captions import quoted_at
 from viz.views.focus import focus_caption
 from viz.views.source import DirectSource
 
@@ -50,7 +51,21 @@ def test_the_view_caption_follows_the_drawn_pattern():
     (view,) = build("attention", src, Theme(), layer=1, head=2, query=5, key=2)
     row = src.obs.patterns[1, 2, 5]
     tokens = src.obs.tokens
-    assert view.caption.startswith(f"L1H2 gives {pct(row[2])} of “{tokens[5]}”'s attention to “{tokens[2]}”")
+    assert tokens.count(tokens[5]) == 2 and tokens.count(tokens[2]) == 1  # the second “the”, the only “cat”
+    assert view.caption.startswith(f"L1H2 gives {pct(row[2])} of “{tokens[5]}”·5's attention to “{tokens[2]}”")
+
+
+def test_a_caption_names_which_of_two_equal_tokens_it_means():
+    """Axes label a repeated token with its position ("the·5"); captions say “the”·5 where a bare “the” would
+    not tell the two apart, and nothing where the token is the only one (with or without the leading space)."""
+    tokens = ["[CLS]", "the", "cat", " at", "the", "at", "[SEP]"]
+    assert [quoted_at(tokens, i) for i in (1, 2, 3, 4, 5, -1)] == [
+        "“the”·1", "“cat”", "“at”·3", "“the”·4", "“at”·5", "“[SEP]”"
+    ]  # fmt: skip
+    w = np.zeros((7, 7))
+    w[:, 1], w[:, 4] = 0.6, 0.4
+    text = focus_caption(tokens, w, 2, -1, 0, 0)
+    assert "“cat” looks most at “the”·1 (60%), “the”·4 (40%)" in text
 
 
 def test_with_scaling_off_a_soft_capped_model_still_caps_and_the_caption_says_so():

@@ -23,7 +23,7 @@ from viz.export.notes import lecture_notes, speaker_notes
 from viz.export.offline import CSP, library
 from viz.export.provenance import app_version, provenance_line
 from viz.figures.text import wrap
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 
 FORMAT = "attention-lab-deck/1"
 SLIDE_IN = (13.333, 7.5)  # a 16:9 slide in inches
@@ -55,7 +55,7 @@ def predict_question(view, tokens: Sequence[str]) -> str:
     sel = view.selection
     query = min(max(int(sel.get("query", 1)), 0), len(tokens) - 1)
     return (
-        f"Layer {sel.get('layer', 0)}, head {sel.get('head', 0)}: which token will {quoted(tokens[query])} "
+        f"Layer {sel.get('layer', 0)}, head {sel.get('head', 0)}: which token will {quoted_at(tokens, query)} "
         f"(position {query}) attend to most?\n\nThe tokens: " + " · ".join(f"{i} {t}" for i, t in enumerate(tokens))
     )
 

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z“\"(])")
 MAX_TAKEAWAY = 130  # characters: two lines at 24 pt across a 16:9 slide, so the picture keeps ≥ 80 % of its height
@@ -32,12 +32,12 @@ def _row(story, src) -> tuple[np.ndarray, list[str], int]:
 
 def _best(row: np.ndarray, tokens: list[str]) -> tuple[int, str]:
     j = int(np.argmax(row))
-    return j, quoted(tokens[j])
+    return j, quoted_at(tokens, j)
 
 
 def _tokens(story, src, view):
     cfg, obs = src.loaded.model.cfg, src.obs
-    tok = quoted(obs.tokens[story.query])
+    tok = quoted_at(obs.tokens, story.query)
     return (
         "What does the model actually receive of our sentence?",
         f"{obs.n_tokens} tokens, each one row of a {cfg.vocab_size:,} × {cfg.d_model} table: {tok} becomes "
@@ -57,7 +57,7 @@ def _positions(story, src, view):
 
 def _query(story, src, view):
     dk = src.loaded.model.cfg.d_k
-    tok = quoted(src.obs.tokens[story.query])
+    tok = quoted_at(src.obs.tokens, story.query)
     return (f"What is {tok}'s query?", f"What {tok} looks for: X·W_q, {dk} numbers for this head.")
 
 
@@ -70,7 +70,7 @@ def _qk(story, src, view):
     row, tokens, q = _row(story, src)
     _, best = _best(row, tokens)
     return (
-        f"Which word will {quoted(tokens[q])}'s query score highest in L{story.layer}H{story.head}?",
+        f"Which word will {quoted_at(tokens, q)}'s query score highest in L{story.layer}H{story.head}?",
         f"{best}: its key has the largest dot product with the query, so it will get the most weight "
         f"({row.max():.0%}).",
     )
@@ -103,7 +103,7 @@ def _softmax(story, src, view):
     row, tokens, q = _row(story, src)
     _, best = _best(row, tokens)
     return (
-        f"What do {quoted(tokens[q])}'s weights add up to, and who gets most?",
+        f"What do {quoted_at(tokens, q)}'s weights add up to, and who gets most?",
         f"1 — {best} gets {row.max():.3f}; all the other keys share {1 - row.max():.3f}.",
     )
 
@@ -115,18 +115,18 @@ def _mix(story, src, view):
     terms = row[:, None] * full.v[story.layer, kv].astype(np.float64)  # (N, d_k): each key's w_j · v_j
     j = int(np.linalg.norm(terms, axis=1).argmax())
     return (
-        f"Whose value dominates {quoted(tokens[q])}'s output?",
-        f"{quoted(tokens[j])}'s: its w·v is the largest term of the sum (‖w·v‖ = {np.linalg.norm(terms[j]):.2f}).",
+        f"Whose value dominates {quoted_at(tokens, q)}'s output?",
+        f"{quoted_at(tokens, j)}'s: its w·v is the largest term of the sum (‖w·v‖ = {np.linalg.norm(terms[j]):.2f}).",
     )
 
 
 def _heads(story, src, view):
     obs = src.obs
-    looks = [quoted(obs.tokens[int(obs.patterns[story.layer, h, story.query].argmax())]) for h in range(obs.n_heads)]
+    looks = [quoted_at(obs.tokens, int(obs.patterns[story.layer, h, story.query].argmax())) for h in range(obs.n_heads)]
     distinct = len(set(looks))
     return (
         f"Do the {obs.n_heads} heads of layer {story.layer} look at the same word for "
-        f"{quoted(obs.tokens[story.query])}?",
+        f"{quoted_at(obs.tokens, story.query)}?",
         f"{'No' if distinct > 1 else 'Yes'}: {distinct} different words — "
         + ", ".join(f"head {h} → {w}" for h, w in enumerate(looks))
         + ".",
@@ -153,7 +153,7 @@ def _mask(story, src, view):
     row, tokens, q = _row(story, src)
     later = float(row[q + 1 :].sum())
     return (
-        f"How much of {quoted(tokens[q])}'s weight goes to later words when nothing masks them?",
+        f"How much of {quoted_at(tokens, q)}'s weight goes to later words when nothing masks them?",
         f"{later:.0%} here; the causal mask sets those scores to −∞, so they get exactly 0 and the row is "
         "renormalised over the words before.",
     )
@@ -172,7 +172,7 @@ def _motion(story, src, view):
     row, tokens, q = _row(story, src)
     _, best = _best(row, tokens)
     return (
-        f"Watch the twelve steps: at which step is it decided where {quoted(tokens[q])} looks?",
+        f"Watch the twelve steps: at which step is it decided where {quoted_at(tokens, q)} looks?",
         f"At q·k (step 6) {best} scores highest; ÷√d_k and the softmax (steps 7 and 9) turn that into "
         f"{row.max():.0%} of the weight; ·V (step 10) then takes its value most.",
     )

@@ -19,11 +19,12 @@ from viz.figures.common import (
 from viz.figures.layout import add_annotations, figure, subplots, update_annotations, update_axes
 
 
-def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None) -> go.Figure:
+def query_explained(qe, tokens, query_label: str, *, at: int | None = None, theme: Theme | None = None) -> go.Figure:
     """q ⊙ k_j per dimension (left), then their sums, the scaled scores (plus the position term, for a model that
     adds one to its scores), and the softmax weights (right; with a learned sink, its share in the panel's title).
 
-    qe: a :class:`model.analysis.steps.QueryExplained` for M keys; tokens: M key labels."""
+    qe: a :class:`model.analysis.steps.QueryExplained` for M keys; tokens: M key labels. ``at``: the query's
+    position, named in the title (“the”·5) when the text has another token like it."""
     theme = theme or Theme()
     keys = token_labels(tokens, theme.positions)
     m, d = qe.products.shape
@@ -82,7 +83,11 @@ def query_explained(qe, tokens, query_label: str, *, theme: Theme | None = None)
     update_axes(fig, "x", type="category", nticks=8, row=1, col=1)
     update_axes(fig, "x", nticks=4)
     style(
-        fig, theme, title=f"How query “{query_label.strip() or query_label}” weighs every key", height=height, above=1
+        fig,
+        theme,
+        title=f"How query “{query_label.strip() or query_label}”{'' if at is None else f'·{at}'} weighs every key",
+        height=height,
+        above=1,
     )
     update_annotations(fig, {"font": {"size": theme.sizes.axis_title, "color": theme.colors["text"]}, "yshift": 6})
     return fig

@@ -9,7 +9,7 @@ from viz.shell.claims import CLAIMS, open_claim
 from viz.shell.context import page_context
 from viz.shell.services import views
 from viz.shell.widgets import follow_open_page, plain, show_view
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 from viz.views.find import COREFERENCE, lesson_map
 
 follow_open_page()
@@ -33,8 +33,8 @@ if ordinary:
     best = int(row.argmax())
     st.caption(
         plain(
-            f"Read row {quoted(obs.tokens[ordinary[0]])}: it puts {pct(row[best])} of its attention on "
-            f"{quoted(obs.tokens[best])}, the brightest cell of that row."
+            f"Read row {quoted_at(obs.tokens, ordinary[0])}: it puts {pct(row[best])} of its attention on "
+            f"{quoted_at(obs.tokens, best)}, the brightest cell of that row."
         )
     )
 st.markdown(

@@ -21,7 +21,7 @@ from viz.figures.grids import heatmap_panels
 from viz.figures.layout import add_shapes, relayout
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted, weighed
+from viz.views.captions import quoted_at, weighed
 from viz.views.focus import own_scale, position_name, scaling_words
 
 STEPS = ("embeddings", "X", "Q", "K", "V", "q·k", "÷√d_k", "mask", "softmax", "·V", "concat", "·W_o")
@@ -83,7 +83,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
     labels = _labels(obs.tokens, theme.positions)
     rows, r = labels[a:b], q - a  # the window's labels; the query's row in it
     flat = replace(theme.exact(), positions="none")  # at most WINDOW rows: exact; labels carry their positions
-    name = quoted(obs.tokens[q])
+    name = quoted_at(obs.tokens, q)
     cfg = src.loaded.model.cfg
     d_k = steps.q.shape[1]
     where = f"tokens {a}–{b - 1} of {n} · " if (a, b) != (0, n) else ""
@@ -157,7 +157,7 @@ def frame(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: in
         top = int(np.argmax(share))
         caption = (
             f"z = Σ_j w_j · v_j: the head's output for {name} is the weighted sum of the values; the largest term "
-            f"comes from {quoted(obs.tokens[top])} (‖w·v‖ = {share[top]:.2f} of Σ {share.sum():.2f}); ‖z‖ = "
+            f"comes from {quoted_at(obs.tokens, top)} (‖w·v‖ = {share[top]:.2f} of Σ {share.sum():.2f}); ‖z‖ = "
             f"{np.linalg.norm(steps.z[q]):.2f}."
         )
     elif s == "concat":
@@ -262,14 +262,14 @@ def _title(step: int, d_k: int, cfg) -> str:
 
 
 def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bool, causal: bool, cfg=None) -> str:
-    name = quoted(tokens[q])
+    name = quoted_at(tokens, q)
     blocked = np.isneginf(steps.masked[q])
     if s == "q·k":
         row = steps.qk[q]
         hi, lo = int(np.argmax(row)), int(np.argmin(row))
         return (
-            f"q·k: the query of {name} against all {len(row)} keys — highest {quoted(tokens[hi])} ({row[hi]:.2f}), "
-            f"lowest {quoted(tokens[lo])} ({row[lo]:.2f})."
+            f"q·k: the query of {name} against all {len(row)} keys — highest {quoted_at(tokens, hi)} ({row[hi]:.2f}), "
+            f"lowest {quoted_at(tokens, lo)} ({row[lo]:.2f})."
         )
     if s == "÷√d_k":
         row = steps.scaled[q]
@@ -299,9 +299,9 @@ def _score_caption(s: str, steps, q: int, tokens: list[str], d_k: int, scale: bo
     row = steps.pattern[q]
     order = weighed(row)  # the keys it sees, strongest first
     first = int(order[0]) if len(order) else int(np.argmax(row))
-    second = f", {quoted(tokens[order[1]])} {row[order[1]]:.3f}" if len(order) > 1 else " (the only key it sees)"
+    second = f", {quoted_at(tokens, order[1])} {row[order[1]]:.3f}" if len(order) > 1 else " (the only key it sees)"
     return (
-        f"softmax: e^s / Σ e^s over the visible keys — {quoted(tokens[first])} gets {row[first]:.3f} of the weight"
+        f"softmax: e^s / Σ e^s over the visible keys — {quoted_at(tokens, first)} gets {row[first]:.3f} of the weight"
         f"{second}; masked keys get exactly 0 and the weights sum to {row.sum():.3f}"
         + ("." if steps.sink is None else f": the head's learned sink takes the other {steps.sink[q]:.3f}.")
     )

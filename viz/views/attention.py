@@ -17,7 +17,7 @@ from viz.figures.query import query_in_heads
 from viz.figures.text import pct
 from viz.views import long as long_views
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted, quoted_at
 from viz.views.focus import focus_caption, score_label, sink_caption, softcap_caption
 from viz.views.windows import layer_kinds, layer_labels, window_caption
 
@@ -161,10 +161,11 @@ def heads(src: Source, theme: Theme, *, layer: int = 0, query: int = -1):
     if theme.box and 0 <= query < obs.n_tokens:
         shown = obs.keep(src.hide_special)
         rows = obs.patterns[layer][:, query, shown]  # (H, n): the query's row over the shown keys
-        name = quoted(obs.tokens[query])
+        labels, at = obs.shown_tokens(src.hide_special), shown_focus(src, query, -1)[0]
+        name = quoted_at(labels, at) if at >= 0 else quoted(obs.tokens[query])  # its position as the axis labels it
         fig = query_in_heads(
             rows,
-            obs.shown_tokens(src.hide_special),
+            labels,
             name,
             title=f"Layer {layer}: where {name} looks in every head",
             theme=theme,

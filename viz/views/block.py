@@ -18,7 +18,7 @@ from viz.figures.experts import expert_load, expert_matrix, routed_text
 from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 
 
 @view("block.diagram", page="block")
@@ -78,7 +78,7 @@ def stream(src: Source, theme: Theme, *, token: int = -1):
     """‖stream‖ after every sublayer and ‖what each sublayer adds‖ / ‖stream‖, for one token or averaged."""
     s, obs = src.stream()
     norm, ratio, what = _token(s, token)
-    who = what if token < 0 or token >= obs.n_tokens else f"{what} {quoted(obs.tokens[token])}"
+    who = what if token < 0 or token >= obs.n_tokens else f"{what} {quoted_at(obs.tokens, token)}"
     column = {"name": src.loaded.name, "labels": s.labels, "norm": norm, "ratio": ratio, "parts": s.parts}
     fig = stream_chart([column], title=f"The residual stream through {s.n_layers} blocks ({who})", theme=theme)
     return Captioned(with_subtitle(fig, subtitle(src), theme), stream_caption(src.loaded.name, s, norm, ratio, who))

@@ -16,6 +16,21 @@ def quoted(token: str) -> str:
     return f"“{token.strip() or token}”"
 
 
+def quoted_at(tokens, position: int) -> str:
+    """The token at ``position`` of ``tokens`` in quotes, followed by its position where another token of the
+    sequence reads the same (“at”·21), as the axes label repeated tokens ("at·21"): a caption that names two
+    “at” says which. ``position`` may count from the end (-1: the last token)."""
+    position = range(len(tokens))[position]
+    word = quoted(tokens[position])
+    return f"{word}·{position}" if repeated(tokens, position) else word
+
+
+def repeated(tokens, position: int) -> bool:
+    """Whether another token of ``tokens`` reads in quotes as the one at ``position`` does."""
+    word = quoted(tokens[position])
+    return any(quoted(t) == word for i, t in enumerate(tokens) if i != position)
+
+
 def rank_correlation(x, y) -> float:
     """Spearman's ρ of two equal-length sequences (ties get their mean rank); 0 when either is constant."""
     rx, ry = _ranks(np.asarray(x, dtype=np.float64)), _ranks(np.asarray(y, dtype=np.float64))
@@ -196,10 +211,10 @@ def qk_plane(
         "onto the queries' centre: no attention weight changes (c cancels in q·k; a shift adds the same amount "
         "to all of a query's scores). "
         f"The plane keeps {pct(ratio[0] + ratio[1])} of the variance. "
-        f"{quoted(tokens[query])} weighs most: "
-        + ", ".join(f"{quoted(tokens[j])} ({pct(w[j])})" for j in strongest)
+        f"{quoted_at(tokens, query)} weighs most: "
+        + ", ".join(f"{quoted_at(tokens, j)} ({pct(w[j])})" for j in strongest)
         + f"; nearest to it in the plane{among}: "
-        + ", ".join(quoted(tokens[j]) for j in nearest)
+        + ", ".join(quoted_at(tokens, j) for j in nearest)
         + closing
     )
 
@@ -219,7 +234,7 @@ def one_query(tokens: list[str], query: int, weights, shown: int = 3) -> str:
     top = weighed(w)[:shown]
     return (
         f"Query {query} {quoted(tokens[query])}: strongest keys "
-        + ", ".join(f"{quoted(tokens[j])} ({pct(w[j], 1)})" for j in top)
+        + ", ".join(f"{quoted_at(tokens, j)} ({pct(w[j], 1)})" for j in top)
         + "."
     )
 
@@ -293,10 +308,10 @@ def value_norms(tokens: list[str], weights, contributions) -> str:
     head = "Contribution = α·‖v·W_o‖ (Kobayashi et al., 2020), each row as shares. "
     if w_share[j] - c_share[j] >= 0.05:
         return head + (
-            f"Averaged over the queries, {quoted(tokens[j])} receives {pct(w_share[j])} of the weight but "
+            f"Averaged over the queries, {quoted_at(tokens, j)} receives {pct(w_share[j])} of the weight but "
             f"{pct(c_share[j])} of the contribution: its value vector is small, so weight on it moves little."
         )
     return head + (
         "Here weight and contribution agree: no key's contribution share is 5 points below its weight share "
-        f"(largest gap: {quoted(tokens[j])}, {pct(w_share[j])} vs {pct(c_share[j])})."
+        f"(largest gap: {quoted_at(tokens, j)}, {pct(w_share[j])} vs {pct(c_share[j])})."
     )

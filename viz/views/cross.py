@@ -9,7 +9,7 @@ import numpy as np
 from viz.figures import attention_heatmap, model_overview
 from viz.figures.common import Theme, with_subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 
 #: at most this many target tokens are named in a caption
 NAMED = 8
@@ -45,7 +45,7 @@ def _subtitle(src: Source) -> str:
 def alignment_caption(weights: np.ndarray, queries: list[str], keys: list[str]) -> str:
     """Where each target token looks most in the source, from ``weights`` (N, S) as drawn."""
     best = weights.argmax(-1)  # (N,)
-    parts = [f"{quoted(queries[i])}→{quoted(keys[j])} {weights[i, j]:.2f}" for i, j in enumerate(best[:NAMED])]
+    parts = [f"{quoted_at(queries, i)}→{quoted_at(keys, j)} {weights[i, j]:.2f}" for i, j in enumerate(best[:NAMED])]
     more = f", … ({len(queries) - NAMED} more)" if len(queries) > NAMED else ""
     # a query's output predicts the next target token: does it look most at that token in the source?
     ahead = sum(keys[best[i]] == queries[i + 1] for i in range(len(queries) - 1))

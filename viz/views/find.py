@@ -10,7 +10,7 @@ from viz.figures import ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 from viz.views.head_captions import found_heads
 
 #: what each relation looks for, as the page offers it
@@ -43,7 +43,9 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
         pairs = np.zeros((n, len(names)), dtype=bool)
         pairs[np.ix_(queries, keys)] = True
         what = (
-            " ".join(quoted(obs.tokens[q]) for q in queries) + " → source " + " ".join(quoted(names[k]) for k in keys)
+            " ".join(quoted_at(obs.tokens, q) for q in queries)
+            + " → source "
+            + " ".join(quoted_at(names, k) for k in keys)
         )
         return find_heads(obs.cross, pairs, obs.special), what
     if relation == "tokens":
@@ -52,7 +54,11 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
         if not queries or not keys:
             raise ViewUnavailableError("Pick at least one query token and one key token.")
         pairs = token_pairs(n, queries, keys)
-        what = " ".join(quoted(obs.tokens[q]) for q in queries) + " → " + " ".join(quoted(obs.tokens[k]) for k in keys)
+        what = (
+            " ".join(quoted_at(obs.tokens, q) for q in queries)
+            + " → "
+            + " ".join(quoted_at(obs.tokens, k) for k in keys)
+        )
     else:
         if relation not in RELATIONS:
             raise ValueError(f"unknown relation {relation!r}")

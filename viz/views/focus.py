@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from viz.figures.text import pct
-from viz.views.captions import quoted, weighed
+from viz.views.captions import quoted_at, weighed
 
 
 def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, head: int, mode: str = "weights") -> str:
@@ -21,22 +21,25 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
         if query >= 0:
             row = finite[query]
             best = int(np.argmax(row))
-            text = f"{name}: query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({row[best]:.2f})"
+            text = (
+                f"{name}: query {quoted_at(tokens, query)} scores highest on {quoted_at(tokens, best)} "
+                f"({row[best]:.2f})"
+            )
             if key >= 0:
                 rank = int((row > row[key]).sum()) + 1
-                text += f"; on {quoted(tokens[key])} {row[key]:.2f} (rank {rank} of {np.isfinite(row).sum()})"
+                text += f"; on {quoted_at(tokens, key)} {row[key]:.2f} (rank {rank} of {np.isfinite(row).sum()})"
             return text + "."
         flat = int(np.argmax(finite))
         q, k = divmod(flat, m.shape[1])
         low = float(np.min(m[np.isfinite(m)]))
-        return f"{name}: scores from {low:.2f} to {finite[q, k]:.2f} ({quoted(tokens[q])} → {quoted(tokens[k])})."
+        return f"{name}: scores from {low:.2f} to {finite[q, k]:.2f} ({quoted_at(tokens, q)} → {quoted_at(tokens, k)})."
     if query >= 0:
         row = np.where(np.isfinite(m[query]), m[query], 0.0)
         seen = weighed(row)  # the keys it gives any weight, strongest first: never a key its mask hides
-        strongest = ", ".join(f"{quoted(tokens[j])} ({pct(row[j])})" for j in seen[:3])
+        strongest = ", ".join(f"{quoted_at(tokens, j)} ({pct(row[j])})" for j in seen[:3])
         if key < 0:
-            return f"{name}: {quoted(tokens[query])} looks most at {strongest}."
-        text = f"{name} gives {pct(row[key])} of {quoted(tokens[query])}'s attention to {quoted(tokens[key])}"
+            return f"{name}: {quoted_at(tokens, query)} looks most at {strongest}."
+        text = f"{name} gives {pct(row[key])} of {quoted_at(tokens, query)}'s attention to {quoted_at(tokens, key)}"
         if row[key] > 0:
             rank = int((row > row[key]).sum()) + 1
             text += " (its strongest key)" if rank == 1 else f" (rank {rank} of the {len(seen)} keys it weighs)"
@@ -49,8 +52,8 @@ def focus_caption(tokens: list[str], matrix, query: int, key: int, layer: int, h
     column = w.mean(axis=0)
     most = int(np.argmax(column))
     return (
-        f"{name}: the strongest weight is {quoted(tokens[q])} → {quoted(tokens[k])} ({pct(w[q, k])}); on average "
-        f"a token gives {pct(column[most])} of its attention to {quoted(tokens[most])}, the most-attended key."
+        f"{name}: the strongest weight is {quoted_at(tokens, q)} → {quoted_at(tokens, k)} ({pct(w[q, k])}); on average "
+        f"a token gives {pct(column[most])} of its attention to {quoted_at(tokens, most)}, the most-attended key."
     )
 
 
@@ -86,13 +89,15 @@ def scores_caption(
         text += f"; the {name} {verb} {term.min():.2f} to {term.max():.2f}" if term.size else ""
     if query >= 0 and np.isfinite(final[query]).any():
         best = int(np.argmax(final[query]))
-        text += f"; query {quoted(tokens[query])} scores highest on {quoted(tokens[best])} ({final[query, best]:.2f})"
+        text += (
+            f"; query {quoted_at(tokens, query)} scores highest on {quoted_at(tokens, best)} ({final[query, best]:.2f})"
+        )
         if key >= 0 and key != best:
             shown = "blocked by the mask" if np.isneginf(final[query, key]) else f"{final[query, key]:.2f}"
-            text += f", on {quoted(tokens[key])} {shown}"
+            text += f", on {quoted_at(tokens, key)} {shown}"
     elif query < 0 and np.isfinite(final).any():
         q, k = divmod(int(np.argmax(final)), final.shape[1])
-        text += f"; the largest is {quoted(tokens[q])} → {quoted(tokens[k])}"
+        text += f"; the largest is {quoted_at(tokens, q)} → {quoted_at(tokens, k)}"
     return text + "."
 
 
@@ -152,6 +157,6 @@ def sink_caption(share: np.ndarray, tokens: list[str]) -> str:
     top = int(np.argmax(share))
     return (
         f"This head has a learned sink (a logit that belongs to no token, drawn as its own column): it takes "
-        f"{pct(share.mean())} of a row on average, at most {pct(share[top])} (query {quoted(tokens[top])}); each "
+        f"{pct(share.mean())} of a row on average, at most {pct(share[top])} (query {quoted_at(tokens, top)}); each "
         "row's weights on the tokens sum to 1 minus that — nothing here is renormalised."
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from viz.figures.text import pct
-from viz.views.captions import quoted, weighed
+from viz.views.captions import quoted, quoted_at, weighed
 
 
 def spread(values: dict[str, np.ndarray], metric: str) -> str:
@@ -83,17 +83,17 @@ def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
     best = int(order[0])
     if guess == best:
         return (
-            f"Right: {quoted(tokens[query])} attends most to {quoted(tokens[guess])} ({pct(w[guess])}). "
-            f"Next: {quoted(tokens[order[1]])} ({pct(w[order[1]])})."
+            f"Right: {quoted_at(tokens, query)} attends most to {quoted_at(tokens, guess)} ({pct(w[guess])}). "
+            f"Next: {quoted_at(tokens, order[1])} ({pct(w[order[1]])})."
             if len(order) > 1
-            else f"Right: {quoted(tokens[query])} sees only {quoted(tokens[guess])}, so it gives it everything."
+            else f"Right: {quoted_at(tokens, query)} sees only {quoted_at(tokens, guess)}, so it gives it everything."
         )
     if w[guess] <= 0:
-        got = f"gets none of its attention: {quoted(tokens[query])} does not see it"
+        got = f"gets none of its attention: {quoted_at(tokens, query)} does not see it"
     else:
         rank = int(np.flatnonzero(order == guess)[0]) + 1
         got = f"gets {pct(w[guess])} (rank {rank} of the {len(order)} keys it sees)"
     return (
-        f"Not quite: your guess {quoted(tokens[guess])} {got}; "
-        f"{quoted(tokens[query])} attends most to {quoted(tokens[best])} ({pct(w[best])})."
+        f"Not quite: your guess {quoted_at(tokens, guess)} {got}; "
+        f"{quoted_at(tokens, query)} attends most to {quoted_at(tokens, best)} ({pct(w[best])})."
     )

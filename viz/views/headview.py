@@ -11,7 +11,7 @@ from viz.figures.headview import WINDOW
 from viz.figures.text import pct
 from viz.views.attention import _check, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted, quoted_at
 
 
 @view("headview", page="head-view")
@@ -45,7 +45,7 @@ def headview(
         window=(start, min(n, start + WINDOW)),
         sink=None if obs.sink is None else obs.sink[layer][list(heads)][:, obs.keep(src.hide_special)],
         title=f"Layer {layer}: head{'s' * (len(heads) > 1)} {', '.join(map(str, heads))}"
-        + (f" — {quoted(tokens[q])} in focus" if (q := shown_focus(src, focus, -1)[0]) >= 0 else ""),
+        + (f" — {quoted_at(tokens, q)} in focus" if (q := shown_focus(src, focus, -1)[0]) >= 0 else ""),
         theme=theme,
         focus=q,
     )
@@ -53,7 +53,7 @@ def headview(
         return with_subtitle(fig, subtitle(src), theme)
     row = obs.shown(obs.patterns[layer], src.hide_special)[list(heads), q]  # (heads, N): the focus token's rows
     caption = "; ".join(
-        f"head {h}: {quoted(tokens[q])} looks most at {quoted(tokens[int(np.argmax(r))])} ({pct(r.max())})"
+        f"head {h}: {quoted_at(tokens, q)} looks most at {quoted_at(tokens, int(np.argmax(r)))} ({pct(r.max())})"
         for h, r in zip(heads, row)
     )
     return Captioned(with_subtitle(fig, subtitle(src), theme), caption + ".")

@@ -20,7 +20,7 @@ from viz.figures import (
 from viz.figures.common import Theme, with_subtitle
 from viz.views.attention import cell_ids, shown_focus, subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import one_query, qk_plane, value_norms, weighed
+from viz.views.captions import one_query, qk_plane, repeated, value_norms, weighed
 from viz.views.focus import position_name, scale_symbol, scores_caption
 
 
@@ -142,7 +142,8 @@ def qkv_query(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query
     qe = explain_query(
         steps.q, steps.k, query, row, src.options.scale, full.score_factor, full.softcap, position, weights.get("sink")
     )
-    fig = query_explained(qe, obs.tokens, obs.tokens[query], theme=theme)
+    at = query if repeated(obs.tokens, query) else None  # the title says which “the” where the text has two
+    fig = query_explained(qe, obs.tokens, obs.tokens[query], at=at, theme=theme)
     caption = one_query(obs.tokens, query, steps.pattern[query])
     return Captioned(with_subtitle(fig, f"layer {layer}, head {head} · " + subtitle(src), theme), caption)
 

@@ -28,6 +28,7 @@ from viz.views.captions import (
     clipped_table,
     permutation,
     quoted,
+    quoted_at,
     scaling,
     wavelengths,
 )
@@ -167,7 +168,7 @@ def lesson_predict(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, 
     fig = change_bars(
         obs.tokens,
         row,
-        title=f"Where {quoted(obs.tokens[query])} looks: layer {layer}, head {head}",
+        title=f"Where {quoted_at(obs.tokens, query)} looks: layer {layer}, head {head}",
         theme=theme,
         x_title="attention weight",
         highlight=guess,

@@ -28,7 +28,7 @@ from viz.figures.mixing import agreement_matrix, method_rows, type_grid
 from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted, rank_correlation
+from viz.views.captions import quoted, quoted_at, rank_correlation
 
 #: value zeroing recomputes every layer once per token: offered up to this many tokens (about 3 s on MiniLM)
 MAX_ZEROING_TOKENS = 160
@@ -155,7 +155,7 @@ def rollout_token(src: Source, theme: Theme, *, query: int = -1):
     )  # fmt: skip
     last = roll[-1]
     top = int(last.argmax())
-    mine = f"After the last layer, rollout gives {quoted(obs.tokens[i])} {pct(last[i])} of itself"
+    mine = f"After the last layer, rollout gives {quoted_at(obs.tokens, i)} {pct(last[i])} of itself"
     caption = (
         (f"{mine}, its largest share" if top == i else f"{mine} and {quoted(obs.tokens[top])} (token {top}) "
          f"{pct(last[top])}, its largest")

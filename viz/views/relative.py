@@ -13,7 +13,7 @@ from viz.figures.common import Theme, with_subtitle
 from viz.figures.relative import score_split
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
-from viz.views.captions import quoted
+from viz.views.captions import quoted_at
 
 TERM_NAMES = {
     "content": "content→content (q·k)",
@@ -50,7 +50,7 @@ def split_caption(tokens: list[str], terms: dict[str, np.ndarray], query: int, w
     row_share = float((row_size - np.abs(terms["content"])).sum() / row_size.sum()) if row_size.sum() else 0.0
     alone = _softmax(terms["content"])
     other = int(alone.argmax())
-    q, k = quoted(tokens[query]), quoted(tokens[best])
+    q, k = quoted_at(tokens, query), quoted_at(tokens, best)
     same = (
         f"weight {weights[best]:.2f} either way"
         if abs(alone[best] - weights[best]) < 0.005
@@ -59,7 +59,7 @@ def split_caption(tokens: list[str], terms: dict[str, np.ndarray], query: int, w
     without = (
         f"Without {what}, {q} would still look most at {k} ({same})."
         if other == best
-        else f"Without {what}, {q} would look most at {quoted(tokens[other])} ({alone[other]:.2f}) instead of {k} "
+        else f"Without {what}, {q} would look most at {quoted_at(tokens, other)} ({alone[other]:.2f}) instead of {k} "
         f"({weights[best]:.2f} now)."
     )
     return (
@@ -92,8 +92,10 @@ def pe_split(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query:
     row = {k: m[query] for k, m in ordered.items()}
     what = "position terms"
     caption = split_caption(tokens, row, query, what)
-    bars = score_split(tokens, row, TERM_NAMES, title=f"Query {quoted(tokens[query])}: each key's score, term by term",
-                       theme=theme, mark=int(_softmax(sum(row.values())).argmax()))  # fmt: skip
+    title = f"Query {quoted_at(tokens, query)}: each key's score, term by term"
+    bars = score_split(
+        tokens, row, TERM_NAMES, title=title, theme=theme, mark=int(_softmax(sum(row.values())).argmax())
+    )
     sub = subtitle(src)
     return {
         "maps": Captioned(with_subtitle(maps, sub, theme), _maps_caption(ordered, scores)),
@@ -137,7 +139,7 @@ def pe_bias(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: 
     row = {"content": content[query][keep], "bias": bias[query][keep]}
     at = int(keep[:query].sum())  # the query's own place among the keys it sees
     caption = split_caption(row_tokens, row, at, "the relative bias", "makes")
-    bars = score_split(row_tokens, row, TERM_NAMES, title=f"Query {quoted(tokens[query])}: content and bias per key",
+    bars = score_split(row_tokens, row, TERM_NAMES, title=f"Query {quoted_at(tokens, query)}: content and bias per key",
                        theme=theme, mark=int(_softmax(sum(row.values())).argmax()))  # fmt: skip
     sub = subtitle(src)
     return {
