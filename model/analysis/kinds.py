@@ -157,7 +157,9 @@ def linked(found) -> np.ndarray:
 
 
 def pair_label(tokens: list[str], pair: tuple[int, int]) -> str:
-    return f"“{tokens[pair[0]].strip()}” → “{tokens[pair[1]].strip()}”"
+    """“it” → “animal”, each token with its position where the text has another like it (“the”·5), as axes label."""
+    words = [t.strip() or t for t in tokens]
+    return " → ".join(f"“{words[i]}”" + (f"·{i}" if words.count(words[i]) > 1 else "") for i in pair)
 
 
 def long_kinds(long, pair=None) -> HeadKinds:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from model.analysis.kinds import KINDS, head_kinds, normalised_entropy
+from model.analysis.kinds import KINDS, head_kinds, normalised_entropy, pair_label
 from model.analysis.metrics import head_metrics
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
@@ -101,3 +101,9 @@ def test_a_head_linking_the_focus_pair_gets_its_own_kind_unless_it_is_a_column()
     assert kinds.scores["your pair"][0, 1] == 0  # a column pattern does not count
     assert kinds.sentence("your pair", 0, 0).startswith("links “mat” → “cat” with 0.")
     assert "your pair" not in head_kinds(p, TOKENS, SPECIAL).scores
+
+
+def test_the_focus_pair_says_which_of_two_equal_tokens_it_links():
+    tokens = ["[CLS]", "the", "cat", "saw", " the", "dog", "[SEP]"]
+    assert pair_label(tokens, (4, 2)) == "“the”·4 → “cat”"
+    assert pair_label(tokens, (5, 1)) == "“dog” → “the”·1"
