@@ -262,7 +262,7 @@ def observe_encoded(
         windows=cfg.windows,
         score_factor=cfg.attn_scale,
         softcap=cfg.attn_softcap,
-        score_terms=bool(cfg.relative_bias or cfg.disentangled),
+        score_terms=bool(cfg.relative_bias or cfg.disentangled) and options.positions,  # off: no bias, no terms
         cross=stacked("cross_pattern"),
         sink=stacked("sink"),
         experts=stacked("expert_weights"),

@@ -125,3 +125,38 @@ def test_a_decoders_bias_caption_reads_only_the_keys_it_sees():
     n = obs.n_tokens
     seen = {j - i: bias[i, j] for i in range(n) for j in range(i + 1)}
     assert f"adds most ({max(seen.values()):+.2f})" in maps.caption
+
+
+def _off(on: DirectSource) -> DirectSource:
+    """The same model and text with the sidebar's positions switched off."""
+    from model.observe import Options
+
+    options = Options(positions=False)
+    return DirectSource(on.spec, on.loaded, observe(on.loaded.model, on.loaded.tokenizer, TEXT, options), options)
+
+
+@pytest.mark.parametrize("family, key", [("mpnet", "pe.bias"), ("deberta-v2", "pe.split")])
+def test_with_positions_off_the_split_is_the_run_with_them_on_and_says_so(family, key):
+    """The sidebar's switch leaves no bias in the pages' scores: the split of what it added stays the positions-on
+    run's, never the positions-off scores minus a bias they do not hold (the T5 fixture's content read −5.37 for a
+    score of +0.36)."""
+    on = source(FIXTURES / "hf" / family)
+    note = (
+        "Positions are off in the Attention options, so the pages' scores hold no "
+        + ("relative-position bias" if key == "pe.bias" else "position terms")
+        + "; this view splits the scores of the same run with positions on (the other options kept). "
+    )
+    shown = build(key, on, Theme(), layer=1, head=2, query=4), build(key, _off(on), Theme(), layer=1, head=2, query=4)
+    for a, b in zip(*shown, strict=True):
+        assert b.caption == note + a.caption
+        for ta, tb in zip(a.figure.data, b.figure.data, strict=True):
+            za, zb = (np.asarray(t.z if t.type == "heatmap" else t.y, dtype=float) for t in (ta, tb))
+            assert np.array_equal(za, zb, equal_nan=True)
+
+
+def test_with_positions_off_the_score_steps_add_no_bias():
+    mpnet = source(FIXTURES / "hf" / "mpnet")
+    (on,), (off,) = build("qkv.scores", mpnet, Theme(), query=3), build("qkv.scores", _off(mpnet), Theme(), query=3)
+    assert "relative-position bias adds" in on.caption and "bias" not in off.caption
+    assert any("bias" in a.text for a in on.figure.layout.annotations)
+    assert not any("bias" in a.text for a in off.figure.layout.annotations)

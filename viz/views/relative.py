@@ -23,6 +23,18 @@ TERM_NAMES = {
 }
 
 
+#: what the captions say first when the sidebar switched positions off: the run these views split is not the pages'
+POSITIONS_ON = (
+    "Positions are off in the Attention options, so the pages' scores hold no {what}; this view splits the scores "
+    "of the same run with positions on (the other options kept). "
+)
+
+
+def _with_positions(src: Source, options):
+    """The observation these views split: ``options``, positions on (the sidebar's switch would leave nothing)."""
+    return src.other(options=replace(options, positions=True))[0]
+
+
 def _softmax(row: np.ndarray) -> np.ndarray:
     e = np.exp(row - row.max())
     return e / e.sum()
@@ -78,7 +90,7 @@ def pe_split(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query:
         raise ViewUnavailableError("only DeBERTa's disentangled attention splits its scores into position terms")
     query = _check(src, layer, head, query)
     kinds = tuple(dict.fromkeys((*src.options.kinds, "scores", "c2p", "p2c")))
-    obs = src.other(options=replace(src.options, kinds=kinds))[0]
+    obs = _with_positions(src, replace(src.options, kinds=kinds))
     scores = obs.scores[layer, head]  # (N, N)
     terms = {t: getattr(obs, t)[layer, head] for t in cfg.disentangled}  # each (N, N)
     content = scores - sum(terms.values())
@@ -92,14 +104,15 @@ def pe_split(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query:
     row = {k: m[query] for k, m in ordered.items()}
     what = "position terms"
     caption = split_caption(tokens, row, query, what)
+    note = "" if src.options.positions else POSITIONS_ON.format(what=what)
     title = f"Query {quoted_at(tokens, query)}: each key's score, term by term"
     bars = score_split(
         tokens, row, TERM_NAMES, title=title, theme=theme, mark=int(_softmax(sum(row.values())).argmax())
     )
     sub = subtitle(src)
     return {
-        "maps": Captioned(with_subtitle(maps, sub, theme), _maps_caption(ordered, scores)),
-        "row": Captioned(with_subtitle(bars, sub, theme), caption),
+        "maps": Captioned(with_subtitle(maps, sub, theme), note + _maps_caption(ordered, scores)),
+        "row": Captioned(with_subtitle(bars, sub, theme), note + caption),
     }
 
 
@@ -120,7 +133,7 @@ def pe_bias(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: 
     if not model.cfg.relative_bias:
         raise ViewUnavailableError("only models with a relative-position bias (T5, MPNet) add one to their scores")
     query = _check(src, layer, head, query)
-    obs = src.obs
+    obs = src.obs if src.options.positions else _with_positions(src, src.options)
     scores = obs.score_matrix(layer, head)  # (N, N), captured with the bias in it
     bias = bias_matrix(model, obs.n_tokens, head)  # (N, N)
     masked = ~np.isfinite(scores)
@@ -138,12 +151,13 @@ def pe_bias(src: Source, theme: Theme, *, layer: int = 0, head: int = 0, query: 
     row_tokens = [t for t, k in zip(tokens, keep, strict=True) if k]
     row = {"content": content[query][keep], "bias": bias[query][keep]}
     at = int(keep[:query].sum())  # the query's own place among the keys it sees
-    caption = split_caption(row_tokens, row, at, "the relative bias", "makes")
+    note = "" if src.options.positions else POSITIONS_ON.format(what="relative-position bias")
+    caption = note + split_caption(row_tokens, row, at, "the relative bias", "makes")
     bars = score_split(row_tokens, row, TERM_NAMES, title=f"Query {quoted_at(tokens, query)}: content and bias per key",
                        theme=theme, mark=int(_softmax(sum(row.values())).argmax()))  # fmt: skip
     sub = subtitle(src)
     return {
-        "maps": Captioned(with_subtitle(maps, sub, theme), bias_caption(model, bias, ~masked, head)),
+        "maps": Captioned(with_subtitle(maps, sub, theme), note + bias_caption(model, bias, ~masked, head)),
         "row": Captioned(with_subtitle(bars, sub, theme), caption),
     }
 
