@@ -19,7 +19,7 @@ from model.config import TransformerConfig
 from model.devices import model_on_cpu
 from model.io.tokenizer import Encoded, Tokenizer
 from model.rope_scaling import frequencies
-from model.text import encode_text
+from model.text import Placed, encode_text
 from model.transformer import Transformer
 
 # raw scores are not captured by default: Observation.score_matrix recomputes one head's from q and k (the
@@ -160,8 +160,8 @@ class Observation:
         idx = np.arange(self.n_tokens)
         return idx[~self.special] if hide_special and (~self.special).any() else idx
 
-    def shown_tokens(self, hide_special: bool) -> list[str]:
-        return [self.tokens[i] for i in self.keep(hide_special)]
+    def shown_tokens(self, hide_special: bool) -> list[str]:  # each keeps its text position (model.text.Placed)
+        return [Placed(self.tokens[i], i) for i in self.keep(hide_special)]
 
     def shown(self, matrix: np.ndarray, hide_special: bool) -> np.ndarray:
         """``matrix`` (..., N, N) restricted to the shown tokens on both axes (no copy when all are shown)."""

@@ -40,3 +40,18 @@ def encode_text(
             f"piece looks the same to the model): {shown}."
         )
     return enc, notices
+
+
+class Placed(str):
+    """A token that keeps its position in the text when tokens are left out around it (special tokens hidden): the
+    labels and captions that number a repeated token ("the·5") then count as the rest of the dashboard does."""
+
+    position: int
+
+    def __new__(cls, token: str, position: int = -1) -> Placed:  # pickle calls it with the text alone
+        placed = super().__new__(cls, token)
+        placed.position = int(position)
+        return placed
+
+    def __reduce__(self):
+        return Placed, (str(self), self.position)

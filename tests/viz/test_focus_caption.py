@@ -82,3 +82,16 @@ def test_with_scaling_off_a_soft_capped_model_still_caps_and_the_caption_says_so
     expected = f"to [{np.nanmin(capped):.2f}, {np.nanmax(capped):.2f}]"
     assert view.caption.startswith("Scaling is off, but capping at ±0.25 still takes the scores from")
     assert expected in view.caption
+
+
+def test_with_special_tokens_hidden_repeated_tokens_keep_their_text_positions():
+    """Hiding [CLS] must not renumber the text: the map labels and names the second “the” ·5, as Q / K / V, the
+    URL's query=5 and every other page do (it read ·4 on the map and ·5 everywhere else)."""
+    src = DirectSource.for_text(ModelSpec("bundled"), "The cat sat on the mat.", hide_special=True)
+    assert src.obs.tokens[5] == "the" and src.obs.special[0]
+    (view,) = build("attention", src, Theme(), layer=1, head=2, query=5, key=2)
+    assert "“the”·5's attention" in view.caption
+    ticks = list(view.figure.layout.yaxis.ticktext)
+    assert "the·1" in ticks and "the·5" in ticks and "[CLS]" not in ticks
+    (qkv,) = build("qkv.scores", src, Theme(), query=5)
+    assert "query “the”·5" in qkv.caption

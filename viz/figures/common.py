@@ -55,7 +55,7 @@ def as_array(name: str, value, ndim: int) -> np.ndarray:
 
 
 def check_labels(name: str, labels, n: int) -> list[str]:
-    labels = [str(t) for t in labels]
+    labels = [t if isinstance(t, str) else str(t) for t in labels]  # a Placed token keeps its position
     if len(labels) != n:
         raise ValueError(f"{name} has {len(labels)} labels but the array has {n} positions")
     return labels

@@ -16,6 +16,12 @@ MAX_TICKS = 60  # never more tick labels than this on one axis
 CHAR_EM = 0.62  # average width of a character, in font sizes (DejaVu Sans / Arial, generous)
 
 
+def position_of(tokens, index: int) -> int:
+    """The text position of ``tokens[index]``: the one a token carries when others around it are hidden
+    (``model.text.Placed``, special tokens left out), else ``index`` itself."""
+    return getattr(tokens[index], "position", index)
+
+
 def token_labels(tokens, positions: str = "duplicates") -> list[str]:
     """Display labels for tokens: HTML-escaped, unique, and carrying their position ("it·9") where asked.
 
@@ -23,10 +29,11 @@ def token_labels(tokens, positions: str = "duplicates") -> list[str]:
     tick and hover text as HTML, so a token such as ``<script>`` must be escaped to show as text. Labels
     that would still repeat get zero-width suffixes so plotly's categorical axes keep them apart.
     """
+    tokens = list(tokens)
     texts = [html.escape(str(t), quote=False) or " " for t in tokens]
     counts = Counter(texts)
     labels = [
-        f"{t}·{i}" if positions == "all" or (positions == "duplicates" and counts[t] > 1) else t
+        f"{t}·{position_of(tokens, i)}" if positions == "all" or (positions == "duplicates" and counts[t] > 1) else t
         for i, t in enumerate(texts)
     ]
     seen: dict[str, int] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz.figures.text import pct
+from viz.figures.text import pct, position_of
 
 
 def quoted(token: str) -> str:
@@ -22,7 +22,7 @@ def quoted_at(tokens, position: int) -> str:
     “at” says which. ``position`` may count from the end (-1: the last token)."""
     position = range(len(tokens))[position]
     word = quoted(tokens[position])
-    return f"{word}·{position}" if repeated(tokens, position) else word
+    return f"{word}·{position_of(tokens, position)}" if repeated(tokens, position) else word
 
 
 def repeated(tokens, position: int) -> bool:
