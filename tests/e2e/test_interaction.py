@@ -191,3 +191,20 @@ def test_head_view_tokens_take_the_keyboard(server, app_page):
     page.keyboard.press("Enter")
     wait_idle(page)
     assert f"focus_key={it}" in page.url
+
+
+def test_with_special_tokens_hidden_a_chip_focuses_its_own_token(server, tab):
+    """The strip leaves [CLS] out: a click on the second “the” puts text position 5 in focus (it put 4, “on”, one
+    token early, and the strip lit the token after the one in focus), the same token on every page."""
+    text = "The cat sat on the mat."
+    start_at(tab, server, "", "Attention map", urlencode({"text": text, "hide_special": "true"}))
+    chips = strip_tokens(tab)
+    assert chips[0] == "the" and chips.count("the") == 2  # [CLS] hidden
+    tab.locator(".al-tok").nth(4).dispatch_event("click")  # the second “the”: text position 5
+    wait_idle(tab)
+    assert [i for i, c in enumerate(tab.locator(".al-tok").all()) if "query" in c.get_attribute("class")] == [4]
+    caption = " ".join(tab.locator('[data-testid="stCaptionContainer"]').all_inner_texts())
+    assert "“the”·5 looks most at" in caption and "focus_query=5" in tab.url
+    assert "the·5" in tab.locator("svg g.ytick text").all_text_contents()  # the map's rows number as the text does
+    open_page(tab, server, "qkv", "Q / K / V")  # every token shown there, [CLS] first
+    assert [i for i, c in enumerate(tab.locator(".al-tok").all()) if "query" in c.get_attribute("class")] == [5]
