@@ -32,13 +32,15 @@ def capture_qk(
     causal: bool | None = None,
     scale: bool = True,
     positions: bool = True,
+    ablate: tuple[tuple[int, int], ...] = (),
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
     out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One fused forward pass of ids (1, N) keeping q (L, H, N, d_k) and k (L, H_kv, N, d_k), float32 on the CPU,
     and the final hidden states (N, d_model). ``progress(layers done, L)`` after every layer (that layer's q and k
-    are then written); ``cancel()`` true stops the pass (raises Cancelled). ``out``: the (q, k) arrays to fill."""
+    are then written); ``cancel()`` true stops the pass (raises Cancelled). ``out``: the (q, k) arrays to fill.
+    ``ablate``: (layer, head) pairs switched off, their output z zeroed as :func:`model.observe.observe` does."""
     cfg = model.cfg
     n = ids.shape[1]
     q, k = out if out is not None else qk_arrays(cfg, n)
@@ -49,6 +51,14 @@ def capture_qk(
 
         return hook
 
+    def off(heads: list[int]):
+        def hook(z: torch.Tensor, _where) -> torch.Tensor:
+            z = z.clone()
+            z[:, heads] = 0.0  # (B, H, N, d_k): these heads' outputs
+            return z
+
+        return hook
+
     def step(_t: torch.Tensor, where) -> None:
         if progress is not None:
             progress(where.layer + 1, cfg.n_layers)
@@ -56,6 +66,8 @@ def capture_qk(
             raise Cancelled
 
     plan = [(lambda name: name.endswith("attn.hook_q"), keep(q)), (lambda name: name.endswith("attn.hook_k"), keep(k))]
+    for layer in sorted({lay for lay, _ in ablate}):
+        plan.insert(0, (f"blocks.{layer}.attn.hook_z", off([h for lay, h in ablate if lay == layer])))
     plan.append((lambda name: name.startswith("blocks.") and name.endswith(".hook_resid_post"), step))
     dev = next(model.parameters()).device
     with torch.no_grad(), hooks(model, plan):
@@ -131,7 +143,7 @@ def read_long(
     began = time.perf_counter()
     _, _, hidden = capture_qk(
         model, torch.tensor([long.ids]), causal=options.causal, scale=options.scale, positions=options.positions,
-        progress=step, cancel=cancel, out=(long.q, long.k),
+        ablate=options.ablate, progress=step, cancel=cancel, out=(long.q, long.k),
     )  # fmt: skip
     long.forward_ms = (time.perf_counter() - began) * 1000
     long.hidden = hidden

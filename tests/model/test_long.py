@@ -51,6 +51,21 @@ def test_the_fused_pass_equals_the_explicit_one(name):
                 assert (a[:, rows] - b[:, rows]).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("name", ["decoder GQA RoPE", "encoder"])
+def test_heads_switched_off_are_off_in_the_whole_pass_as_in_the_pages_run(name):
+    """The sidebar's heads off reach the text read whole: its later layers' q and k are the ablated run's (the
+    pass ran every head, so a deep layer's map ignored the switch)."""
+    model = tiny(**VARIANTS[name])
+    ids = torch.randint(0, 60, (1, 40))
+    off = ((0, 1), (0, 3))
+    _, trace = run_with_cache(model, ids, kinds=["q", "k"], ablate=off)
+    q1, k1 = trace.get("q", 1)[0].numpy(), trace.get("k", 1)[0].numpy()  # (H, N, d_k) of layer 1
+    q, k, _ = capture_qk(model, ids, ablate=off)
+    q_on, _, _ = capture_qk(model, ids)
+    assert np.allclose(q[1], q1, atol=1e-5) and np.allclose(k[1], k1, atol=1e-5)
+    assert np.array_equal(q[0], q_on[0]) and not np.allclose(q[1], q_on[1], atol=1e-3)
+
+
 def test_is_causal_is_refused_without_the_fused_kernel():
     model = tiny(causal=True)
     x = torch.zeros(1, 3, 32)

@@ -51,7 +51,8 @@ def whole_status(ctx: PageContext) -> str | None:
 
 def _key(ctx: PageContext) -> tuple:
     options = ctx.options
-    return ("long", ctx.spec, ctx.device, ctx.obs.text, options.causal, options.scale, options.positions)
+    run = (options.causal, options.scale, options.positions, options.ablate)  # every option the whole pass takes
+    return ("long", ctx.spec, ctx.device, ctx.obs.text, *run)
 
 
 def _start(ctx: PageContext) -> jobs.Job:
