@@ -134,6 +134,23 @@ def hooks(
             handle.remove()
 
 
+def heads_off(model: nn.Module, ablate: Sequence[tuple[int, int]] = ()):
+    """Inside the block (``with heads_off(model, ((0, 3),)):``), the (layer, head) pairs' outputs z are zeroed, as
+    the Attention options' "switch heads off" does in :func:`model.observe.observe`; nothing with no pairs."""
+
+    def zero(heads: list[int]):
+        def hook(z: torch.Tensor, _hook) -> torch.Tensor:
+            z = z.clone()
+            z[:, heads] = 0.0  # (B, H, N, d_k): these heads' outputs
+            return z
+
+        return hook
+
+    layers = sorted({layer for layer, _ in ablate})
+    plan = [(f"blocks.{layer}.attn.hook_z", zero([h for lay, h in ablate if lay == layer])) for layer in layers]
+    return hooks(model, plan) if plan else contextlib.nullcontext()
+
+
 def readout(model: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     """hidden (B, N, d_model), after the final norm -> logits (B, N, V) through the model's own head: the
     next-token head of a decoder, else the masked-language-model head."""

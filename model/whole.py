@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from model.analysis.streaming import Cancelled, Rule
-from model.intervene import hooks
+from model.intervene import heads_off, hooks
 from model.io.tokenizer import Tokenizer
 from model.long import LongObservation, Progress
 from model.observe import Options
@@ -51,14 +51,6 @@ def capture_qk(
 
         return hook
 
-    def off(heads: list[int]):
-        def hook(z: torch.Tensor, _where) -> torch.Tensor:
-            z = z.clone()
-            z[:, heads] = 0.0  # (B, H, N, d_k): these heads' outputs
-            return z
-
-        return hook
-
     def step(_t: torch.Tensor, where) -> None:
         if progress is not None:
             progress(where.layer + 1, cfg.n_layers)
@@ -66,11 +58,9 @@ def capture_qk(
             raise Cancelled
 
     plan = [(lambda name: name.endswith("attn.hook_q"), keep(q)), (lambda name: name.endswith("attn.hook_k"), keep(k))]
-    for layer in sorted({lay for lay, _ in ablate}):
-        plan.insert(0, (f"blocks.{layer}.attn.hook_z", off([h for lay, h in ablate if lay == layer])))
     plan.append((lambda name: name.startswith("blocks.") and name.endswith(".hook_resid_post"), step))
     dev = next(model.parameters()).device
-    with torch.no_grad(), hooks(model, plan):
+    with torch.no_grad(), heads_off(model, ablate), hooks(model, plan):
         hidden = model(ids.to(dev), causal=causal, scale=scale, positions=positions, fused=True)
     return q, k, hidden[0].detach().to("cpu", torch.float32).numpy()
 

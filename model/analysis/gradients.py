@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from model.intervene import heads_off
 from model.transformer import Transformer
 
 TARGETS = ("mlm", "next", "state")
@@ -118,11 +119,14 @@ def attribute(
     adaptive: bool = True,
     causal: bool | None = None,
     scale: bool = True,
+    positions: bool = True,
+    ablate: tuple[tuple[int, int], ...] = (),
 ) -> Attribution:
     """Gradient × input and integrated gradients of output ``target`` at ``position`` w.r.t. each input token's
     embedding. ids: (N,) token ids; ``steps``: the most gradient evaluations (default :func:`ig_steps`);
     ``adaptive=False``: the plain midpoint rule with exactly ``steps`` points. ``causal`` (None: the model's own
-    mask) and ``scale`` as in :class:`model.observe.Options`: every pass runs as the attention pages draw."""
+    mask), ``scale``, ``positions`` and ``ablate`` (heads switched off) as in :class:`model.observe.Options`: every
+    pass runs as the attention pages draw."""
     steps = ig_steps(len(ids)) if steps is None else steps
     if target not in targets_for(model):
         raise ValueError(f"this model offers {', '.join(targets_for(model))} as outputs, not {target!r}")
@@ -132,10 +136,10 @@ def attribute(
         raise ValueError(f"integrated gradients need at least one step, not {steps}")
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
-    with torch.inference_mode(False), torch.enable_grad():
+    with torch.inference_mode(False), torch.enable_grad(), heads_off(model, ablate):
         emb = model.tok_emb(batch).detach()  # (1, N, d)
         base = model.tok_emb.weight[model.cfg.pad_token_id].detach().expand_as(emb)  # (1, N, d)
-        run = {"causal": causal, "scale": scale}
+        run = {"causal": causal, "scale": scale, "positions": positions}
         with torch.no_grad():
             hidden = model(batch, **run)
         if target == "state":

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from model.capture import capture, hook_points
+from model.intervene import heads_off
 from model.norms import RMSNorm, gain
 from model.transformer import Transformer
 
@@ -122,10 +123,16 @@ def _l1_contributions(terms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return c / c.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
-def _layer_mixing(model: Transformer, layer: int, acts: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
-    """(norm_heads (H, N, N), norm (N, N), alti (N, N)) of one layer from its captured activations."""
+def _layer_mixing(
+    model: Transformer, layer: int, acts: dict[str, torch.Tensor], off: list[int] = ()
+) -> tuple[torch.Tensor, ...]:
+    """(norm_heads (H, N, N), norm (N, N), alti (N, N)) of one layer from its captured activations; the heads
+    ``off`` (switched off: their output zeroed) move nothing."""
     block, dtype = model.blocks[layer], work_dtype(model)
     alpha = acts["pattern"].to(dtype)  # (H, N, N)
+    if len(off):
+        alpha = alpha.clone()
+        alpha[list(off)] = 0.0
     fx = _per_head_values(model, layer, acts["v"])  # (H, N, d)
     x = acts["resid_pre"].to(dtype)  # (N, d)
     norm_heads = alpha * fx.norm(dim=-1)[:, None, :]  # (H, N, N)
@@ -164,19 +171,29 @@ def _zero_values(model: Transformer, layer: int, positions: torch.Tensor) -> Ite
 
 
 def _value_zeroing(
-    model: Transformer, layer: int, x: torch.Tensor, original: torch.Tensor, mask, scale: bool = True
+    model: Transformer,
+    layer: int,
+    x: torch.Tensor,
+    original: torch.Tensor,
+    mask,
+    scale: bool = True,
+    positions: bool = True,
+    off: tuple[tuple[int, int], ...] = (),
 ) -> torch.Tensor:
     """Value zeroing of one layer: x (N, d) the layer's input, original (N, d) its output -> (N, N) float64, rows
-    sum 1. The cosine distance is taken in float64 from the model's outputs (see the module note)."""
+    sum 1. The cosine distance is taken in float64 from the model's outputs (see the module note). The block
+    reruns as it ran: ``positions`` (RoPE, a relative bias) and its heads ``off`` as the options had them."""
     n = x.size(0)
     out = torch.empty(n, n, dtype=torch.float64)
     reference = original.to("cpu", torch.float64)[None]  # (1, N, d)
-    inputs = model.block_inputs(n)  # the relative bias (T5, MPNet): without it the block is not the one that ran
+    # the relative bias (T5, MPNet): without it the block is not the one that ran, unless positions were off
+    inputs = model.block_inputs(n) if positions else {"bias": None, "rel": None}
     for start in range(0, n, ZERO_BATCH):
         js = torch.arange(start, min(n, start + ZERO_BATCH))
-        with _zero_values(model, layer, js):
+        with _zero_values(model, layer, js), heads_off(model, off):
             many = x[None].expand(len(js), -1, -1)  # (J, N, d)
-            changed = model.blocks[layer](many, mask=mask, scale=scale, layer=layer, **inputs)  # (J, N, d)
+            block = model.blocks[layer]
+            changed = block(many, mask=mask, scale=scale, positions=positions, layer=layer, **inputs)  # (J, N, d)
         cos = F.cosine_similarity(changed.to("cpu", torch.float64), reference, dim=-1)  # (J, N)
         out[:, js] = (1 - cos).T  # (N, J)
     out = out.clamp_min(0)
@@ -184,18 +201,26 @@ def _value_zeroing(
 
 
 def context_mixing(
-    model: Transformer, ids: list[int], *, value_zeroing: bool = True, causal: bool | None = None, scale: bool = True
+    model: Transformer,
+    ids: list[int],
+    *,
+    value_zeroing: bool = True,
+    causal: bool | None = None,
+    scale: bool = True,
+    positions: bool = True,
+    ablate: tuple[tuple[int, int], ...] = (),
 ) -> Mixing:
     """Every per-layer mixing measure of one text. ids: the token ids (N,). Value zeroing costs N/ZERO_BATCH
-    forward passes of each block: pass ``value_zeroing=False`` to skip it. ``causal`` (None: the model's own mask)
-    and ``scale`` as in :class:`model.observe.Options`: the run the attention pages draw, measured."""
+    forward passes of each block: pass ``value_zeroing=False`` to skip it. ``causal`` (None: the model's own mask),
+    ``scale``, ``positions`` and ``ablate`` (heads switched off: they move nothing) as in
+    :class:`model.observe.Options`: the run the attention pages draw, measured."""
     if model.training:
         raise ValueError("context_mixing needs a model in eval() mode")
     device = next(model.parameters()).device
     batch = torch.tensor([list(ids)], device=device)
     with torch.inference_mode():
-        with capture(model, kinds=KINDS) as trace:
-            model(batch, causal=causal, scale=scale)
+        with heads_off(model, ablate), capture(model, kinds=KINDS) as trace:
+            model(batch, causal=causal, scale=scale, positions=positions)
         L = len(model.blocks)
         acts = [{k: trace.get(k, layer)[0] for k in KINDS} for layer in range(L)]
         masks = model.build_masks(batch.size(1), None, model.cfg.causal if causal is None else causal, device, 0)
@@ -203,8 +228,11 @@ def context_mixing(
         if value_zeroing:
             for layer in range(L):
                 x, y = (acts[layer][k].to(device) for k in ("resid_pre", "resid_post"))
-                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer], scale).cpu())
-        parts = [_layer_mixing(model, layer, acts[layer]) for layer in range(L)]
+                off = tuple((lay, h) for lay, h in ablate if lay == layer)
+                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer], scale, positions, off).cpu())
+        parts = [
+            _layer_mixing(model, layer, acts[layer], [h for lay, h in ablate if lay == layer]) for layer in range(L)
+        ]
 
     dtype = work_dtype(model)
 

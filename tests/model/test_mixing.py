@@ -54,6 +54,41 @@ def test_gradients_run_with_the_sidebars_mask_and_scaling(encoder):
     assert np.abs(attribute(encoder, IDS, 3, "state").integrated[4:]).max() > 1e-4  # as built: it sees them
 
 
+def _same(a, b) -> None:
+    for name in ("attention", "norm_heads", "norm", "alti", "value_zeroing"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), atol=2e-5, err_msg=name)
+
+
+def test_heads_switched_off_move_nothing_in_every_measure():
+    """The sidebar's heads off: each measure equals the model whose W_o drops those heads (what zeroing z
+    means), not the model with them on; so do the gradients."""
+    model = model_of(decoder_cfg(bias=True))
+    off = ((0, 1), (1, 3))
+    dropped = model_of(decoder_cfg(bias=True))
+    with torch.no_grad():
+        for layer, head in off:
+            dropped.blocks[layer].attn.w_o.weight[:, head * 8 : (head + 1) * 8] = 0.0  # d_k = 32 / 4
+    mix = context_mixing(model, IDS, ablate=off)
+    _same(mix, context_mixing(dropped, IDS))
+    assert np.abs(mix.norm_heads[0, 1]).max() == 0 and np.abs(mix.norm_heads[0, 0]).max() > 0
+    assert np.abs(mix.norm - context_mixing(model, IDS).norm).max() > 1e-3
+    grads = attribute(model, IDS, 5, "state", ablate=off)
+    np.testing.assert_allclose(grads.integrated, attribute(dropped, IDS, 5, "state").integrated, atol=1e-5)
+
+
+def test_with_positions_off_every_measure_is_the_model_without_positions():
+    """Positions switched off in the sidebar: the measures, value zeroing's reruns of a block included, are those
+    of the same weights built without RoPE."""
+    model = model_of(decoder_cfg())
+    bare = Transformer(decoder_cfg(positional="none")).eval()
+    bare.load_state_dict(model.state_dict(), strict=False)
+    _same(context_mixing(model, IDS, positions=False), context_mixing(bare, IDS))
+    np.testing.assert_allclose(
+        attribute(model, IDS, 5, "state", positions=False).integrated, attribute(bare, IDS, 5, "state").integrated,
+        atol=1e-5,
+    )  # fmt: skip
+
+
 def test_norm_based_equals_attention_when_value_norms_are_equal(encoder):
     with torch.no_grad():
         for block in encoder.blocks:

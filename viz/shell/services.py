@@ -157,10 +157,13 @@ def _mixing_spinner(value_zeroing: bool, **_) -> str:
 
 
 @shared(_mixing_spinner)
-def get_mixing(spec, device, ids: tuple[int, ...], value_zeroing: bool, causal, scale, _model) -> Mixing:
+def get_mixing(
+    spec, device, ids: tuple[int, ...], value_zeroing: bool, causal, scale, positions, ablate, _model
+) -> Mixing:
     kept = capture_bytes(_model.cfg, len(ids), MIXING_KINDS)  # ALTI's and value zeroing's work: as much again
+    run = {"causal": causal, "scale": scale, "positions": positions, "ablate": ablate}
     with IN_FLIGHT.hold(2 * kept):
-        return context_mixing(_model, list(ids), value_zeroing=value_zeroing, causal=causal, scale=scale)
+        return context_mixing(_model, list(ids), value_zeroing=value_zeroing, **run)
 
 
 @shared("Reading the corpus profile…")
@@ -170,8 +173,9 @@ def get_profile(path: str, written: float) -> Profile | None:
 
 
 @shared("Taking gradients…")
-def get_attribution(spec, device, ids: tuple[int, ...], position: int, target, causal, scale, _model) -> Attribution:
-    return attribute(_model, list(ids), position, target, causal=causal, scale=scale)
+def get_attribution(spec, device, ids, position: int, target, causal, scale, positions, ablate, _model) -> Attribution:
+    run = {"causal": causal, "scale": scale, "positions": positions, "ablate": ablate}
+    return attribute(_model, list(ids), position, target, **run)
 
 
 @shared("Running both orders…")

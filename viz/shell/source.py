@@ -115,16 +115,19 @@ class CachedSource:
         return get_flow(*self._key(), int(token), self.obs.patterns)
 
     def mixing(self, value_zeroing):
-        ids, options = tuple(self.obs.ids), (self.obs.causal, self.options.scale)  # as the pages draw
+        ids, options = tuple(self.obs.ids), self._run()
         return get_mixing(self.spec, self.device, ids, bool(value_zeroing), *options, self.loaded.model)
+
+    def _run(self) -> tuple:
+        """The mask, scaling, positions and heads off the attention pages draw with (a measure's run)."""
+        return self.obs.causal, self.options.scale, self.options.positions, self.options.ablate
 
     def profile(self, path):
         meta = Path(path) / "meta.json"
         return get_profile(str(path), meta.stat().st_mtime if meta.is_file() else 0.0)
 
     def attribution(self, position, target):
-        ids = tuple(self.obs.ids)
-        options = self.obs.causal, self.options.scale  # as the pages draw
+        ids, options = tuple(self.obs.ids), self._run()
         return get_attribution(self.spec, self.device, ids, int(position), target, *options, self.loaded.model)
 
     def permutation(self, seed, positions, layer):

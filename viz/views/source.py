@@ -94,19 +94,21 @@ class DirectSource:
         return self._once(("flow_token", token), lambda: flow_from(self.obs.patterns, token))
 
     def mixing(self, value_zeroing: bool):
-        run = {"causal": self.obs.causal, "scale": self.options.scale}  # the mask and scaling the pages draw with
         return self._once(
             ("mixing", value_zeroing),
-            lambda: context_mixing(self.loaded.model, self.obs.ids, value_zeroing=value_zeroing, **run),
+            lambda: context_mixing(self.loaded.model, self.obs.ids, value_zeroing=value_zeroing, **self._run()),
         )
 
     def attribution(self, position: int, target: str):
         return self._once(
             ("attribution", position, target),
-            lambda: attribute(
-                self.loaded.model, self.obs.ids, position, target, causal=self.obs.causal, scale=self.options.scale
-            ),
+            lambda: attribute(self.loaded.model, self.obs.ids, position, target, **self._run()),
         )
+
+    def _run(self) -> dict:
+        """The mask, scaling, positions and heads off the attention pages draw with (a measure's run)."""
+        o = self.options
+        return {"causal": self.obs.causal, "scale": o.scale, "positions": o.positions, "ablate": o.ablate}
 
     def profile(self, path: str):
         return read_profile(path)
