@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
-from model.analysis.metrics import head_metrics
+from model.analysis.metrics import head_metrics, normalised_entropy
 from model.analysis.sinks import BROAD_ENTROPY, TYPE_THRESHOLD, sink_shares
 
 KINDS = (
@@ -78,26 +77,6 @@ class HeadKinds:
     def sentence(self, kind: str, layer: int, head: int) -> str:
         s = float(self.scores[kind][layer, head])
         return SENTENCES[kind].format(s=s, target=self.sink_target[layer, head], pair=f"links {self.pair}")
-
-
-def normalised_entropy(patterns: np.ndarray, rows: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """(L, H): each row's entropy over log(the keys it may see), averaged over rows that see two keys or more
-    (a weight of exactly 0 is a masked key: softmax never underflows to 0 on a visible one at these sizes).
-    ``rows``: the per-row "entropy" and "visible" counts of these patterns (head_metrics' ``rows_out``) when
-    already computed: no pass over the cells then. Else one layer at a time, in torch."""
-    p = np.asarray(patterns)
-    L, H, n = p.shape[0], p.shape[1], p.shape[-2]
-    if rows is None:
-        rows = {"entropy": np.zeros((L, H, n), dtype=np.float32), "visible": np.zeros((L, H, n), dtype=np.float32)}
-        for layer in range(L):
-            q = torch.from_numpy(np.array(p[layer], dtype=np.float32))  # (H, N, N), a writable copy
-            rows["entropy"][layer] = torch.special.entr(q).sum(-1).numpy()  # −Σ q log q, 0 at q = 0
-            rows["visible"][layer] = (q > 0).sum(-1).numpy()
-    visible = rows["visible"].reshape(-1, n).max(0)  # (N,): the keys a row may see, over every head
-    seen = visible > 1
-    if not seen.any():
-        return np.zeros((L, H))
-    return (rows["entropy"][..., seen] / np.log(visible[seen])).mean(-1).astype(np.float64)
 
 
 def relation_score(patterns: np.ndarray, pairs: np.ndarray) -> np.ndarray:

@@ -130,3 +130,23 @@ def entropy(pattern: np.ndarray) -> np.ndarray:
     """Row entropy in nats: (..., N, M) -> (..., N), in float64."""
     p = np.asarray(pattern, dtype=np.float64)
     return -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(-1)
+
+
+def normalised_entropy(patterns: np.ndarray, rows: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """(L, H): each row's entropy over log(the keys it may see), averaged over rows that see two keys or more
+    (a weight of exactly 0 is a masked key: softmax never underflows to 0 on a visible one at these sizes).
+    ``rows``: the per-row "entropy" and "visible" counts of these patterns (head_metrics' ``rows_out``) when
+    already computed: no pass over the cells then. Else one layer at a time, in torch."""
+    p = np.asarray(patterns)
+    L, H, n = p.shape[0], p.shape[1], p.shape[-2]
+    if rows is None:
+        rows = {"entropy": np.zeros((L, H, n), dtype=np.float32), "visible": np.zeros((L, H, n), dtype=np.float32)}
+        for layer in range(L):
+            q = torch.from_numpy(np.array(p[layer], dtype=np.float32))  # (H, N, N), a writable copy
+            rows["entropy"][layer] = torch.special.entr(q).sum(-1).numpy()  # −Σ q log q, 0 at q = 0
+            rows["visible"][layer] = (q > 0).sum(-1).numpy()
+    visible = rows["visible"].reshape(-1, n).max(0)  # (N,): the keys a row may see, over every head
+    seen = visible > 1
+    if not seen.any():
+        return np.zeros((L, H))
+    return (rows["entropy"][..., seen] / np.log(visible[seen])).mean(-1).astype(np.float64)

@@ -15,7 +15,7 @@ import numpy as np
 
 from model.analysis.decoder import SINK_THRESHOLD
 from model.analysis.flow import row_shares
-from model.analysis.metrics import diagonal_mass, head_metrics
+from model.analysis.metrics import diagonal_mass, head_metrics, normalised_entropy
 
 SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
 #: a head gets a positional/target label when its queries put at least this share on it (the sink threshold)
@@ -99,10 +99,11 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
 
     previous/next/self token, [CLS], [SEP], punctuation, position 0 — the largest, if it reaches TYPE_THRESHOLD
     (ties go to the earlier name); else "positional" if one other fixed offset (±2 … ±8) reaches it; else
-    "broad" if rows are nearly uniform (mean entropy ≥ BROAD_ENTROPY · log N); else "mixed"; "not computable"
+    "broad" if rows are nearly uniform (each row's entropy at least BROAD_ENTROPY of the log of the keys it sees, on
+    average: a causal row sees fewer); else "mixed"; "not computable"
     for a head whose weights are NaN or Inf."""
     p = np.asarray(patterns, dtype=np.float32)
-    L, H, n, _ = p.shape
+    L, H = p.shape[:2]
     shares = sink_shares(p, tokens, special, causal)
     metrics = head_metrics(p, special=special)  # previous/next/self as Head metrics define them
     candidates = {name: metrics[name] for name in ("previous", "next", "self")}
@@ -112,9 +113,9 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
     names = list(candidates)
     stack = np.stack([candidates[k] for k in names])  # (C, L, H)
     other = np.max([diagonal_mass(p, k).mean(-1) for k in (*range(-8, -1), *range(2, 9))], axis=0)  # (L, H)
-    ent = -(p * np.log(np.maximum(p, 1e-30))).sum(-1).mean(-1)  # (L, H)
+    ent = normalised_entropy(p)  # (L, H): over the keys each row may see, as the head gallery's "broad"
     labels = np.full((L, H), "mixed", dtype=object)
-    labels[ent >= BROAD_ENTROPY * np.log(max(n, 2))] = "broad"
+    labels[ent >= BROAD_ENTROPY] = "broad"
     labels[other >= TYPE_THRESHOLD] = "positional"
     best = stack.argmax(0)
     strong = stack.max(0) >= TYPE_THRESHOLD

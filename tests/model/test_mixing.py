@@ -202,6 +202,20 @@ def test_sink_share_of_a_pattern_that_sends_everything_to_cls_is_one():
     assert is_punctuation("##.") and is_punctuation(" ?") and not is_punctuation("'s") and not is_punctuation("a")
 
 
+def test_a_causal_head_spreading_evenly_is_broad_on_the_sinks_page_as_in_the_gallery():
+    """Head types judge "broad" as the head gallery does, over the keys each row may see: a causal head's early
+    rows see few keys, so against log N no causal head could be broad (the sinks page said 0 broad where the
+    gallery counted 17 of SmolLM2's heads)."""
+    from model.analysis.kinds import head_kinds
+
+    tokens = [f"w{i}" for i in range(12)]
+    special = np.zeros(12, dtype=bool)
+    visible = np.tril(np.ones((12, 12), dtype=np.float32))
+    uniform = (visible / visible.sum(-1, keepdims=True))[None, None]  # each row even over the keys it sees
+    assert head_types(uniform, tokens, special, causal=True).tolist() == [["broad"]]
+    assert head_kinds(uniform, tokens, special, causal=True).kind.tolist() == [["broad"]]
+
+
 @pytest.mark.slow
 def test_value_zeroing_and_alti_of_minilm_equal_a_float64_run():
     """[CLS]'s raw value-zeroing distances in MiniLM's first layers are 1e-5…6e-4: in float32 1 − cos was rounding
