@@ -173,9 +173,9 @@ def attribution_view(src: Source, theme: Theme, *, answer: str = "", foil: str =
         f"The {'logit difference ' if other is not None else 'logit of '}{what} at position {pos} is "
         f"{dla.logit:.2f}; the parts drawn and the rest ({rest:+.2f}: {biases}) sum to {dla.total:.2f}, through the "
         f"final norm frozen at this text's scale. Heads for it: {up}; against it: {down}. The heads add "
-        f"{dla.heads.sum():+.2f} in all{source}, the feed-forward layers {dla.mlps.sum():+.2f} (most: layer "
-        f"{best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that acts through later layers scores "
-        "little here (patching measures that). Click a head to open it."
+        f"{dla.heads.sum():+.2f} in all{source}, the feed-forward layers {dla.mlps.sum():+.2f} (the largest "
+        f"either way: layer {best_ff}, {dla.mlps[best_ff]:+.2f}). Direct effects only: a head that acts through "
+        "later layers scores little here (patching measures that). Click a head to open it."
         + (
             f" The colour scale ends at ±{signed(head_top)[1:]}, the heads' largest: feed-forward cells beyond it are "
             "drawn at full colour (hover for the value)."
