@@ -89,6 +89,21 @@ def test_gqa_view_and_caption(decoder):
     assert f"In {int((within < across).sum())} of 2 layers" in layers.caption
 
 
+def test_gqa_caption_never_compares_two_equal_looking_numbers():
+    """Means equal to four decimals read "0.0107 in both", never "0.01 vs 0.01" (the gpt-oss fixture)."""
+    from tests.hf_fixtures import FIXTURES
+
+    src = DirectSource.for_text(
+        ModelSpec("folder", path=str(FIXTURES / "gpt_oss")),
+        "The cat sat on the mat because it was tired, and the dog sat on the rug.",
+    )
+    _, layers = build("lesson.gqa", src, Theme())
+    within, across = group_distances(src.obs.patterns, 2)
+    assert f"{np.nanmean(within):.4f}" == f"{np.nanmean(across):.4f}"  # the case this is about
+    assert f"(mean distance {np.nanmean(within):.3g} in both)" in layers.caption
+    assert not re.search(r"(\d\.\d+) vs \1\b", layers.caption)
+
+
 def test_decoder_views_explain_themselves_on_an_encoder(encoder):
     for key in ("next.predictions", "next.generation", "lesson.gqa"):
         with pytest.raises(ViewUnavailableError, match="SmolLM2"):

@@ -239,6 +239,13 @@ def lesson_induction(src: Source, theme: Theme, *, period: int = 24, seed: int =
     }
 
 
+def _compared(a: float, b: float, apart_words: str, same_words: str) -> str:
+    """Two distances in the fewest decimals that tell them apart (``apart_words`` with {a} and {b}), or, equal to
+    four decimals, the one value in three significant digits (``same_words`` with {a})."""
+    x, y = apart(a, b)
+    return apart_words.format(a=x, b=y) if x != y else same_words.format(a=f"{a:.3g}")
+
+
 @view("lesson.gqa", page="lessons")
 def lesson_gqa(src: Source, theme: Theme, *, layer: int = 0, kv: int = 0):
     """The query heads that share one key/value head, and how alike such heads attend, layer by layer."""
@@ -260,15 +267,15 @@ def lesson_gqa(src: Source, theme: Theme, *, layer: int = 0, kv: int = 0):
     within, across = group_distances(obs.patterns, g)
     lines = group_distance_lines(within, across, title="Do heads that share K and V attend alike?", theme=theme)
     alike = int(np.sum(within < across))
-    here, others = apart(within[layer], across[layer])
-    mine, theirs = apart(np.nanmean(within), np.nanmean(across))
+    here = _compared(within[layer], across[layer], "{a} (heads of other groups: {b})", "{a}, as between groups")
     panel_caption = (
         f"These {g} heads read the same keys and values; only their queries differ, so their patterns can "
-        f"differ too. Mean JS distance between them in layer {layer}: {here} (heads of other groups: {others})."
+        f"differ too. Mean JS distance between them in layer {layer}: {here}."
     )
+    mean = _compared(np.nanmean(within), np.nanmean(across), "mean distance {a} vs {b}", "mean distance {a} in both")
     line_caption = (
         f"In {alike} of {len(within)} layers, heads that share a K/V head attend more alike than heads that do "
-        f"not (mean distance {mine} vs {theirs}). {cfg.n_heads} query heads "
+        f"not ({mean}). {cfg.n_heads} query heads "
         f"read {cfg.kv_heads} K/V heads, so the KV cache is {g}× smaller than with one per query head."
     )
     return {

@@ -56,7 +56,11 @@ def found_heads(what: str, score, column, flagged, chance: float, n_queries: int
         f"{'y' if n_queries == 1 else 'ies'})."
     )
     above = int((s > 2 * chance).sum()) if chance > 0 else int((s > 0).sum())
-    text += f" {above} head{'' if above == 1 else 's'} give{'s' if above == 1 else ''} more than twice chance."
+    text += (
+        " No head gives more than twice chance."
+        if above == 0
+        else f" {above} head{'' if above == 1 else 's'} give{'s' if above == 1 else ''} more than twice chance."
+    )
     if column is not None:
         col = np.asarray(column, dtype=np.float64)
         marked = [divmod(int(i), H) for i in order if flagged[divmod(int(i), H)]]
