@@ -15,6 +15,7 @@ from model.io.catalog import ModelSpec
 from model.io.checkpoint import load_checkpoint
 from model.observe import observe
 from viz.figures.common import Theme
+from viz.figures.text import signed
 from viz.views import ViewUnavailableError, build
 from viz.views.source import DirectSource
 
@@ -61,8 +62,9 @@ def test_the_split_recomputes_each_term_from_the_weights(deberta):
     assert len(maps.figure.data) >= 4  # three terms and their sum
 
 
-def test_the_split_caption_states_the_numbers_drawn(deberta):
-    _, row = build("pe.split", deberta, Theme(), layer=0, head=1, query=2)
+@pytest.mark.parametrize("head, query", [(1, 2), (0, 1)])  # (0, 1): position terms under 0.005 (it read +0.00)
+def test_the_split_caption_states_the_numbers_drawn(deberta, head, query):
+    _, row = build("pe.split", deberta, Theme(), layer=0, head=head, query=query)
     bars = _bars(row)
     total = bars["= score"]
     best = int(total.argmax())
@@ -70,7 +72,9 @@ def test_the_split_caption_states_the_numbers_drawn(deberta):
     share = (abs(terms[1]) + abs(terms[2])) / sum(abs(t) for t in terms)
     tokens = deberta.obs.tokens
     assert f"{share:.0%} of the score to “{tokens[best].strip()}”" in row.caption
-    assert f"score {total[best]:+.2f}" in row.caption
+    assert f"score {signed(total[best])}" in row.caption
+    for name, term in zip(("content→content (q·k)", "content→position", "position→content"), terms, strict=True):
+        assert f"{name} {signed(term)}" in row.caption  # a term under 0.005 in two digits (it read +0.00 for 39 %)
     alone = int(bars["content→content (q·k)"].argmax())
     if alone == best:
         assert "would still look most at" in row.caption

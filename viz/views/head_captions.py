@@ -17,7 +17,10 @@ def spread(values: dict[str, np.ndarray], metric: str) -> str:
     if ratio >= 1.5:
         verdict = f"{trained}'s heads differ {ratio:.1f}× more from each other: training made them specialise."
     elif ratio <= 1 / 1.5:
-        verdict = f"here the random init's heads differ more ({1 / ratio:.1f}×) — this metric does not show it."
+        verdict = (
+            f"here the random init's heads differ {1 / ratio:.1f}× more: on this metric and this text, {trained}'s "
+            "heads show no specialisation."
+        )
     else:
         verdict = "the two spreads are alike: this metric does not tell them apart on this text."
     return f"Spread of {metric} across heads (standard deviation): {trained} {sa:.3f}, {other} {sb:.3f} — {verdict}"

@@ -11,6 +11,7 @@ import numpy as np
 from viz.figures import heatmap_panels
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.relative import score_split
+from viz.figures.text import signed
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted_at
@@ -57,7 +58,7 @@ def split_caption(tokens: list[str], terms: dict[str, np.ndarray], query: int, w
     size = sum(abs(v) for v in parts.values())
     position = sum(abs(v) for k, v in parts.items() if k != "content")
     share = position / size if size else 0.0
-    listed = ", ".join(f"{TERM_NAMES[k]} {v:+.2f}" for k, v in parts.items())
+    listed = ", ".join(f"{TERM_NAMES[k]} {signed(v)}" for k, v in parts.items())  # 4.3e-03, never +0.00
     row_size = sum(np.abs(v) for v in terms.values())
     row_share = float((row_size - np.abs(terms["content"])).sum() / row_size.sum()) if row_size.sum() else 0.0
     alone = _softmax(terms["content"])
@@ -76,7 +77,7 @@ def split_caption(tokens: list[str], terms: dict[str, np.ndarray], query: int, w
     )
     return (
         f"For {q}, {share:.0%} of the score to {k}, its strongest key (weight {weights[best]:.2f}), comes from {what} "
-        f"({listed}; score {float(total[best]):+.2f}). Across all {len(total)} keys, {what} {verb} {row_share:.0%} "
+        f"({listed}; score {signed(total[best])}). Across all {len(total)} keys, {what} {verb} {row_share:.0%} "
         f"of the scores' size. {without}"
     )
 
