@@ -525,4 +525,5 @@ def test_context_mixing_correlates_over_the_cells_the_layers_window_lets_a_query
     src = DirectSource.for_text(ModelSpec("folder", path=str(FIXTURES / "mistral")), TEXT)
     (view,) = build("mixing", src, Theme(), layer=0)
     seen = int((src.obs.patterns[0, 0] > 0).sum())
-    assert src.loaded.model.cfg.is_sliding(0) and f"over the {seen} cells a query can see" in view.caption
+    assert src.loaded.model.cfg.is_sliding(0)
+    assert f"over the {seen} query–key cells the mask leaves visible" in view.caption
