@@ -22,6 +22,7 @@ import torch
 
 from model.analysis.find import Found, word_ids
 from model.analysis.metrics import METRICS
+from model.analysis.rows import seeing
 from model.analysis.similarity import head_similarity
 from model.analysis.sinks import target_columns
 from model.analysis.streaming import (
@@ -185,11 +186,15 @@ class LongObservation:
         return found
 
     def sink_mass(self) -> np.ndarray:
-        """(L, H) the mean weight the queries after position 0 put on it (model.analysis.decoder.sink_mass),
-        exact: every query's weight on key 0 summed in the summary, less query 0's own."""
+        """(L, H) the mean weight the queries after position 0 that can see it put on it
+        (model.analysis.decoder.sink_mass), exact: every query's weight on key 0 summed in the summary, less query
+        0's own, over the queries each layer's mask lets see it (a sliding window hides it from later ones)."""
         first = np.stack([self.weights(i, None, (0, 1), (0, 1))[:, 0, 0] for i in range(self.n_layers)])  # (L, H)
         received = np.stack([self.summary(i).received[:, 0] for i in range(self.n_layers)])
-        return ((received - first) / max(self.n_tokens - 1, 1)).astype(np.float32)
+        zero = np.zeros(self.n_tokens, dtype=bool)
+        zero[0] = True
+        seen = np.array([max(int(seeing(rule, zero, self.n_tokens)[1:].sum()), 1) for rule in self.rules])  # (L,)
+        return ((received - first) / seen[:, None]).astype(np.float32)
 
     def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
         """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of

@@ -14,16 +14,20 @@ SINK_THRESHOLD = 0.5
 
 
 def sink_mass(patterns: np.ndarray, key: int = 0) -> np.ndarray:
-    """Mean weight the queries after ``key`` put on it: (L, H) from (L, H, N, M).
+    """Mean weight the queries after ``key`` that can see it put on it: (L, H) from (L, H, N, M).
 
     Queries at or before ``key`` are left out: in a causal model query 0 can only attend to position 0, so
-    counting it would call every head a little sink."""
+    counting it would call every head a little sink. So are queries a sliding window keeps from ``key`` (where
+    every head's weight on it is 0): they cannot use it (as model.analysis.sinks.sink_shares)."""
     p = np.asarray(patterns, dtype=np.float32)
     if p.ndim != 4:
         raise ValueError(f"patterns must be (L, H, N, M), got shape {p.shape}")
     if p.shape[2] <= key + 1:
         return np.zeros(p.shape[:2], dtype=np.float32)
-    return p[:, :, key + 1 :, key].mean(-1)
+    given = p[:, :, key + 1 :, key]  # (L, H, R)
+    can = (given > 0).any(1)  # (L, R): the queries that can see the key
+    can = np.where(can.any(-1, keepdims=True), can, True)
+    return (given.sum(-1) / can.sum(-1)[:, None]).astype(np.float32)
 
 
 def strongest_sink(patterns: np.ndarray) -> tuple[int, int]:

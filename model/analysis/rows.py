@@ -90,10 +90,24 @@ def row_sets(tokens: Tokens, rule: Rule, n: int) -> dict[str, torch.Tensor]:
         sinks[0] = False  # the first query of a causal model sees only position 0 (model.analysis.sinks)
     out = dict.fromkeys(("entropy", "mean_distance", "self", "special", "max_weight"), ordinary)
     out |= {"previous": ordinary & (idx >= 1), "next": ordinary & (idx <= n - 2)}
-    out |= dict.fromkeys(("[CLS]", "[SEP]", "punctuation", "position 0"), sinks)
+    first = np.zeros(n, dtype=bool)
+    first[:1] = True
+    for name, cols in (("[CLS]", tokens.cls), ("[SEP]", tokens.sep), ("punctuation", tokens.punctuation),
+                       ("position 0", first)):  # fmt: skip
+        can = sinks & seeing(rule, cols, n)  # the queries that can see the target (model.analysis.sinks)
+        out[name] = can if bool(can.any()) else sinks
     out |= {"same token": ordinary & repeats, "same word": ~special & pieces}
     out["broad"] = visible_rows(rule, idx, n) > 1
     return out
+
+
+def seeing(rule: Rule, cols: np.ndarray, n: int) -> torch.Tensor:
+    """(N,) bool: the query rows that may see at least one of the key columns ``cols`` ((N,) bool)."""
+    keys = torch.from_numpy(np.flatnonzero(cols))
+    if not len(keys):
+        return torch.zeros(n, dtype=torch.bool)
+    blocked = rule.blocked(torch.arange(n), keys)  # (N, C)
+    return torch.ones(n, dtype=torch.bool) if blocked is None else (~blocked).any(-1)
 
 
 def visible_rows(rule: Rule, rows: torch.Tensor, n: int) -> torch.Tensor:

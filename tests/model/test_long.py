@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from model.analysis.decoder import sink_mass
 from model.analysis.find import relation_pairs, word_ids
 from model.analysis.kinds import normalised_entropy, relation_score
 from model.analysis.metrics import head_metrics
@@ -195,8 +196,9 @@ def test_encoders_and_windows_with_special_tokens(name):
     for metric, value in head_metrics(patterns, special=long.special).items():
         assert np.abs(stats[metric] - value).max() <= 1e-3 * max(1.0, float(np.abs(value).max())), metric
     shares = sink_shares(patterns, long.tokens, long.special, causal=long.causal)
-    for target in ("[CLS]", "[SEP]", "punctuation"):
+    for target in ("[CLS]", "[SEP]", "punctuation", "position 0"):  # over the queries a window lets see it
         assert np.abs(stats[target] - shares[target]).max() <= TOL, target
+    assert np.abs(long.sink_mass() - sink_mass(patterns)).max() <= TOL
     for layer in range(long.n_layers):
         rule = long.rules[layer]
         i, j = np.indices((n, n))

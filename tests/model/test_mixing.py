@@ -202,6 +202,24 @@ def test_sink_share_of_a_pattern_that_sends_everything_to_cls_is_one():
     assert is_punctuation("##.") and is_punctuation(" ?") and not is_punctuation("'s") and not is_punctuation("a")
 
 
+def test_a_sink_share_counts_the_queries_that_can_see_the_sink():
+    """A sliding window hides position 0 from later queries: a head that puts all it can on position 0 is a sink
+    (share 1), not a head diluted by the queries that cannot see it (it read 0.45: 5 of the 11 later queries)."""
+    from model.analysis.decoder import sink_mass
+
+    n, window = 12, 6
+    i, j = np.indices((n, n))
+    seen = (j <= i) & (j > i - window)  # causal, a window of 6
+    p = np.zeros((n, n), dtype=np.float32)
+    p[:window, 0] = 1.0  # every query that sees position 0 puts everything there
+    p[window:] = seen[window:] / seen[window:].sum(-1, keepdims=True)  # the rest spread evenly over their window
+    p = p[None, None]
+    tokens = [f"w{k}" for k in range(n)]
+    assert sink_shares(p, tokens, np.zeros(n, dtype=bool), causal=True)["position 0"][0, 0] == pytest.approx(1.0)
+    assert sink_mass(p)[0, 0] == pytest.approx(1.0)
+    assert head_types(p, tokens, np.zeros(n, dtype=bool), causal=True)[0, 0] == "position 0"
+
+
 def test_a_causal_head_spreading_evenly_is_broad_on_the_sinks_page_as_in_the_gallery():
     """Head types judge "broad" as the head gallery does, over the keys each row may see: a causal head's early
     rows see few keys, so against log N no causal head could be broad (the sinks page said 0 broad where the

@@ -132,7 +132,7 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
     first = obs.tokens[0]
     grid = head_scores(
         mass,
-        title=f"Weight on position 0 ({quoted(first)}), mean over the later queries",
+        title=f"Weight on position 0 ({quoted(first)}), mean over the later queries that see it",
         value_name="weight on pos. 0",
         threshold=SINK_THRESHOLD,
         theme=theme,

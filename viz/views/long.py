@@ -159,7 +159,7 @@ def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: fl
     long: LongObservation = src.long
     mass = long.sink_mass()
     grid = head_scores(mass, title=f"Weight on position 0 ({quoted(long.tokens[0])}), mean over the later "
-                       f"{long.n_tokens - 1:,} queries", value_name="weight on pos. 0", threshold=threshold,
+                       "queries that see it", value_name="weight on pos. 0", threshold=threshold,
                        theme=theme)  # fmt: skip
     flat = np.argsort(-mass.ravel(), kind="stable")[:3]
     strongest = ", ".join(f"L{i // mass.shape[1]}H{i % mass.shape[1]} ({mass.ravel()[i]:.2f})" for i in flat)

@@ -282,7 +282,7 @@ def sinks(src: Source, theme: Theme, *, sink: str = ""):
     strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
     caption = (
         f"{int(flagged.sum())} of {total} heads are sinks (at least {pct(SINK_THRESHOLD)} of each query's weight on "
-        "one target, averaged over the queries): "
+        "one target, averaged over the queries that can see it): "
         + ", ".join(f"{counts[t]} on {t}" for t in present if t not in same)
         + "".join(f" ({t} is {same[t]} here: the same heads)" for t in same)
         + (f" (this text has no {' or '.join(absent)})" if absent else "")
