@@ -85,17 +85,15 @@ def row_sets(tokens: Tokens, rule: Rule, n: int) -> dict[str, torch.Tensor]:
     repeats = counts[inverse] > 1
     _, w_inverse, w_counts = torch.unique(words, return_inverse=True, return_counts=True)
     pieces = (w_counts[w_inverse] > 1) & (words >= 0)
-    sinks = torch.ones(n, dtype=torch.bool)
-    if rule.causal and n > 1:
-        sinks[0] = False  # the first query of a causal model sees only position 0 (model.analysis.sinks)
     out = dict.fromkeys(("entropy", "mean_distance", "self", "special", "max_weight"), ordinary)
     out |= {"previous": ordinary & (idx >= 1), "next": ordinary & (idx <= n - 2)}
     first = np.zeros(n, dtype=bool)
     first[:1] = True
     for name, cols in (("[CLS]", tokens.cls), ("[SEP]", tokens.sep), ("punctuation", tokens.punctuation),
                        ("position 0", first)):  # fmt: skip
-        can = sinks & seeing(rule, cols, n)  # the queries that can see the target (model.analysis.sinks)
-        out[name] = can if bool(can.any()) else sinks
+        # the queries that can see the target, not the target itself (model.analysis.sinks.sink_shares)
+        can = seeing(rule, cols, n) & ~torch.from_numpy(cols)
+        out[name] = can if bool(can.any()) else torch.ones(n, dtype=torch.bool)
     out |= {"same token": ordinary & repeats, "same word": ~special & pieces}
     out["broad"] = visible_rows(rule, idx, n) > 1
     return out

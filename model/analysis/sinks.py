@@ -64,18 +64,19 @@ def first_target(tokens: list[str], special: np.ndarray, causal: bool) -> str:
 def sink_shares(patterns: np.ndarray, tokens: list[str], special: np.ndarray, causal: bool = False) -> dict:
     """Mean share of each query's weight on each sink target, per head: {target: (L, H)}.
 
-    Averaged over the queries that can see the target: a sliding window hides position 0 from every later query,
-    and a query that cannot see a sink cannot use it (on Gemma 3's local layers a long text's far queries diluted
-    every share). In a causal model the first query (which can only see position 0) is left out of every average.
-    What a layer lets a query see is where its heads' weights are positive (softmax never gives a seen key 0)."""
+    Averaged over the queries that can see the target, the target's own tokens aside: a sliding window hides
+    position 0 from every later query, and a query that cannot see a sink cannot use it (on Gemma 3's local layers
+    a long text's far queries diluted every share); a causal model's first query sees only position 0. So a head's
+    share on position 0 is :func:`model.analysis.decoder.sink_mass`, the sink lesson's number. What a layer lets a
+    query see is where its heads' weights are positive (softmax never gives a seen key 0). ``causal`` is implied
+    by the patterns (kept for callers)."""
     p = np.asarray(patterns, dtype=np.float32)
-    first = 1 if causal and p.shape[2] > 1 else 0
-    seen = np.stack([(layer > 0).any(0) for layer in p])[:, first:]  # (L, N', N): what each query may see
+    seen = np.stack([(layer > 0).any(0) for layer in p])  # (L, N, N): what each query may see
     out = {}
     for name, c in target_columns(tokens, special).items():
-        can = seen[..., c].any(-1)  # (L, N'): the queries that can see the target
+        can = seen[..., c].any(-1) & ~c  # (L, N): the queries that can see the target, not the target itself
         can = np.where(can.any(-1, keepdims=True), can, True)  # none can (the text has none): every query, share 0
-        share = p[:, :, first:][..., c].sum(-1)  # (L, H, N')
+        share = p[..., c].sum(-1)  # (L, H, N)
         out[name] = ((share * can[:, None]).sum(-1) / can.sum(-1)[:, None]).astype(np.float32)
     return out
 

@@ -137,10 +137,10 @@ def lesson_sinks(src: Source, theme: Theme, *, layer: int = 0, head: int = 0):
         threshold=SINK_THRESHOLD,
         theme=theme,
     )
-    sinks = int((mass > SINK_THRESHOLD).sum())
+    sinks = int((mass >= SINK_THRESHOLD).sum())  # as the dots and the sinks section count them
     strongest = top_heads(mass, 3)
     grid_caption = (
-        f"{sinks} of {mass.size} heads put more than {pct(SINK_THRESHOLD)} of their weight on position 0 "
+        f"{sinks} of {mass.size} heads put at least {pct(SINK_THRESHOLD)} of their weight on position 0 "
         f"({quoted(first)}; dots mark them); the strongest: {heads_text(mass, strongest)}. Click a cell to open it."
     )
     pattern = obs.patterns[layer, head]
@@ -190,10 +190,10 @@ def _given_sink(src: Source, theme: Theme, invented: np.ndarray) -> Captioned:
         theme=theme,
     )
     strongest = top_heads(given, 3)
-    n = int((given > SINK_THRESHOLD).sum())
+    n = int((given >= SINK_THRESHOLD).sum())
     caption = (
         f"Besides any token it may pick as a sink, this model was given one: a learned logit per head that takes "
-        f"part in every row's softmax and belongs to no token. {n} of {given.size} heads give it more than "
+        f"part in every row's softmax and belongs to no token. {n} of {given.size} heads give it at least "
         f"{pct(SINK_THRESHOLD)} of a row on average (the strongest: {heads_text(given, strongest)}); position 0 "
         f"takes {pct(float(invented.mean()))} on average, the learned sink {pct(float(given.mean()))}. The weights "
         "on the tokens above are what is left: no row is rescaled."

@@ -164,7 +164,7 @@ def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: fl
     flat = np.argsort(-mass.ravel(), kind="stable")[:3]
     strongest = ", ".join(f"L{i // mass.shape[1]}H{i % mass.shape[1]} ({mass.ravel()[i]:.2f})" for i in flat)
     grid_caption = (
-        f"Over all {long.n_tokens:,} tokens, {int((mass > threshold).sum())} of {mass.size} heads put more than "
+        f"Over all {long.n_tokens:,} tokens, {int((mass >= threshold).sum())} of {mass.size} heads put at least "
         f"{pct(threshold)} of their weight on position 0 ({quoted(long.tokens[0])}; dots mark them); the strongest: "
         f"{strongest}. Click a cell to open it."
     )
