@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from model.attention import KVCache
+from model.attention import KVCache, softmax_with_sink
 from model.capture import capture
 from model.intervene import hooks
 from model.transformer import Transformer
@@ -134,7 +134,7 @@ def needle_run(model: Transformer, tokenizer, hay: Haystack, answer: str = ANSWE
         model(torch.tensor([hay.ids[:-1]], device=dev), cache=cache, fused=True)
     factor = cfg.attn_scale or cfg.d_k**-0.5
     sink_rows = np.stack(
-        [_first_key_share(queries[i], cache.layers[i][0], rows, factor, cfg) for i in range(cfg.n_layers)]
+        [_first_key_share(queries[i], cache.layers[i][0], rows, factor, cfg, i, model) for i in range(cfg.n_layers)]
     )
     span = hay.answer
     retrieval = np.zeros((cfg.n_layers, cfg.n_heads))
@@ -171,15 +171,29 @@ def copies(top: np.ndarray, ids: Sequence[int], span: tuple[int, int], token: in
     return inside & (np.asarray(ids)[np.clip(top, 0, len(ids) - 1)] == token)
 
 
-def _first_key_share(q: torch.Tensor, k: torch.Tensor, rows: np.ndarray, factor: float, cfg) -> np.ndarray:
-    """(H,) mean weight on position 0 of the sampled query rows (q (H, R, d_k)) over the keys each may see."""
+def _first_key_share(
+    q: torch.Tensor, k: torch.Tensor, rows: np.ndarray, factor: float, cfg, layer: int, model: Transformer
+) -> np.ndarray:
+    """(H,) mean weight on position 0 of the sampled query rows (q (H, R, d_k)) that can see it, over the keys each
+    may see: the layer's sliding window and a learned sink (gpt-oss) taken as the model takes them, and rows a
+    window keeps from position 0 left out (as model.analysis.sinks.sink_shares)."""
     k = k[0].float().cpu()  # (H_kv, M, d_k)
     k = k.repeat_interleave(cfg.n_heads // k.shape[0], dim=0)  # (H, M, d_k)
     s = torch.einsum("hrd,hmd->hrm", q, k) * factor  # (H, R, M)
     if cfg.attn_softcap:
         s = torch.tanh(s / cfg.attn_softcap) * cfg.attn_softcap
-    s.masked_fill_(torch.arange(k.shape[1])[None, None] > torch.from_numpy(rows)[None, :, None], float("-inf"))
-    return torch.softmax(s, -1)[..., 0].mean(-1).numpy()
+    keys, at = torch.arange(k.shape[1])[None, :], torch.from_numpy(rows)[:, None]  # (1, M), (R, 1)
+    blocked = keys > at  # (R, M)
+    if cfg.is_sliding(layer):
+        blocked |= keys <= at - cfg.sliding_window
+    s.masked_fill_(blocked[None], float("-inf"))
+    sinks = model.blocks[layer].attn.sinks  # (H,) gpt-oss's learned logits, or None
+    if sinks is None:
+        weights = torch.softmax(s, -1)  # (H, R, M)
+    else:
+        weights = softmax_with_sink(s[None], sinks.detach().float().cpu())[0, ..., :-1]  # the sink's column dropped
+    sees = ~blocked[:, 0]  # (R,): the rows that can see position 0
+    return weights[:, sees, 0].mean(-1).numpy() if bool(sees.any()) else np.zeros(q.shape[0], dtype=np.float32)
 
 
 @dataclass(frozen=True)

@@ -74,12 +74,22 @@ def test_a_grids_score_is_the_mean_over_the_runs_that_found_the_answer():
     assert grid.table(lambda r: r.found).tolist() == [[1.0], [1.0], [0.0]]
 
 
+WINDOWED = dict(layer_types=("sliding", "global"), sliding_window=40, attn_sinks=True)  # gpt-oss's kind of layer
+
+
 @pytest.mark.slow
-def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok):
+@pytest.mark.parametrize("extra", [{}, WINDOWED], ids=["plain", "sliding window and learned sinks"])
+def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok, extra):
+    """The sink rows are the model's own weights: a window's mask and a learned sink as the model applies them, over
+    the rows that can see position 0 (the window was ignored: far rows weighed a position 0 they cannot see)."""
     torch.manual_seed(0)
     sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
-    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True)
+    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True, **extra)
     model = Transformer(cfg).eval()
+    if cfg.attn_sinks:
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attn.sinks.normal_(0, 2)
     hay = haystack(tok, filler_text(), 300, 0.5)
     result = needle_run(model, tok, hay)
     _, trace = run_with_cache(model, torch.tensor([hay.ids]), kinds=["pattern"])
@@ -89,7 +99,10 @@ def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok):
     np.testing.assert_allclose(result.needle_share, last[..., a:b].sum(-1), atol=1e-5)
     np.testing.assert_allclose(result.sink_share, last[..., 0], atol=1e-5)
     rows = np.unique(np.linspace(1, len(hay.ids) - 2, 32).round().astype(int))
-    np.testing.assert_allclose(result.sink_rows, patterns[:, :, rows, 0].mean(-1), atol=1e-5)
+    for layer in range(cfg.n_layers):
+        sees = rows < cfg.sliding_window if cfg.is_sliding(layer) else rows >= 0  # rows that can see position 0
+        want = patterns[layer][:, rows[sees], 0].mean(-1)
+        np.testing.assert_allclose(result.sink_rows[layer], want, atol=1e-5)
     first = copies(last.argmax(-1), hay.ids, hay.answer, result.generated[0]) / (hay.answer[1] - hay.answer[0])
     assert np.all(result.retrieval >= first - 1e-6)  # the first step's copies are part of the score
 
