@@ -275,3 +275,20 @@ def test_a_text_read_layer_by_layer_offers_each_layer_as_soon_as_it_is_read():
     assert long.complete and long.forward_ms > 0 and long.hidden.shape == whole.hidden.shape
     np.testing.assert_array_equal(long.q, whole.q)
     np.testing.assert_array_equal(long.hidden, whole.hidden)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("window", [0, 1, 2, 5, 8])
+def test_the_rows_that_see_a_set_of_keys_are_those_the_mask_lets_see_one(causal, window):
+    """seeing()'s running counts give the rows Rule.blocked leaves a key of the set (sink shares' queries)."""
+    from model.analysis.rows import seeing
+
+    rng = np.random.default_rng(window)
+    for n in (1, 2, 7, 30):
+        rule = Rule(causal, window, 1.0)
+        for _ in range(5):
+            cols = rng.random(n) < 0.2
+            keys = torch.from_numpy(np.flatnonzero(cols))
+            blocked = rule.blocked(torch.arange(n), keys) if len(keys) else torch.ones(n, 1, dtype=torch.bool)
+            want = torch.ones(n, dtype=torch.bool) if blocked is None else (~blocked).any(-1)
+            assert torch.equal(seeing(rule, cols, n), want), (n, cols)
