@@ -132,7 +132,7 @@ def test_a_decoders_bias_caption_reads_only_the_keys_it_sees():
 
 
 def _off(on: DirectSource) -> DirectSource:
-    """The same model and text with the sidebar's positions switched off."""
+    """The same model and text with positions switched off (Options(positions=False))."""
     from model.observe import Options
 
     options = Options(positions=False)
@@ -141,12 +141,12 @@ def _off(on: DirectSource) -> DirectSource:
 
 @pytest.mark.parametrize("family, key", [("mpnet", "pe.bias"), ("deberta-v2", "pe.split")])
 def test_with_positions_off_the_split_is_the_run_with_them_on_and_says_so(family, key):
-    """The sidebar's switch leaves no bias in the pages' scores: the split of what it added stays the positions-on
+    """Positions switched off leave no bias in the scores: the split of what it added stays the positions-on
     run's, never the positions-off scores minus a bias they do not hold (the T5 fixture's content read −5.37 for a
     score of +0.36)."""
     on = source(FIXTURES / "hf" / family)
     note = (
-        "Positions are off in the Attention options, so the pages' scores hold no "
+        "Positions are switched off for this text's run, so its scores hold no "
         + ("relative-position bias" if key == "pe.bias" else "position terms")
         + "; this view splits the scores of the same run with positions on (the other options kept). "
     )

@@ -24,15 +24,16 @@ TERM_NAMES = {
 }
 
 
-#: what the captions say first when the sidebar switched positions off: the run these views split is not the pages'
+#: what the captions say first when the options switched positions off (Options(positions=False)): the run these
+#: views split is not the text's
 POSITIONS_ON = (
-    "Positions are off in the Attention options, so the pages' scores hold no {what}; this view splits the scores "
+    "Positions are switched off for this text's run, so its scores hold no {what}; this view splits the scores "
     "of the same run with positions on (the other options kept). "
 )
 
 
 def _with_positions(src: Source, options):
-    """The observation these views split: ``options``, positions on (the sidebar's switch would leave nothing)."""
+    """The observation these views split: ``options``, positions on (switched off, they would leave nothing)."""
     return src.other(options=replace(options, positions=True))[0]
 
 
