@@ -243,13 +243,18 @@ class LongObservation:
 
     def pair(self, query: int, key: int) -> Found:
         """Find heads' score of one (query, key) pair for every head, exact: the query's weight on the key, the
-        weight every other ordinary query gives that key (a column pattern), and chance (1 / the keys it sees)."""
+        weight every other ordinary query that can see the key gives it (a column pattern), and chance (1 / the keys
+        it sees)."""
         n, layers = self.n_tokens, range(self.n_layers)
         score = np.stack([self.weights(i, None, (query, query + 1), (key, key + 1))[:, 0, 0] for i in layers])
         others = (~self.special if (~self.special).any() else np.ones(n, dtype=bool)) & ~np.isin(
             np.arange(n), (query, key)
         )
-        column = np.stack([self.columns(i, key)[:, others].mean(-1) for i in layers]) if others.any() else None
+        seen = np.arange(n) == key
+        column = None
+        if others.any():  # over the other queries each layer lets see the key (as model.analysis.find.find_heads)
+            sees = [others & seeing(rule, seen, n).numpy() for rule in self.rules]
+            column = np.stack([self.columns(i, key)[:, sees[i] if sees[i].any() else others].mean(-1) for i in layers])
         spans = [rule.keys(query, query + 1, n) for rule in self.rules]  # the keys the query sees, per layer
         lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
         return Found(score.astype(np.float32), column, 1.0 / (hi - lo) if lo <= key < hi else 0.0, 1)

@@ -98,7 +98,8 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
     self-attention, the source's length for a decoder's cross-attention (``special`` is then the queries').
 
     A query counts when it has at least one key. When every counted query has the same keys (picked tokens,
-    special tokens, punctuation), ``column`` measures those keys' weight from the other ordinary queries."""
+    special tokens, punctuation), ``column`` measures those keys' weight from the other ordinary queries that can
+    see one of them (a sliding window keeps the keys from far queries, whose zeros would hide a column pattern)."""
     p = np.asarray(patterns, dtype=np.float32)
     pairs = np.asarray(pairs, dtype=bool)
     n, square = p.shape[-2], p.shape[-1] == p.shape[-2]
@@ -115,5 +116,9 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
         ordinary = np.ones(n, dtype=bool) if special is None else ~np.asarray(special, dtype=bool)
         others = np.flatnonzero(ordinary & ~np.isin(np.arange(n), queries) & (~keys if square else True))
         if len(others):
-            column = p[:, :, others][..., keys].sum(-1).mean(-1)  # (L, H)
+            on_keys = p[:, :, others][..., keys]  # (L, H, O, K)
+            # the other queries that can see a key, per layer: a sliding window hides it from far ones
+            can = (on_keys > 0).any(axis=(1, 3))  # (L, O)
+            can = np.where(can.any(-1, keepdims=True), can, True)
+            column = (on_keys.sum(-1) * can[:, None]).sum(-1) / can.sum(-1)[:, None]  # (L, H)
     return Found(score, column, chance, len(queries))

@@ -57,6 +57,22 @@ def test_heads_are_ranked_and_column_heads_flagged():
         find_heads(patterns, np.zeros((n, n), dtype=bool))
 
 
+def test_a_column_head_behind_a_sliding_window_is_still_flagged():
+    """A window keeps key 1 from far queries: the column check averages the queries that can see it (their zeros
+    made a column head look like a link: 0.9 from every query that sees key 1 read 0.18)."""
+    n, window = 12, 4
+    i, j = np.indices((n, n))
+    seen = (j <= i) & (j > i - window)
+    column = seen / seen.sum(-1, keepdims=True)  # (N, N): even over what each query sees
+    for row in range(1, window + 1):  # the queries that see key 1: 0.9 on it, the rest of their window shares 0.1
+        others = seen[row] & (j[row] != 1)
+        column[row] = np.where(others, 0.1 / others.sum(), 0.0)
+        column[row, 1] = 0.9
+    found = find_heads(column[None, None], token_pairs(n, [3], [1]), special=[False] * n)
+    assert found.score[0, 0] == pytest.approx(0.9) and found.column[0, 0] == pytest.approx(0.9)
+    assert found.flagged[0, 0]
+
+
 @pytest.mark.skipif(not available("minilm")[0], reason="all-MiniLM-L6-v2 is not installed")
 def test_minilm_it_animal_finds_the_coreference_head_and_flags_the_column_head():
     loaded = load(ModelSpec("minilm"))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from model.analysis.decoder import sink_mass
-from model.analysis.find import relation_pairs, word_ids
+from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
 from model.analysis.kinds import normalised_entropy, relation_score
 from model.analysis.metrics import head_metrics
 from model.analysis.sinks import sink_shares
@@ -199,6 +199,8 @@ def test_encoders_and_windows_with_special_tokens(name):
     for target in ("[CLS]", "[SEP]", "punctuation", "position 0"):  # over the queries a window lets see it
         assert np.abs(stats[target] - shares[target]).max() <= TOL, target
     assert np.abs(long.sink_mass() - sink_mass(patterns)).max() <= TOL
+    whole, kept = long.pair(300, 290), find_heads(patterns, token_pairs(n, [300], [290]), long.special)
+    assert np.abs(whole.score - kept.score).max() <= TOL and np.abs(whole.column - kept.column).max() <= TOL
     for layer in range(long.n_layers):
         rule = long.rules[layer]
         i, j = np.indices((n, n))
