@@ -256,8 +256,8 @@ class LongObservation:
             sees = [others & seeing(rule, seen, n).numpy() for rule in self.rules]
             column = np.stack([self.columns(i, key)[:, sees[i] if sees[i].any() else others].mean(-1) for i in layers])
         spans = [rule.keys(query, query + 1, n) for rule in self.rules]  # the keys the query sees, per layer
-        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
-        return Found(score.astype(np.float32), column, 1.0 / (hi - lo) if lo <= key < hi else 0.0, 1)
+        chance = np.array([1.0 / (hi - lo) if lo <= key < hi else 0.0 for lo, hi in spans])  # (L,)
+        return Found(score.astype(np.float32), column, chance, 1)
 
 
 def long_metrics(long: LongObservation) -> dict[str, np.ndarray]:

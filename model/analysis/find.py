@@ -71,11 +71,12 @@ class Found:
 
     score: (L, H) mean over the chosen queries of the weight on their keys. column: (L, H) the same keys'
     mean weight from every *other* ordinary query, or None when each query has its own keys (a relation
-    like "previous"). chance: the score of a head that spreads evenly. n_queries: queries with a key."""
+    like "previous"). chance: (L,) the score of a head that spreads evenly over what each layer's mask lets a
+    query see (a sliding layer's is higher). n_queries: queries with a key."""
 
     score: np.ndarray
     column: np.ndarray | None
-    chance: float
+    chance: np.ndarray
     n_queries: int
 
     @property
@@ -108,8 +109,8 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
         raise ValueError("no (query, key) pair to look for: pick at least one query and one key")
     mass = (p[:, :, queries] * pairs[queries][None, None]).sum(-1)  # (L, H, Q): weight on each query's keys
     score = mass.mean(-1)
-    seen = (p[:, :, queries] > 0).any(axis=(0, 1))  # (Q, N): keys each query can see (a causal mask hides some)
-    chance = float(((pairs[queries] & seen).sum(-1) / seen.sum(-1).clip(min=1)).mean())
+    seen = (p[:, :, queries] > 0).any(axis=1)  # (L, Q, N): keys each query can see in each layer (masks hide some)
+    chance = ((pairs[queries] & seen).sum(-1) / seen.sum(-1).clip(min=1)).mean(-1)  # (L,)
     column = None
     keys = pairs[queries[0]]
     if all((pairs[q] == keys).all() for q in queries):

@@ -132,7 +132,8 @@ def head_kinds(
 
 def linked(found) -> np.ndarray:
     """(L, H) a pair's score where it is a link: 3 × chance and not a column pattern; 0 elsewhere."""
-    return np.where(found.flagged | (found.score < 3 * found.chance), 0.0, found.score).astype(np.float32)
+    chance = np.asarray(found.chance)[:, None]  # (L, 1): each layer's own
+    return np.where(found.flagged | (found.score < 3 * chance), 0.0, found.score).astype(np.float32)
 
 
 def pair_label(tokens: list[str], pair: tuple[int, int]) -> str:

@@ -73,6 +73,22 @@ def test_a_column_head_behind_a_sliding_window_is_still_flagged():
     assert found.flagged[0, 0]
 
 
+def test_chance_is_each_layers_own_behind_a_sliding_window():
+    """A head spreading evenly over a 4-key window gives the previous token a quarter: that is its layer's chance,
+    not a head above twice chance (against the global layer's chance, 0.12 at 24 tokens, it counted)."""
+    from viz.views.head_captions import found_heads
+
+    n, window = 24, 4
+    i, j = np.indices((n, n))
+    local, full = (j <= i) & (j > i - window), j <= i
+    even = np.stack([local / local.sum(-1, keepdims=True), full / full.sum(-1, keepdims=True)])[:, None]  # (2, 1, n, n)
+    found = find_heads(even, relation_pairs("previous", [f"w{k}" for k in range(n)], [False] * n))
+    np.testing.assert_allclose(found.chance, found.score[:, 0])  # spreading evenly is chance, layer by layer
+    assert found.chance[0] > 2 * found.chance[1]  # the windowed head sits above twice the global chance
+    caption = found_heads("previous", found.score, None, np.zeros((2, 1), bool), found.chance, found.n_queries)
+    assert "No head gives more than twice chance" in caption and "across the layers' masks" in caption
+
+
 @pytest.mark.skipif(not available("minilm")[0], reason="all-MiniLM-L6-v2 is not installed")
 def test_minilm_it_animal_finds_the_coreference_head_and_flags_the_column_head():
     loaded = load(ModelSpec("minilm"))

@@ -46,19 +46,28 @@ def ablation(tokens: list[str], change, heads, also=()) -> str:
     )
 
 
-def found_heads(what: str, score, column, flagged, chance: float, n_queries: int, shown: int = 8) -> str:
+def found_heads(what: str, score, column, flagged, chance, n_queries: int, shown: int = 8) -> str:
     """Find heads: the strongest head for the chosen pairs, against chance, and which of the strongest owe their
-    weight to a column pattern. score/column/flagged: (L, H) (column None for a per-query relation)."""
+    weight to a column pattern. score/column/flagged: (L, H) (column None for a per-query relation); chance: (L,)
+    each layer's (a sliding window raises it)."""
     s = np.asarray(score, dtype=np.float64)
     L, H = s.shape
+    chance = np.broadcast_to(np.asarray(chance, dtype=np.float64), (L,))
     order = np.lexsort((np.tile(np.arange(H), L), np.repeat(np.arange(L), H), -s.ravel()))[:shown]
     best = divmod(int(order[0]), H)
+    low, high = f"{chance.min():.2f}", f"{chance.max():.2f}"
+    evenly = (
+        f"a head spreading evenly would give {low}"
+        if low == high
+        else f"a head spreading evenly would give {chance[best[0]]:.2f} in its layer, {low}–{high} across the layers' "
+        "masks"
+    )
     text = (
         f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {s[best]:.2f} of the weight "
-        f"(a head spreading evenly would give {chance:.2f}; averaged over {n_queries} quer"
-        f"{'y' if n_queries == 1 else 'ies'})."
+        f"({evenly}; averaged over {n_queries} quer{'y' if n_queries == 1 else 'ies'})."
     )
-    above = int((s > 2 * chance).sum()) if chance > 0 else int((s > 0).sum())
+    twice = np.where(chance > 0, 2 * chance, 0.0)[:, None]  # (L, 1): each layer against its own chance
+    above = int((s > twice).sum())
     text += (
         " No head gives more than twice chance."
         if above == 0
