@@ -223,16 +223,15 @@ def context_mixing(
             model(batch, causal=causal, scale=scale, positions=positions)
         L = len(model.blocks)
         acts = [{k: trace.get(k, layer)[0] for k in KINDS} for layer in range(L)]
+        off = [[h for lay, h in ablate if lay == layer] for layer in range(L)]  # each layer's heads switched off
         masks = model.build_masks(batch.size(1), None, model.cfg.causal if causal is None else causal, device, 0)
         zeroed = []
         if value_zeroing:
             for layer in range(L):
                 x, y = (acts[layer][k].to(device) for k in ("resid_pre", "resid_post"))
-                off = tuple((lay, h) for lay, h in ablate if lay == layer)
-                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer], scale, positions, off).cpu())
-        parts = [
-            _layer_mixing(model, layer, acts[layer], [h for lay, h in ablate if lay == layer]) for layer in range(L)
-        ]
+                pairs = tuple((layer, h) for h in off[layer])
+                zeroed.append(_value_zeroing(model, layer, x, y, masks[layer], scale, positions, pairs).cpu())
+        parts = [_layer_mixing(model, layer, acts[layer], off[layer]) for layer in range(L)]
 
     dtype = work_dtype(model)
 
