@@ -145,8 +145,9 @@ def normalised_entropy(patterns: np.ndarray, rows: dict[str, np.ndarray] | None 
             q = torch.from_numpy(np.array(p[layer], dtype=np.float32))  # (H, N, N), a writable copy
             rows["entropy"][layer] = torch.special.entr(q).sum(-1).numpy()  # −Σ q log q, 0 at q = 0
             rows["visible"][layer] = (q > 0).sum(-1).numpy()
-    visible = rows["visible"].reshape(-1, n).max(0)  # (N,): the keys a row may see, over every head
+    # (L, N): the keys a row may see, over the layer's heads (a sliding-window layer sees fewer than a global one)
+    visible = np.asarray(rows["visible"], dtype=np.float64).max(1)
     seen = visible > 1
-    if not seen.any():
-        return np.zeros((L, H))
-    return (rows["entropy"][..., seen] / np.log(visible[seen])).mean(-1).astype(np.float64)
+    share = np.asarray(rows["entropy"], dtype=np.float64) / np.log(np.where(seen, visible, 2.0))[:, None]  # (L, H, N)
+    counted = seen.sum(-1)[:, None]  # (L, 1): rows that see two keys or more
+    return np.where(counted > 0, (share * seen[:, None]).sum(-1) / np.maximum(counted, 1), 0.0)

@@ -67,6 +67,19 @@ def test_normalised_entropy_follows_the_mask():
     np.testing.assert_allclose(normalised_entropy(one_hot), 0.0, atol=1e-6)
 
 
+def test_normalised_entropy_of_a_sliding_window_layer_is_over_its_own_window():
+    """Gemma's local layers see 512 keys where its global layers see every one: a head spreading evenly over its
+    window is as broad as one spreading over every key (each layer's rows over the keys that layer lets them see,
+    not the most any layer sees)."""
+    n, window = 10, 3
+    i, j = np.indices((n, n))
+    local = ((j <= i) & (j > i - window)).astype(np.float32)
+    full = (j <= i).astype(np.float32)
+    p = np.stack([local, full])[:, None]  # (L=2, H=1, N, N)
+    p /= p.sum(-1, keepdims=True)  # uniform over what each layer's query sees
+    np.testing.assert_allclose(normalised_entropy(p), 1.0, rtol=1e-6)
+
+
 def test_normalised_entropy_from_the_metrics_rows_equals_its_own_pass():
     """The kinds read the row entropies the metrics' pass kept (no second pass over every cell): same numbers."""
     from model.analysis.metrics import head_metrics
