@@ -75,6 +75,16 @@ class Tokens:
         return rows[order], keys[order]
 
 
+#: the fixed offsets besides −1, 0 and +1 whose mean weight can make a head "positional"
+#: (model.analysis.sinks.head_types)
+OFFSETS = (*range(-8, -1), *range(2, 9))
+
+
+def offset_name(k: int) -> str:
+    """The row statistic of the weight on key query + k ("offset -2")."""
+    return f"offset {k:+d}"
+
+
 def row_sets(tokens: Tokens, rule: Rule, n: int) -> dict[str, torch.Tensor]:
     """(N,) bool per statistic: the query rows it averages over, as metrics, sinks, kinds and Find heads do."""
     special = torch.from_numpy(tokens.special)
@@ -96,6 +106,7 @@ def row_sets(tokens: Tokens, rule: Rule, n: int) -> dict[str, torch.Tensor]:
         out[name] = can if bool(can.any()) else torch.ones(n, dtype=torch.bool)
     out |= {"same token": ordinary & repeats, "same word": ~special & pieces}
     out["broad"] = visible_rows(rule, idx, n) > 1
+    out |= {offset_name(k): torch.ones(n, dtype=torch.bool) for k in OFFSETS}  # every row, as diagonal_mass
     return out
 
 

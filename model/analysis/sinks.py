@@ -16,6 +16,7 @@ import numpy as np
 from model.analysis.decoder import SINK_THRESHOLD
 from model.analysis.flow import row_shares
 from model.analysis.metrics import diagonal_mass, head_metrics, normalised_entropy
+from model.analysis.rows import OFFSETS, offset_name
 
 SINK_TARGETS = ("[CLS]", "[SEP]", "punctuation", "position 0")
 #: a head gets a positional/target label when its queries put at least this share on it (the sink threshold)
@@ -112,18 +113,30 @@ def head_types(patterns: np.ndarray, tokens: list[str], special: np.ndarray, cau
     average: a causal row sees fewer); else "mixed"; "not computable"
     for a head whose weights are NaN or Inf."""
     p = np.asarray(patterns, dtype=np.float32)
-    L, H = p.shape[:2]
-    shares = sink_shares(p, tokens, special, causal)
     metrics = head_metrics(p, special=special)  # previous/next/self as Head metrics define them
     candidates = {name: metrics[name] for name in ("previous", "next", "self")}
-    candidates.update(shares)
+    candidates.update(sink_shares(p, tokens, special, causal))
+    other = np.max([diagonal_mass(p, k).mean(-1) for k in OFFSETS], axis=0)  # (L, H)
+    # over the keys each row may see, as the head gallery's "broad"
+    return _labels(candidates, other, normalised_entropy(p), causal)
+
+
+def streamed_types(stats: dict[str, np.ndarray], causal: bool) -> np.ndarray:
+    """:func:`head_types` of a text read whole, from its streamed row statistics {name: (L, H)}
+    (model.long.LongObservation.stats: the same means, summed row block by row block)."""
+    candidates = {name: stats[name] for name in ("previous", "next", "self", *SINK_TARGETS)}
+    other = np.max([stats[offset_name(k)] for k in OFFSETS], axis=0)  # (L, H)
+    return _labels(candidates, other, stats["broad"], causal)
+
+
+def _labels(candidates: dict[str, np.ndarray], other: np.ndarray, ent: np.ndarray, causal: bool) -> np.ndarray:
+    """(L, H) labels from each candidate's mean weight {name: (L, H)}, in HEAD_TYPES' order, the largest other
+    offset's and the normalised entropy (:func:`head_types`)."""
     if not causal:
-        candidates.pop("position 0")  # in an encoder position 0 is [CLS]: one label for it
+        candidates = {k: v for k, v in candidates.items() if k != "position 0"}  # an encoder's is [CLS]: one label
     names = list(candidates)
     stack = np.stack([candidates[k] for k in names])  # (C, L, H)
-    other = np.max([diagonal_mass(p, k).mean(-1) for k in (*range(-8, -1), *range(2, 9))], axis=0)  # (L, H)
-    ent = normalised_entropy(p)  # (L, H): over the keys each row may see, as the head gallery's "broad"
-    labels = np.full((L, H), "mixed", dtype=object)
+    labels = np.full(stack.shape[1:], "mixed", dtype=object)
     labels[ent >= BROAD_ENTROPY] = "broad"
     labels[other >= TYPE_THRESHOLD] = "positional"
     best = stack.argmax(0)

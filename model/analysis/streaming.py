@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.analysis.rows import Rule, Tokens, pair_mass, row_sets, visible_rows
+from model.analysis.rows import OFFSETS, Rule, Tokens, offset_name, pair_mass, row_sets, visible_rows
 
 #: floats held by one row block's weights (H × R × C): 4 MB in float32, about what the two cores' caches hold
 BLOCK_CELLS = 1 << 20
@@ -30,7 +30,10 @@ ROW_STATS = (
     "[CLS]", "[SEP]", "punctuation", "position 0",  # sink shares
     "same token", "same word",  # Find heads' relations
     "broad",  # entropy over log(visible keys)
+    *(offset_name(k) for k in OFFSETS),  # the head types' "positional" (model.analysis.sinks.head_types)
 )  # fmt: skip
+#: every offset a row statistic reads, −8 … +8: one gather per block for all of them
+SPAN = max(abs(k) for k in OFFSETS)
 
 
 def grid_width(n: int, cells: int) -> int:
@@ -155,12 +158,14 @@ def summarise_layer(
         p = e.div_(z)  # (H, R, C) the weights
         rows = torch.arange(r0, r1)
         flat = p.view(-1, hi - lo)  # (H·R, C)
+        diagonals = _diagonals(p, rows - lo, SPAN)  # (H, R, 2·SPAN + 1): weight on key row + k, k = −SPAN…
         row = {
             "entropy": entropy,
             "max_weight": z[..., 0].reciprocal(),  # the largest weight: exp(top − lse) = 1 / z
-            "self": _diagonal(p, rows - lo, 0),
-            "previous": _diagonal(p, rows - lo, -1),
-            "next": _diagonal(p, rows - lo, 1),
+            "self": diagonals[..., SPAN],
+            "previous": diagonals[..., SPAN - 1],
+            "next": diagonals[..., SPAN + 1],
+            **{offset_name(k): diagonals[..., SPAN + k] for k in OFFSETS},
             "punctuation": torch.mv(flat, punctuation[lo:hi]).view(H, -1),
             "position 0": p[..., 0] if lo == 0 else torch.zeros(H, r1 - r0),
         }
@@ -219,12 +224,13 @@ class Cancelled(Exception):  # noqa: N818 — a request, not a failure
     """The caller asked the streaming pass to stop."""
 
 
-def _diagonal(p: torch.Tensor, at: torch.Tensor, offset: int) -> torch.Tensor:
-    """(H, R): weight on key row + offset (``at``: each row's own column in p); 0 where there is none."""
-    col = at + offset
+def _diagonals(p: torch.Tensor, at: torch.Tensor, span: int) -> torch.Tensor:
+    """(H, R, 2·span + 1): weight on key row + k for k = −span … span (``at``: each row's own column in p); 0
+    where there is no such key in the block (outside the text, or a key the mask hides: its weight is 0 anyway)."""
+    col = at[:, None] + torch.arange(-span, span + 1)  # (R, 2·span + 1)
     ok = (col >= 0) & (col < p.shape[-1])
-    got = p.gather(-1, col.clamp(0, p.shape[-1] - 1).expand(p.shape[0], -1)[..., None])[..., 0]  # (H, R)
-    return got * ok
+    index = col.clamp(0, p.shape[-1] - 1).expand(p.shape[0], -1, -1)  # (H, R, 2·span + 1)
+    return p.gather(-1, index) * ok
 
 
 def _distance(p: torch.Tensor, rows: torch.Tensor, lo: int) -> torch.Tensor:

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from scripts.browser import nav_to, open_page, type_text, wait_idle
-from tests.e2e.test_decoder import no_errors
+from tests.e2e.test_decoder import no_errors, section
 from tests.e2e.test_interaction import click_at, marker_point
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -46,6 +46,12 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     open_page(page, server, "metrics", "Head metrics")
     no_errors(page, "head metrics of the whole text")
     assert page.locator(".js-plotly-plot").count() >= 2
+    open_page(page, server, "mixing", "Beyond the weights")  # its sinks read every token, as the lesson does
+    section(page, "Sinks and head types")
+    wait_title(page, "Share of each query's weight on [CLS], all 1,082 tokens")  # an encoder's first target
+    wait_title(page, "What each head mostly does, all 1,082 tokens")
+    page.get_by_text("Over all 1,082 tokens,").first.wait_for()
+    no_errors(page, "sinks of the whole text")
 
 
 def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_started_again(server, page):

@@ -11,8 +11,9 @@ import torch
 from model.analysis.decoder import sink_mass
 from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
 from model.analysis.kinds import normalised_entropy, relation_score
-from model.analysis.metrics import head_metrics
-from model.analysis.sinks import sink_shares
+from model.analysis.metrics import diagonal_mass, head_metrics
+from model.analysis.rows import OFFSETS, offset_name
+from model.analysis.sinks import head_types, sink_shares, streamed_types
 from model.analysis.streaming import Rule
 from model.capture import run_with_cache
 from model.config import TransformerConfig
@@ -199,6 +200,11 @@ def test_encoders_and_windows_with_special_tokens(name):
     for target in ("[CLS]", "[SEP]", "punctuation", "position 0"):  # over the queries a window lets see it
         assert np.abs(stats[target] - shares[target]).max() <= TOL, target
     assert np.abs(long.sink_mass() - sink_mass(patterns)).max() <= TOL
+    assert np.abs(stats["broad"] - normalised_entropy(patterns)).max() <= 1e-5  # each layer over its own window
+    for k in OFFSETS:  # the head types' "positional": every row's weight k keys away
+        assert np.abs(stats[offset_name(k)] - diagonal_mass(patterns, k).mean(-1)).max() <= TOL, k
+    types = head_types(patterns, long.tokens, long.special, long.causal)
+    np.testing.assert_array_equal(streamed_types(stats, long.causal), types)
     whole, kept = long.pair(300, 290), find_heads(patterns, token_pairs(n, [300], [290]), long.special)
     assert np.abs(whole.score - kept.score).max() <= TOL and np.abs(whole.column - kept.column).max() <= TOL
     for layer in range(long.n_layers):

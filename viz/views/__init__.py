@@ -16,7 +16,8 @@ cross       an encoder–decoder's cross-attention: one head, every head
 corpus      a corpus profile: every head on two metrics, a metric's spread per head, a head's top documents
 animate     one head step by step, frame by frame (the page plays them, the export renders them)
 block       the block drawn from the config, the residual stream, pre- or post-norm
-mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, gradients, sinks, head types
+mixing      beyond weights: norm-based, ALTI, value zeroing, rollout per layer, gradients
+sinks       where heads park their weight, and every head's type (over the whole of a long text)
 captions    the sentences under figures, computed from the numbers drawn
 head_captions  the same for heads: their spread, ablation, Find heads' ranking, a prediction check
 finite      heads with NaN or Inf weights: not computable, with the reason
@@ -51,6 +52,7 @@ from viz.views import (  # noqa: F401
     patching,
     paths,
     relative,
+    sinks,
 )
 from viz.views.base import REGISTRY, Source, View, ViewUnavailableError, build, page_views
 

@@ -1,6 +1,7 @@
 """Views that go beyond raw attention weights: context mixing per layer (norm-based, ALTI, value zeroing), rollout
-and flow of one token through the layers, a panel where every method ranks the tokens one token draws from
-(with gradients), and attention sinks with a head type per head. Every caption is computed from the numbers drawn.
+and flow of one token through the layers, and a panel where every method ranks the tokens one token draws from
+(with gradients); the page's sinks and head types are viz/views/sinks.py. Every caption is computed from the numbers
+drawn.
 """
 
 from __future__ import annotations
@@ -9,22 +10,10 @@ import numpy as np
 
 from model.analysis.flow import MAX_FLOW_TOKENS, aggregate, rollout_layers, row_shares
 from model.analysis.gradients import targets_for
-from model.analysis.sinks import (
-    HEAD_TYPES,
-    SINK_TARGETS,
-    SINK_THRESHOLD,
-    first_target,
-    head_types,
-    present_targets,
-    sink_heads,
-    sink_shares,
-    target_columns,
-)
 from model.masks import reachable
 from viz.figures import heads_grid, heatmap_panels
 from viz.figures.common import Theme, with_subtitle
-from viz.figures.decoder import head_scores
-from viz.figures.mixing import agreement_matrix, method_rows, type_grid
+from viz.figures.mixing import agreement_matrix, method_rows
 from viz.figures.text import pct
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
@@ -249,51 +238,3 @@ def mixing_compare(src: Source, theme: Theme, *, query: int = -1, target: str = 
     sub = f"gradients of the {TARGET_NAMES[target]} · " + subtitle(src)
     figures = {"methods": table, **parts}
     return {part: Captioned(with_subtitle(fig, sub, theme), caption) for part, fig in figures.items()}
-
-
-@view("sinks", page="mixing")
-def sinks(src: Source, theme: Theme, *, sink: str = ""):
-    """Per head the mean share of each query's weight on one sink target ([CLS], [SEP], punctuation, position 0;
-    "": position 0 in a causal model, else the first this text has), sink heads marked; and every head's type."""
-    obs = src.obs
-    present = present_targets(obs.tokens, obs.special)
-    sink = sink or first_target(obs.tokens, obs.special, obs.causal)
-    if sink not in SINK_TARGETS:
-        raise ViewUnavailableError(f"choose a sink target from {', '.join(SINK_TARGETS)}")
-    if sink not in present:  # a grid of zeros would say nothing: no head can weigh a token the text lacks
-        raise ViewUnavailableError(
-            f"this text has no {sink} token (the tokenizer of {src.loaded.name} adds none): choose "
-            + " or ".join(present)
-        )
-    shares = sink_shares(obs.patterns, obs.tokens, obs.special, obs.causal)
-    flagged = sink_heads(shares)
-    grid = head_scores(
-        shares[sink], title=f"Share of each query's weight on {sink}", value_name="share",
-        threshold=SINK_THRESHOLD, theme=theme,
-    )  # fmt: skip
-    labels = head_types(obs.patterns, obs.tokens, obs.special, obs.causal)
-    types = type_grid(labels, HEAD_TYPES, title="What each head mostly does", theme=theme)
-    counts = {t: int((shares[t] >= SINK_THRESHOLD).sum()) for t in present}
-    absent = [t for t in SINK_TARGETS if t not in present]
-    columns = target_columns(obs.tokens, obs.special)
-    first = [t for t in ("[CLS]", "[SEP]") if t in present and np.array_equal(columns[t], columns["position 0"])]
-    same = {"position 0": first[0]} if first else {}  # [CLS] at position 0 is one column: counted once
-    total = labels.size
-    strongest = np.unravel_index(int(shares[sink].argmax()), shares[sink].shape)
-    caption = (
-        f"{int(flagged.sum())} of {total} heads are sinks (at least {pct(SINK_THRESHOLD)} of each query's weight on "
-        "one target, averaged over the queries that can see it): "
-        + ", ".join(f"{counts[t]} on {t}" for t in present if t not in same)
-        + "".join(f" ({t} is {same[t]} here: the same heads)" for t in same)
-        + (f" (this text has no {' or '.join(absent)})" if absent else "")
-        + f". The strongest on {sink}: L{strongest[0]}H{strongest[1]} ({pct(shares[sink].max())})."
-    )
-    kinds = {t: int((labels == t).sum()) for t in HEAD_TYPES if (labels == t).any()}
-    type_caption = (
-        "Head types from the same patterns (a label when one target or offset holds at least "
-        f"{pct(SINK_THRESHOLD)}; broad = nearly uniform rows): " + ", ".join(f"{n} {t}" for t, n in kinds.items()) + "."
-    )
-    return {
-        "share": Captioned(with_subtitle(grid, subtitle(src), theme), caption),
-        "types": Captioned(with_subtitle(types, subtitle(src), theme), type_caption),
-    }
