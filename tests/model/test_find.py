@@ -89,6 +89,17 @@ def test_chance_is_each_layers_own_behind_a_sliding_window():
     assert "No head gives more than twice chance" in caption and "across the layers' masks" in caption
 
 
+def test_the_caption_gives_a_long_texts_chance_and_queries_in_figures_one_can_read():
+    """Over 1,082 tokens chance is 1 / 1,082: “would give 0.00” beside “10 heads give more than twice chance” read
+    as a contradiction, and “1080 queries” lacked the separator every other count has."""
+    from viz.views.head_captions import found_heads
+
+    score = np.array([[0.09, 0.0001]])
+    caption = found_heads("previous", score, None, np.zeros((1, 2), bool), np.array([1 / 1082]), 1080)
+    assert "would give 0.00092;" in caption and "averaged over 1,080 queries" in caption
+    assert "1 head gives more than twice chance" in caption
+
+
 @pytest.mark.skipif(not available("minilm")[0], reason="all-MiniLM-L6-v2 is not installed")
 def test_minilm_it_animal_finds_the_coreference_head_and_flags_the_column_head():
     loaded = load(ModelSpec("minilm"))

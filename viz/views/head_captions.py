@@ -55,16 +55,16 @@ def found_heads(what: str, score, column, flagged, chance, n_queries: int, shown
     chance = np.broadcast_to(np.asarray(chance, dtype=np.float64), (L,))
     order = np.lexsort((np.tile(np.arange(H), L), np.repeat(np.arange(L), H), -s.ravel()))[:shown]
     best = divmod(int(order[0]), H)
-    low, high = f"{chance.min():.2f}", f"{chance.max():.2f}"
+    low, high = _small(chance.min()), _small(chance.max())
     evenly = (
         f"a head spreading evenly would give {low}"
         if low == high
-        else f"a head spreading evenly would give {chance[best[0]]:.2f} in its layer, {low}–{high} across the layers' "
-        "masks"
+        else f"a head spreading evenly would give {_small(chance[best[0]])} in its layer, {low}–{high} across the "
+        "layers' masks"
     )
     text = (
         f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {s[best]:.2f} of the weight "
-        f"({evenly}; averaged over {n_queries} quer{'y' if n_queries == 1 else 'ies'})."
+        f"({evenly}; averaged over {n_queries:,} quer{'y' if n_queries == 1 else 'ies'})."
     )
     twice = np.where(chance > 0, 2 * chance, 0.0)[:, None]  # (L, 1): each layer against its own chance
     above = int((s > twice).sum())
@@ -113,3 +113,8 @@ def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
         f"Not quite: your guess {quoted_at(tokens, guess)} {got}; "
         f"{quoted_at(tokens, query)} attends most to {quoted_at(tokens, best)} ({pct(w[best])})."
     )
+
+
+def _small(x: float) -> str:
+    """A share to two decimals, or to two significant digits below 0.01 (1 / 1,082 is 0.00092, not 0.00)."""
+    return f"{x:.2f}" if x == 0 or abs(x) >= 0.01 else f"{x:.2g}"
