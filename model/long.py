@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from model.analysis.find import Found, word_ids
+from model.analysis.find_long import picked
 from model.analysis.metrics import METRICS
 from model.analysis.rows import seeing
 from model.analysis.similarity import head_similarity
@@ -242,22 +243,12 @@ class LongObservation:
         return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)
 
     def pair(self, query: int, key: int) -> Found:
-        """Find heads' score of one (query, key) pair for every head, exact: the query's weight on the key, the
-        weight every other ordinary query that can see the key gives it (a column pattern), and chance (1 / the keys
-        it sees)."""
-        n, layers = self.n_tokens, range(self.n_layers)
-        score = np.stack([self.weights(i, None, (query, query + 1), (key, key + 1))[:, 0, 0] for i in layers])
-        others = (~self.special if (~self.special).any() else np.ones(n, dtype=bool)) & ~np.isin(
-            np.arange(n), (query, key)
-        )
-        seen = np.arange(n) == key
-        column = None
-        if others.any():  # over the other queries each layer lets see the key (as model.analysis.find.find_heads)
-            sees = [others & seeing(rule, seen, n).numpy() for rule in self.rules]
-            column = np.stack([self.columns(i, key)[:, sees[i] if sees[i].any() else others].mean(-1) for i in layers])
-        spans = [rule.keys(query, query + 1, n) for rule in self.rules]  # the keys the query sees, per layer
-        chance = np.array([1.0 / (hi - lo) if lo <= key < hi else 0.0 for lo, hi in spans])  # (L,)
-        return Found(score.astype(np.float32), column, chance, 1)
+        """Find heads' score of one (query, key) pair for every head, exact (model.analysis.find_long.picked)."""
+        return picked(self, (query,), (key,))
+
+    def relation_pairs(self, relation: str) -> tuple[np.ndarray, np.ndarray]:
+        """(query rows, keys) of "same token" or "same word", sorted by row (model.analysis.rows.Tokens.pairs)."""
+        return self._relations[relation]
 
 
 def long_metrics(long: LongObservation) -> dict[str, np.ndarray]:

@@ -114,15 +114,27 @@ def seeing(rule: Rule, cols: np.ndarray, n: int) -> torch.Tensor:
     """(N,) bool: the query rows that may see at least one of the key columns ``cols`` ((N,) bool), as
     :meth:`Rule.blocked` blocks cells: from the columns' running count, O(N) (a long text has hundreds of
     punctuation columns)."""
+    return torch.from_numpy(counted(rule, cols, n) > 0)
+
+
+def counted(rule: Rule, cols: np.ndarray, n: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """(R,) int64: how many of the key columns ``cols`` ((N,) bool) each query row (default every row) may see,
+    from the columns' running count."""
     before = np.concatenate([[0], np.cumsum(np.asarray(cols, dtype=np.int64))])  # (N + 1,): columns before j
-    i = np.arange(n)
+    lo, hi = spans(rule, n, rows)
+    return before[hi] - before[lo]
+
+
+def spans(rule: Rule, n: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """((R,), (R,)) int64: the keys [lo, hi) each query row (default every row) may see, as Rule.blocked blocks."""
+    i = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
     if rule.causal:  # keys (i − window, i], or [0, i]
-        lo, hi = (np.maximum(i - rule.window + 1, 0) if rule.window else np.zeros(n, np.int64)), i + 1
+        lo, hi = (np.maximum(i - rule.window + 1, 0) if rule.window else np.zeros_like(i)), i + 1
     elif rule.window:  # keys [i − w/2, i + w/2]
         lo, hi = np.maximum(i - rule.window // 2, 0), np.minimum(i + rule.window // 2, n - 1) + 1
     else:
-        lo, hi = np.zeros(n, np.int64), np.full(n, n)
-    return torch.from_numpy(before[hi] - before[lo] > 0)
+        lo, hi = np.zeros_like(i), np.full_like(i, n)
+    return lo, hi
 
 
 def visible_rows(rule: Rule, rows: torch.Tensor, n: int) -> torch.Tensor:

@@ -52,6 +52,12 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     wait_title(page, "What each head mostly does, all 1,082 tokens")
     page.get_by_text("Over all 1,082 tokens,").first.wait_for()
     no_errors(page, "sinks of the whole text")
+    open_page(page, server, "find", "Find heads")  # the same numbers as Head metrics, over every token
+    page.get_by_text("the previous token", exact=True).first.click()  # st.radio: its label takes the click
+    wait_idle(page)
+    wait_title(page, "with most weight on the previous token, all 1,082 tokens")
+    page.get_by_text("averaged over 1,080 queries").first.wait_for()  # every ordinary query of the text, not 510
+    no_errors(page, "Find heads over the whole text")
 
 
 def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_started_again(server, page):

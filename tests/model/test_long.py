@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from model.analysis.decoder import sink_mass
-from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
+from model.analysis.find import RELATIONS, find_heads, relation_pairs, token_pairs, word_ids
+from model.analysis.find_long import picked, related
 from model.analysis.kinds import normalised_entropy, relation_score
 from model.analysis.metrics import diagonal_mass, head_metrics
 from model.analysis.rows import OFFSETS, offset_name
@@ -300,3 +301,24 @@ def test_the_rows_that_see_a_set_of_keys_are_those_the_mask_lets_see_one(causal,
             blocked = rule.blocked(torch.arange(n), keys) if len(keys) else torch.ones(n, 1, dtype=torch.bool)
             want = torch.ones(n, dtype=torch.bool) if blocked is None else (~blocked).any(-1)
             assert torch.equal(seeing(rule, cols, n), want), (n, cols)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_find_heads_over_the_whole_text_equals_find_heads_on_its_patterns(name):
+    """Every relation and picked tokens, read whole (no N × N pattern), against find_heads on the full patterns:
+    score, column, each layer's chance and the queries counted."""
+    n = 600
+    model = tiny(**VARIANTS[name])
+    long, patterns, _ = long_and_patterns(model, n, special={0} if model.cfg.causal else {0, n - 1})
+    words = word_ids(long.text, long.offsets, long.special)
+    cases = [(r, related(long, r), relation_pairs(r, long.tokens, long.special, words)) for r in RELATIONS[1:]]
+    for queries, keys in (((300,), (290,)), ((100, 450, 599), (5, 100, 598)), ((7, 8), (7,))):
+        cases.append((f"{queries} → {keys}", picked(long, queries, keys), token_pairs(n, queries, keys)))
+    for what, got, pairs in cases:
+        want = find_heads(patterns, pairs, long.special)
+        assert got.n_queries == want.n_queries, what
+        assert np.abs(got.score - want.score).max() <= 1e-5, what
+        assert np.abs(got.chance - want.chance).max() <= 1e-9, what
+        assert (got.column is None) == (want.column is None), what
+        if want.column is not None:
+            assert np.abs(got.column - want.column).max() <= 1e-5, what

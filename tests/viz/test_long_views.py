@@ -161,3 +161,27 @@ def test_the_sinks_section_reads_the_whole_text_as_the_lesson_does(src, full):
     kept = src.obs  # the first 512 tokens' patterns: what the section read before
     first = sink_shares(kept.patterns, kept.tokens, kept.special, kept.causal)["[SEP]"]
     assert not np.allclose(first, shares["[SEP]"], atol=1e-5)  # so the comparison above tells the two apart
+
+
+def test_find_heads_reads_the_whole_text_as_head_metrics_does(src, full):
+    """Find heads said “the same number as Head metrics' previous column” while it ranked the first 512 tokens and
+    Head metrics read every token; it now reads them all, picked tokens past 512 included."""
+    from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
+    from viz.views.find import found_for
+
+    words = word_ids(full.text, full.offsets, full.special)
+    for relation in ("previous", "same token", "punctuation"):
+        found, _ = found_for(src, relation, (), ())
+        want = find_heads(full.patterns, relation_pairs(relation, full.tokens, full.special, words), full.special)
+        np.testing.assert_allclose(found.score, want.score, atol=1e-5)
+        assert found.n_queries == want.n_queries > LONG_FROM
+    late = [i for i, t in enumerate(full.tokens) if t == "it"][-2:]  # both past the 512 tokens kept
+    queries, keys = (late[1],), (late[1] - 4,)
+    (view,) = build("find", src, Theme(), relation="tokens", queries=queries, keys=keys)
+    want = find_heads(full.patterns, token_pairs(full.n_tokens, queries, keys), full.special)
+    found, _ = found_for(src, "tokens", queries, keys)
+    np.testing.assert_allclose(found.score, want.score, atol=1e-5)
+    np.testing.assert_allclose(found.column, want.column, atol=1e-5)
+    assert f"all {full.n_tokens:,} tokens" in view.figure.layout.title.text
+    layer, head = want.ranking()[0]
+    assert f"L{layer}H{head}, with {want.score[layer, head]:.2f} of the weight" in view.caption

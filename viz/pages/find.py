@@ -6,6 +6,7 @@ import streamlit as st
 from model.analysis.find import COLUMN_SHARE, RELATIONS
 from model.analysis.metrics import METRIC_HELP
 from viz.shell.context import page_context
+from viz.shell.longrun import WHOLE, long_observation, reads_whole
 from viz.shell.services import views
 from viz.shell.widgets import (
     clicked,
@@ -47,7 +48,10 @@ def open_row() -> None:
 follow_open_page()
 ctx = page_context()
 obs = ctx.obs
-st.title("Find heads")
+whole = reads_whole(ctx)
+st.title("Find heads", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
+long = long_observation(ctx, summary=True) if whole else None  # the same numbers as Head metrics over every token
+tokens = long.tokens if long is not None else obs.tokens
 st.caption(
     "Which head links these tokens? Pick queries (rows: the tokens that look) and keys (columns: the tokens "
     "looked at), or a relation. Every head of every layer is ranked by the weight its queries put on their keys. "
@@ -64,10 +68,10 @@ if relation in METRIC_HELP:  # previous / next: one definition with Head metrics
 queries, keys = [], []
 if relation == "tokens":
     c1, c2 = st.columns(2)
-    options = list(range(obs.n_tokens))
+    options = list(range(len(tokens)))
 
     def token(i: int) -> str:
-        return f"{i}: {obs.tokens[i]}"
+        return f"{i}: {tokens[i]}"
 
     queries = c1.multiselect("Query tokens (rows)", options, format_func=token, key="find_queries")
     keys = c2.multiselect("Key tokens (columns)", options, format_func=token, key="find_keys")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from model.analysis.find import RELATIONS, Found, find_heads, relation_pairs, token_pairs, word_ids
+from model.analysis.find_long import picked, related
 from viz.figures import ranked_heads
 from viz.figures.common import Theme, with_subtitle
+from viz.figures.gallery import THUMB
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted_at
@@ -48,24 +50,31 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
             + " ".join(quoted_at(names, k) for k in keys)
         )
         return find_heads(obs.cross, pairs, obs.special), what
+    long = src.long  # a long text read whole: every token, from its streamed statistics and exact rows
+    tokens = long.tokens if long is not None else obs.tokens
+    n = len(tokens)
     if relation == "tokens":
         queries = tuple(q for q in queries if 0 <= q < n)
         keys = tuple(k for k in keys if 0 <= k < n)
         if not queries or not keys:
             raise ViewUnavailableError("Pick at least one query token and one key token.")
+        what = " ".join(quoted_at(tokens, q) for q in queries) + " → " + " ".join(quoted_at(tokens, k) for k in keys)
+        if long is not None:
+            return picked(long, queries, keys), what
         pairs = token_pairs(n, queries, keys)
-        what = (
-            " ".join(quoted_at(obs.tokens, q) for q in queries)
-            + " → "
-            + " ".join(quoted_at(obs.tokens, k) for k in keys)
-        )
     else:
         if relation not in RELATIONS:
             raise ValueError(f"unknown relation {relation!r}")
-        pairs = relation_pairs(relation, obs.tokens, obs.special, word_ids(obs.text, obs.offsets, obs.special))
         what = f"Each token → {RELATION_LABELS[relation]}"
+        none = ViewUnavailableError(f"This text has no pair for “{RELATION_LABELS[relation]}”.")
+        if long is not None:
+            try:
+                return related(long, relation), what
+            except ValueError:
+                raise none from None
+        pairs = relation_pairs(relation, obs.tokens, obs.special, word_ids(obs.text, obs.offsets, obs.special))
         if not pairs.any():
-            raise ViewUnavailableError(f"This text has no pair for “{RELATION_LABELS[relation]}”.")
+            raise none
     return find_heads(obs.patterns, pairs, obs.special), what
 
 
@@ -89,17 +98,25 @@ def find(
     """The ``top`` heads with the most weight on the chosen pairs, strongest first (click one to open it)."""
     found, what = found_for(src, relation, tuple(queries), tuple(keys))
     heads = found.ranking()[: max(1, top)]
-    every = src.obs.cross if relation == SOURCE else src.obs.patterns
-    patterns = np.stack([every[lay, hd] for lay, hd in heads])  # (K, N, N), or (K, N, S) of cross-attention
-    picked = relation in ("tokens", SOURCE)
+    chosen = relation in ("tokens", SOURCE)
+    rows, cols = (tuple(queries), tuple(keys)) if chosen else ((), ())
+    whole = ""
+    if src.long is not None and relation != SOURCE:  # block means pooled from the summary: no N × N pattern
+        pooled, bounds = src.long.pooled(THUMB, [lay for lay, _ in heads])  # (K, H, t, t), (t + 1,)
+        patterns = pooled[np.arange(len(heads)), [hd for _, hd in heads]]  # (K, t, t)
+        rows, cols = (tuple(np.searchsorted(bounds, list(p), side="right") - 1) for p in (rows, cols))  # their cells
+        whole = f", all {src.long.n_tokens:,} tokens"
+    else:
+        every = src.obs.cross if relation == SOURCE else src.obs.patterns
+        patterns = np.stack([every[lay, hd] for lay, hd in heads])  # (K, N, N), or (K, N, S) of cross-attention
     kind = "cross-attention heads" if relation == SOURCE else "heads"
     fig = ranked_heads(
         patterns,
         head_labels(found, heads),
         heads,
-        rows=queries if picked else (),
-        cols=keys if picked else (),
-        title=f"The {len(heads)} {kind} with most weight on {what.removeprefix('Each token → ')}",
+        rows=rows,
+        cols=cols,
+        title=f"The {len(heads)} {kind} with most weight on {what.removeprefix('Each token → ')}{whole}",
         theme=theme,
     )
     caption = found_heads(what, found.score, found.column, found.flagged, found.chance, found.n_queries, len(heads))
