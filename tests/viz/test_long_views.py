@@ -121,7 +121,7 @@ def test_a_decoder_predicts_after_any_position_of_the_whole_text_and_continues_i
     at = full.n_tokens - 20  # beyond the 512 tokens whose patterns are kept
     (view,) = build("next.predictions", src, Theme(), position=at)
     want = predictions_from_hidden(src.loaded.model, full.hidden[at : at + 1], 1.0)[0]
-    assert f"after position {at}" in view.caption
+    assert f"after position {at:,}" in view.caption
     np.testing.assert_allclose(np.array(view.figure.data[0].x), [p for _, p in want], atol=1e-5)
     (gen,) = build("next.generation", src, Theme(), n_new=3)
     assert f"·{full.n_tokens}" in " ".join(gen.figure.data[0].y)  # the first new token takes position N
@@ -185,3 +185,18 @@ def test_find_heads_reads_the_whole_text_as_head_metrics_does(src, full):
     assert f"all {full.n_tokens:,} tokens" in view.figure.layout.title.text
     layer, head = want.ranking()[0]
     assert f"L{layer}H{head}, with {want.score[layer, head]:.2f} of the weight" in view.caption
+
+
+def test_a_sliding_windows_caption_says_which_queries_its_position_0_share_is_over():
+    """Gemma 3's local layers read “on average a query gives 8% to position 0” over 2,732 tokens, where only the
+    511 queries after it that its window lets see it count (the share is theirs)."""
+    from tests.model.test_long import VARIANTS, long_and_patterns, tiny
+    from viz.figures.text import pct
+    from viz.views.long import head_caption
+
+    long, patterns, _ = long_and_patterns(tiny(**VARIANTS["causal sliding window"]), 600)
+    assert long.rules[0].window == 7 and not long.rules[1].window
+    local, whole = head_caption(long, 0, 1, -1, -1), head_caption(long, 1, 1, -1, -1)
+    share = patterns[0, 1, 1:7, 0].mean()  # queries 1–6: a 7-key window keeps position 0 from the rest
+    assert f"position 0 gets {pct(share)} of a query's weight (over queries 1–6, the ones that can see it)" in local
+    assert f"position 0 gets {pct(patterns[1, 1, 1:, 0].mean())} of a query's weight and" in whole

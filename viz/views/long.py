@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.analysis.rows import seeing
 from model.long import LongObservation
 from viz.figures import attention_heatmap, heads_grid, heatmap_panels, model_overview
 from viz.figures.common import Theme, token_ranges, with_subtitle
@@ -56,10 +57,14 @@ def head_caption(long: LongObservation, layer: int, head: int, query: int, key: 
     received = long.summary(layer).received[head]
     most = int(np.argmax(received))
     share = received[most] / max(received.sum(), 1e-12)
+    first = np.arange(long.n_tokens) == 0
+    sees = np.flatnonzero(seeing(long.rules[layer], first, long.n_tokens).numpy() & ~first)  # a window hides the rest
+    # the share is over the later queries that can see position 0 (model.analysis.sinks.sink_shares)
+    over = f" (over queries 1–{sees[-1]:,}, the ones that can see it)" if 0 < len(sees) < long.n_tokens - 1 else ""
     return (
         f"{name} over all {long.n_tokens:,} tokens: {where(long, most)} receives the most attention ({pct(share)} of "
-        f"all weight); on average a query gives {pct(stats['position 0'])} to position 0 and "
-        f"{pct(stats['previous'])} to the token before it, at a mean distance of {stats['mean_distance']:,.0f} tokens."
+        f"all weight); on average position 0 gets {pct(stats['position 0'])} of a query's weight{over} and the "
+        f"token before it {pct(stats['previous'])}, at a mean distance of {stats['mean_distance']:,.0f} tokens."
     )
 
 
