@@ -56,7 +56,7 @@ def next_predictions(src: Source, theme: Theme, *, position: int = -1, temperatu
     truth = text.tokens[position + 1] if position + 1 < n else None
     caption = (
         f"At temperature {temperature:g}, the model gives {quoted(tokens[0])} {pct(probs[0])} after position "
-        f"{position}; the ten shown hold {pct(sum(probs))} of the probability."
+        f"{position:,}; the ten shown hold {pct(sum(probs))} of the probability."
     )
     if truth is not None:
         rank = tokens.index(truth) + 1 if truth in tokens else None
