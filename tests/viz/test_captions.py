@@ -526,4 +526,4 @@ def test_context_mixing_correlates_over_the_cells_the_layers_window_lets_a_query
     (view,) = build("mixing", src, Theme(), layer=0)
     seen = int((src.obs.patterns[0, 0] > 0).sum())
     assert src.loaded.model.cfg.is_sliding(0)
-    assert f"over the {seen} query–key cells the mask leaves visible" in view.caption
+    assert f"over the {seen:,} query–key cells the mask leaves visible" in view.caption

@@ -84,7 +84,7 @@ def mixing(src: Source, theme: Theme, *, layer: int = 0, across: bool = False):
     first = mats[names[0]][cells]
     rhos = {name: rank_correlation(first, mats[name][cells]) for name in names[1:]}
     caption = (
-        f"Rank correlation with {names[0]} over the {int(cells.sum())} query–key cells the mask leaves visible: "
+        f"Rank correlation with {names[0]} over the {int(cells.sum()):,} query–key cells the mask leaves visible: "
         + "; ".join(f"{name} ρ = {rho:.2f}" for name, rho in rhos.items())
         + "."
     )
