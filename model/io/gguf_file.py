@@ -58,11 +58,13 @@ class GGUFFile:
     mapped: mmap.mmap | None = None
 
     def release(self, start: int, length: int) -> None:
-        """Let the kernel drop these bytes' pages of the file from memory (read again from disk if touched again):
-        the file's bytes need not stay resident beside the weights made from them."""
+        """Let the kernel drop the file's pages up to the end of these bytes from this process's memory (read again
+        from the page cache or the disk if touched again): the file's bytes need not stay resident beside the
+        weights made from them. From the file's start, not from ``start``: a kernel that maps a whole large folio
+        on a fault maps the pages of the slice before too when the next slice is read (on Linux 6.18, slices of
+        557 kB left 124 of Gemma 3's 170 MiB embedding mapped); dropping what is already unmapped costs nothing."""
         if self.mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
-            begin = start // mmap.PAGESIZE * mmap.PAGESIZE
-            self.mapped.madvise(mmap.MADV_DONTNEED, begin, start + length - begin)
+            self.mapped.madvise(mmap.MADV_DONTNEED, 0, min(start + length, len(self.mapped)))
 
 
 class _Cursor:

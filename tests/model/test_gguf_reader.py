@@ -3,6 +3,9 @@ without initialisation (model/io/state.empty_model) and give the same outputs; R
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -100,3 +103,45 @@ def test_rope_tables_grow_to_the_longest_text_and_no_further():
     assert rope.cos.size(0) == 3 * ROPE_FIRST_POSITIONS  # capped at max_len
     with pytest.raises(ValueError, match="holds"):
         rope(x, offset=3 * ROPE_FIRST_POSITIONS)
+
+
+def _mapped_mib(path) -> int:
+    """MiB of ``path``'s pages mapped in this process (its mappings' Rss in /proc/self/smaps)."""
+    total, mine = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(maxsplit=1)[0]
+        if "-" in head and all(c in "0123456789abcdef-" for c in head):
+            mine = line.rstrip().endswith(str(path))
+        elif line.startswith("Rss:") and mine:
+            total += int(line.split()[1])
+    return total // 1024
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux's /proc")
+def test_released_slices_of_the_file_stay_out_of_memory(tmp_path):
+    """A load dequantises slice by slice and releases each slice's bytes of the file. Released from the slice's own
+    start, the kernel's fault-around (and, on a file read many times, its large folios) mapped the pages before the
+    next slice again, which nothing released: Gemma 3's 170 MiB embedding left 124 MiB mapped and its load peaked
+    at 1,542 MiB instead of 1,357."""
+    import mmap
+
+    from model.io.gguf_file import GGUFFile
+
+    path = tmp_path / "weights.bin"
+    with path.open("wb") as fh:
+        fh.write(np.random.default_rng(0).integers(0, 255, 64 << 20, dtype=np.uint8).tobytes())
+        fh.flush()
+        os.fsync(fh.fileno())
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # out of the page cache: read back as a file is
+    with path.open("rb") as fh:
+        while fh.read(8 << 20):  # a sequential read, as the reassembly of Gemma's parts or a checksum makes
+            pass
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    reader, data = GGUFFile({}, [], 3, mapped), np.frombuffer(mapped, dtype=np.uint8)
+    step = 556_920  # a Q8_0 embedding's 2 MB slice of floats, as gguf_weights reads it: not a whole number of pages
+    for start in range(6_527, len(data), step):
+        int(data[start : start + step].sum())
+        reader.release(start, min(step, len(data) - start))
+    assert _mapped_mib(path) <= 1
+    del data
+    mapped.close()
