@@ -36,8 +36,8 @@ def test_matches_transformers(gemma, key):
     ids = torch.tensor([enc.ids])
     hidden, trace = run_with_cache(gemma.model, ids, kinds=["pattern"])
     assert (trace.stack("pattern")[:, 0] - ref[f"{key}.attentions"]).abs().max() <= 1e-5
-    # float32 summed in another order (this host's kernels): 1.45e-4 on values up to 111, 1.3e-6 of them
-    torch.testing.assert_close(hidden[0], ref[f"{key}.hidden"], atol=1e-4, rtol=1e-5)
+    # float32 summed in another order (one host's kernels): 1.45e-4 on values up to 111, 1.3e-6 of the largest
+    assert (hidden[0] - ref[f"{key}.hidden"]).abs().max() <= 1e-4 + 2e-6 * ref[f"{key}.hidden"].abs().max()
     with torch.inference_mode():
         logits = gemma.model.lm_logits(hidden)[0][:, ref["logit_columns"]]
     assert (logits - ref[f"{key}.logits_columns"]).abs().max() <= 1e-4

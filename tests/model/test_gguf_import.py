@@ -49,21 +49,28 @@ def test_q_and_k_rows_are_hugging_face_layout(smollm, ref):
     assert torch.allclose(attn.w_k.weight[:64], ref["k_proj_layer0_head0"], atol=1e-6)
 
 
+def near(got: torch.Tensor, want: torch.Tensor, rel: float = 2e-6) -> bool:
+    """Within 1e-4 plus ``rel`` of the tensor's largest value: float32 summed in another order errs with the size of
+    the row, not of the element (on one host 1.2e-4 on a hidden value of 2.7 in a row reaching 50)."""
+    return (got - want).abs().max().item() <= 1e-4 + rel * want.abs().max().item()
+
+
 @pytest.mark.parametrize("key", INPUTS)
 def test_parity_with_hugging_face(smollm, ref, key):
     model = smollm.model
     ids = ref[f"{key}.ids"][None]
     hidden, trace = run_with_cache(model, ids, kinds=["pattern", "resid_pre"])
-    assert (hidden[0] - ref[f"{key}.hidden"]).abs().max().item() <= 1e-4
+    assert near(hidden[0], ref[f"{key}.hidden"])
     mid = trace.get("resid_pre", 15)[0]
     expected_mid = ref[f"{key}.resid_mid_layer"]
     assert ((mid - expected_mid).abs().max() / expected_mid.abs().max()).item() <= 1e-5  # residual ~1e3-1e4
     with torch.inference_mode():
         logits = model.lm_logits(hidden)[0]
-    assert (logits[:, ref["logit_columns"]] - ref[f"{key}.logits_columns"]).abs().max().item() <= 1e-4
-    assert (logits[-1] - ref[f"{key}.logits_last"]).abs().max().item() <= 1e-4
+    assert near(logits[:, ref["logit_columns"]], ref[f"{key}.logits_columns"])
+    assert near(logits[-1], ref[f"{key}.logits_last"])
     patterns = trace.stack("pattern")[:, 0]  # (L, H, N, N)
-    assert (patterns - ref[f"{key}.attentions"]).abs().max().item() <= 1e-5
+    # weights are at most 1: 1.8e-5 on one host's float32 kernels (3.5e-6 to 9e-6 on the other inputs)
+    assert (patterns - ref[f"{key}.attentions"]).abs().max().item() <= 5e-5
 
 
 @pytest.mark.parametrize("key", INPUTS)
