@@ -99,6 +99,11 @@ def test_the_caption_gives_a_long_texts_chance_and_queries_in_figures_one_can_re
     assert "would give 0.00092;" in caption and "averaged over 1,080 queries" in caption
     assert "1 head gives more than twice chance" in caption
 
+    flagged = np.array([[True, True]])  # tiny weights, as picked tokens on a long text get: not “0.00 vs 0.00”
+    small = found_heads("x", np.array([[0.0018, 0.00066]]), np.array([[0.0008, 0.00073]]), flagged, [0.0012], 1)
+    assert "with 0.0018 of the weight" in small and "(0.00066 vs 0.00073 from the others)" in small
+    assert "(0.002 vs 0.001 from the others)" in small  # the fewest decimals that tell them apart
+
 
 @pytest.mark.skipif(not available("minilm")[0], reason="all-MiniLM-L6-v2 is not installed")
 def test_minilm_it_animal_finds_the_coreference_head_and_flags_the_column_head():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz.figures.text import pct
+from viz.figures.text import apart, pct
 from viz.views.captions import quoted, quoted_at, weighed
 
 
@@ -63,7 +63,7 @@ def found_heads(what: str, score, column, flagged, chance, n_queries: int, shown
         "layers' masks"
     )
     text = (
-        f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {s[best]:.2f} of the weight "
+        f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {_small(s[best])} of the weight "
         f"({evenly}; averaged over {n_queries:,} quer{'y' if n_queries == 1 else 'ies'})."
     )
     twice = np.where(chance > 0, 2 * chance, 0.0)[:, None]  # (L, 1): each layer against its own chance
@@ -81,7 +81,8 @@ def found_heads(what: str, score, column, flagged, chance, n_queries: int, shown
                 " Among the strongest, column patterns (the other tokens give the same keys nearly as much): "
                 + (
                     ", ".join(
-                        f"L{lay}H{hd} ({s[lay, hd]:.2f} vs {col[lay, hd]:.2f} from the others)" for lay, hd in marked
+                        "L{}H{} ({} vs {} from the others)".format(lay, hd, *_pair(s[lay, hd], col[lay, hd]))
+                        for lay, hd in marked
                     )
                 )
                 + "."
@@ -118,3 +119,10 @@ def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
 def _small(x: float) -> str:
     """A share to two decimals, or to two significant digits below 0.01 (1 / 1,082 is 0.00092, not 0.00)."""
     return f"{x:.2f}" if x == 0 or abs(x) >= 0.01 else f"{x:.2g}"
+
+
+def _pair(a: float, b: float) -> tuple[str, str]:
+    """Two shares compared: with the fewest decimals that tell them apart, or to two significant digits when both
+    are that small (0.00071 vs 0.00068, not 0.00 vs 0.00)."""
+    x, y = apart(a, b)
+    return (_small(a), _small(b)) if x == y and max(abs(a), abs(b)) < 0.01 else (x, y)
