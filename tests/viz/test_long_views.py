@@ -167,6 +167,7 @@ def test_find_heads_reads_the_whole_text_as_head_metrics_does(src, full):
     """Find heads said “the same number as Head metrics' previous column” while it ranked the first 512 tokens and
     Head metrics read every token; it now reads them all, picked tokens past 512 included."""
     from model.analysis.find import find_heads, relation_pairs, token_pairs, word_ids
+    from viz.figures.text import small
     from viz.views.find import found_for
 
     words = word_ids(full.text, full.offsets, full.special)
@@ -184,7 +185,7 @@ def test_find_heads_reads_the_whole_text_as_head_metrics_does(src, full):
     np.testing.assert_allclose(found.column, want.column, atol=1e-5)
     assert f"all {full.n_tokens:,} tokens" in view.figure.layout.title.text
     layer, head = want.ranking()[0]
-    assert f"L{layer}H{head}, with {want.score[layer, head]:.2f} of the weight" in view.caption
+    assert f"L{layer}H{head}, with {small(want.score[layer, head])} of the weight" in view.caption
 
 
 def test_a_sliding_windows_caption_says_which_queries_its_position_0_share_is_over():

@@ -149,6 +149,11 @@ def signed(x: float) -> str:
     return f"{x:+.2f}" if x == 0 or abs(x) >= 0.005 else f"{x:+.1e}"
 
 
+def small(x: float) -> str:
+    """A share to two decimals, or to two significant digits below 0.01 (1 / 1,082 is 0.00092, not 0.00)."""
+    return f"{x:.2f}" if x == 0 or abs(x) >= 0.01 else f"{x:.2g}"
+
+
 def apart(a: float, b: float, least: int = 2, most: int = 4) -> tuple[str, str]:
     """Two numbers compared in a sentence, with the fewest decimals (``least`` … ``most``) that tell them apart:
     (0.0123, 0.0141) -> ("0.012", "0.014"); equal ones keep ``least``."""

@@ -10,6 +10,7 @@ from model.analysis.find_long import picked, related
 from viz.figures import ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.gallery import THUMB
+from viz.figures.text import small
 from viz.views.attention import subtitle
 from viz.views.base import Captioned, Source, ViewUnavailableError, view
 from viz.views.captions import quoted_at
@@ -80,7 +81,7 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
 
 def head_labels(found: Found, heads: list[tuple[int, int]]) -> list[str]:
     return [
-        f"L{lay}H{hd}<br>{found.score[lay, hd]:.2f}" + (" · column" if found.flagged[lay, hd] else "")
+        f"L{lay}H{hd}<br>{small(found.score[lay, hd])}" + (" · column" if found.flagged[lay, hd] else "")
         for lay, hd in heads
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from viz.figures.text import apart, pct
+from viz.figures.text import apart, pct, small
 from viz.views.captions import quoted, quoted_at, weighed
 
 
@@ -55,15 +55,15 @@ def found_heads(what: str, score, column, flagged, chance, n_queries: int, shown
     chance = np.broadcast_to(np.asarray(chance, dtype=np.float64), (L,))
     order = np.lexsort((np.tile(np.arange(H), L), np.repeat(np.arange(L), H), -s.ravel()))[:shown]
     best = divmod(int(order[0]), H)
-    low, high = _small(chance.min()), _small(chance.max())
+    low, high = small(chance.min()), small(chance.max())
     evenly = (
         f"a head spreading evenly would give {low}"
         if low == high
-        else f"a head spreading evenly would give {_small(chance[best[0]])} in its layer, {low}–{high} across the "
+        else f"a head spreading evenly would give {small(chance[best[0]])} in its layer, {low}–{high} across the "
         "layers' masks"
     )
     text = (
-        f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {_small(s[best])} of the weight "
+        f"{what}: the strongest of the {L * H} heads is L{best[0]}H{best[1]}, with {small(s[best])} of the weight "
         f"({evenly}; averaged over {n_queries:,} quer{'y' if n_queries == 1 else 'ies'})."
     )
     twice = np.where(chance > 0, 2 * chance, 0.0)[:, None]  # (L, 1): each layer against its own chance
@@ -116,13 +116,8 @@ def prediction_check(tokens: list[str], weights, query: int, guess: int) -> str:
     )
 
 
-def _small(x: float) -> str:
-    """A share to two decimals, or to two significant digits below 0.01 (1 / 1,082 is 0.00092, not 0.00)."""
-    return f"{x:.2f}" if x == 0 or abs(x) >= 0.01 else f"{x:.2g}"
-
-
 def _pair(a: float, b: float) -> tuple[str, str]:
     """Two shares compared: with the fewest decimals that tell them apart, or to two significant digits when both
     are that small (0.00071 vs 0.00068, not 0.00 vs 0.00)."""
     x, y = apart(a, b)
-    return (_small(a), _small(b)) if x == y and max(abs(a), abs(b)) < 0.01 else (x, y)
+    return (small(a), small(b)) if x == y and max(abs(a), abs(b)) < 0.01 else (x, y)
