@@ -39,6 +39,7 @@ from model.analysis.streaming import (
     summarise_layer,
     visible_cells,
     weights,
+    weights_at,
 )
 from model.observe import LONG_FROM
 
@@ -241,6 +242,11 @@ class LongObservation:
     def columns(self, layer: int, key: int) -> np.ndarray:
         """(H, N) exact weight every query gives one key, for every head of a layer."""
         return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)
+
+    def weights_at(self, layer: int, rows, keys, total: bool = False) -> np.ndarray:
+        """(H, R, K) exact weights of any rows on any keys (``total``: (H, R) summed over the keys), every head of a
+        layer: a product over those cells only (the rows' logsumexp comes from the layer's summary)."""
+        return weights_at(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, rows, keys, total)
 
     def pair(self, query: int, key: int) -> Found:
         """Find heads' score of one (query, key) pair for every head, exact (model.analysis.find_long.picked)."""

@@ -32,10 +32,7 @@ def picked(long, queries, keys) -> Found:
         raise ValueError("no (query, key) pair to look for: pick at least one query and one key")
     wanted = np.zeros(n, dtype=bool)
     wanted[keys] = True
-    score = np.stack(
-        [np.mean([long.weights(i, None, (q, q + 1), (0, n))[:, 0, keys].sum(-1) for q in queries], axis=0)
-         for i in layers]
-    )  # fmt: skip
+    score = np.stack([long.weights_at(i, queries, keys, total=True).mean(-1) for i in layers])  # (L, H)
     others = ordinary_rows(long) & ~wanted
     others[queries] = False
     column = None
@@ -43,8 +40,8 @@ def picked(long, queries, keys) -> Found:
         column = np.zeros_like(score)
         for i in layers:
             sees = others & seeing(long.rules[i], wanted, n).numpy()
-            use = sees if sees.any() else others
-            column[i] = np.sum([long.columns(i, int(k))[:, use] for k in keys], axis=0).mean(-1)
+            use = np.flatnonzero(sees if sees.any() else others)
+            column[i] = long.weights_at(i, use, keys, total=True).mean(-1)  # one product for all the keys
     chance = np.array([_chance_of_columns(rule, n, queries, wanted) for rule in long.rules])  # (L,)
     return Found(score.astype(np.float32), column, chance, len(queries))
 
@@ -84,8 +81,8 @@ def _received_from(long, queries: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     out = []
     for i in range(long.n_layers):
         total = long.summary(i).received[:, wanted].astype(np.float64).sum(-1)  # (H,)
-        for q in rest:
-            total -= long.weights(i, None, (int(q), int(q) + 1), (0, n))[:, 0, wanted].sum(-1)
+        if len(rest):
+            total -= long.weights_at(i, rest, np.flatnonzero(wanted), total=True).sum(-1)
         out.append(total / len(queries))
     return np.stack(out)
 

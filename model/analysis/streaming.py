@@ -93,6 +93,31 @@ def columns(q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, key: int)
     return torch.exp(s[..., 0] - torch.from_numpy(lse)).nan_to_num_(0.0).numpy().reshape(-1, n)
 
 
+def weights_at(
+    q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, rows, keys, total: bool = False
+) -> np.ndarray:
+    """(H, R, K) exact weights of any query rows on any keys of one layer (q (H, N, d_k), k (H_kv, N, d_k), lse
+    (H, N) each row's logsumexp from the layer's summary), a product over those cells only, rows a block at a
+    time; ``total``: (H, R) their sum over the keys instead (a column check over every row stays small)."""
+    H, kv = q.shape[0], k.shape[0]
+    rows, keys = np.asarray(rows, dtype=np.int64), np.asarray(keys, dtype=np.int64)
+    kt = torch.from_numpy(np.ascontiguousarray(k[:, keys])).transpose(1, 2)  # (H_kv, d_k, K)
+    out = np.empty((H, len(rows)) if total else (H, len(rows), len(keys)), dtype=np.float32)
+    step = max(1, BLOCK_CELLS // max(H * len(keys), 1))
+    for a in range(0, len(rows), step):
+        r = rows[a : a + step]
+        qt = torch.from_numpy(np.ascontiguousarray(q[:, r]))  # (H, R, d_k)
+        s = torch.bmm(qt.reshape(kv, -1, qt.shape[-1]), kt).view(H, len(r), len(keys)).mul_(rule.factor)  # (H, R, K)
+        if rule.softcap:
+            s = s.div_(rule.softcap).tanh_().mul_(rule.softcap)
+        blocked = rule.blocked(torch.from_numpy(r), torch.from_numpy(keys))
+        if blocked is not None:
+            s.masked_fill_(blocked, float("-inf"))
+        w = torch.exp(s - torch.from_numpy(lse[:, r])[..., None]).nan_to_num_(0.0)
+        out[:, a : a + len(r)] = (w.sum(-1) if total else w).numpy()
+    return out
+
+
 @dataclass
 class LayerSummary:
     """One layer's heads, summarised. grid: (H, B, B) float64 sums of weights per cell; lse: (H, N) float32;

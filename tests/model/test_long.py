@@ -322,3 +322,8 @@ def test_find_heads_over_the_whole_text_equals_find_heads_on_its_patterns(name):
         assert (got.column is None) == (want.column is None), what
         if want.column is not None:
             assert np.abs(got.column - want.column).max() <= 1e-5, what
+    rows, keys = np.array([599, 3, 300, 0]), np.array([0, 598, 297, 300, 5])  # any order, blocked cells too
+    for layer in range(long.n_layers):
+        want = patterns[layer][:, rows][:, :, keys]  # (H, R, K)
+        assert np.abs(long.weights_at(layer, rows, keys) - want).max() <= TOL
+        assert np.abs(long.weights_at(layer, rows, keys, total=True) - want.sum(-1)).max() <= 1e-5
