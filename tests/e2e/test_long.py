@@ -58,6 +58,10 @@ def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     wait_title(page, "with most weight on the previous token, all 1,082 tokens")
     page.get_by_text("averaged over 1,080 queries").first.wait_for()  # every ordinary query of the text, not 510
     no_errors(page, "Find heads over the whole text")
+    open_page(page, server, "lessons", "Lessons")  # the sink lesson reads every token too, and says so
+    section(page, "Attention sinks")
+    page.get_by_text("Marked “whole text”: this section reads all 1,082 tokens.").first.wait_for()
+    wait_title(page, "with and without its sink, all 1,082 tokens")
 
 
 def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_started_again(server, page):
