@@ -23,6 +23,11 @@ def ordinary_rows(long) -> np.ndarray:
     return ordinary if ordinary.any() else np.ones(long.n_tokens, dtype=bool)
 
 
+def found_whole(long, relation: str, queries=(), keys=()) -> Found:
+    """:func:`picked` for ``relation`` "tokens", else :func:`related`."""
+    return picked(long, queries, keys) if relation == "tokens" else related(long, relation)
+
+
 def picked(long, queries, keys) -> Found:
     """Every chosen query with every chosen key (``token_pairs``), exact: each query's weight on the keys, the keys'
     weight from every other ordinary query that can see one of them (a column pattern), chance per layer."""

@@ -16,6 +16,8 @@ import numpy as np
 import streamlit as st
 import torch
 
+from model.analysis.find import Found
+from model.analysis.find_long import found_whole
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
 from model.analysis.kinds import HeadKinds, long_kinds, observed_kinds
@@ -137,6 +139,12 @@ def get_similarity(spec, device, text, options, hide_special, _obs: Observation)
 @shared("Sorting the heads of the whole text into kinds…")
 def get_long_kinds(spec, device, text, options, pair, _long: LongObservation) -> HeadKinds:
     return long_kinds(_long, pair)
+
+
+@shared("Ranking every head over the whole text…")
+def get_long_found(spec, device, text, options, relation, queries, keys, _long: LongObservation) -> Found:
+    """Find heads over a text read whole (model/analysis/find_long.py): the view and the page's table share it."""
+    return found_whole(_long, relation, queries, keys)
 
 
 @shared("Comparing heads over the whole text…")

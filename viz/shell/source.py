@@ -29,6 +29,7 @@ from viz.shell.services import (
     get_generation,
     get_induction,
     get_kinds,
+    get_long_found,
     get_long_kinds,
     get_long_similarity,
     get_metrics,
@@ -166,6 +167,9 @@ class CachedSource:
             return get_long_kinds(*self._key(), pair, self.long)
         mine = self.obs if spec == self.spec else None
         return get_kinds(spec, self.device, self.obs.text, self.options, pair, upload_bytes(spec), mine)
+
+    def long_found(self, relation, queries, keys):
+        return get_long_found(*self._key(), relation, tuple(queries), tuple(keys), self.long)
 
     def stream(self, spec=None):
         obs, loaded = self.other(spec=spec)

@@ -24,6 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from model.analysis.circuits import Circuit
+from model.analysis.find import Found
 from model.analysis.gradients import Attribution
 from model.analysis.kinds import HeadKinds
 from model.analysis.lens import Lens, LogitAttribution
@@ -81,6 +82,7 @@ class Source(Protocol):
     def induction(self, period: int, seed: int) -> dict: ...
     def stream(self, spec: ModelSpec | None = None) -> tuple[Stream, Observation]: ...  # the residual stream's norms
     def kinds(self, spec: ModelSpec | None = None, pair=None) -> HeadKinds: ...  # each head's kind on this text
+    def long_found(self, relation: str, queries: tuple[int, ...], keys: tuple[int, ...]) -> Found: ...  # read whole
     def lens(self, positions: tuple[int, ...], target: int | None) -> Lens: ...  # the logit lens at positions
     def logit_attribution(self, target: int, foil: int | None, position: int) -> LogitAttribution: ...
     def patching(

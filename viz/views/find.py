@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from model.analysis.find import RELATIONS, Found, find_heads, relation_pairs, token_pairs, word_ids
-from model.analysis.find_long import picked, related
 from viz.figures import ranked_heads
 from viz.figures.common import Theme, with_subtitle
 from viz.figures.gallery import THUMB
@@ -61,7 +60,7 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
             raise ViewUnavailableError("Pick at least one query token and one key token.")
         what = " ".join(quoted_at(tokens, q) for q in queries) + " → " + " ".join(quoted_at(tokens, k) for k in keys)
         if long is not None:
-            return picked(long, queries, keys), what
+            return src.long_found(relation, queries, keys), what
         pairs = token_pairs(n, queries, keys)
     else:
         if relation not in RELATIONS:
@@ -70,7 +69,7 @@ def found_for(src: Source, relation: str, queries: tuple[int, ...], keys: tuple[
         none = ViewUnavailableError(f"This text has no pair for “{RELATION_LABELS[relation]}”.")
         if long is not None:
             try:
-                return related(long, relation), what
+                return src.long_found(relation, (), ()), what
             except ValueError:
                 raise none from None
         pairs = relation_pairs(relation, obs.tokens, obs.special, word_ids(obs.text, obs.offsets, obs.special))

@@ -11,6 +11,7 @@ import torch
 from model.analysis.attribution import attribution_patching
 from model.analysis.circuits import circuit
 from model.analysis.composition import composition_with
+from model.analysis.find_long import found_whole
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
 from model.analysis.kinds import long_kinds, observed_kinds
@@ -184,6 +185,10 @@ class DirectSource:
         if self.long is not None and spec in (None, self.spec):
             return self._once(key, lambda: long_kinds(self.long, pair))
         return self._once(key, lambda: observed_kinds(self.other(spec=spec)[0], pair))
+
+    def long_found(self, relation, queries, keys):
+        make = lambda: found_whole(self.long, relation, queries, keys)  # noqa: E731
+        return self._once(("found", relation, tuple(queries), tuple(keys)), make)
 
     def lens(self, positions, target):
         make = lambda: logit_lens(self.loaded.model, list(self.obs.ids), list(positions), target)  # noqa: E731
