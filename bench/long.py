@@ -8,7 +8,7 @@ chromium, while the pass goes on through the later layers), until the last layer
 until the model overview's thumbnails of every head are drawn (the summary of every head, streamed in the
 background), all three counted from the text; then a head switch and a layer switch on the attention map (medians
 of 3), the head metrics page, and the server's peak resident memory (VmHWM). Prints a Markdown table
-(bench/RESULTS.md, "Long context").
+(bench/RESULTS.md, "Long context") under this host's float32 product rate (hosts differ by 2.5 × on it).
 """
 
 from __future__ import annotations
@@ -119,6 +119,23 @@ def one_length(page, n: int, label: str, shots: Path | None, pid: int) -> dict:
     }  # fmt: skip
 
 
+def host_gflops(repeat: int = 5) -> float:
+    """This CPU's float32 matrix-product rate on the pass's commonest shape (the best of ``repeat``): hosts differ by
+    2.5 × on it, and every time in the table with it."""
+    import torch
+
+    a, b = torch.randn(8192, 576), torch.randn(576, 1536)
+    a @ b
+    best = min(timed_once(lambda: a @ b) for _ in range(repeat))
+    return 2 * 8192 * 576 * 1536 / best / 1e9
+
+
+def timed_once(work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
 def server_pid() -> int:
     """The newest streamlit server's process id (started by streamlit_server)."""
     import subprocess
@@ -137,6 +154,8 @@ def main() -> None:
     if shots:
         shots.mkdir(parents=True, exist_ok=True)
     rows = measure(args.tokens, args.model, shots)
+    print(f"\nthis host: {host_gflops():.0f} GFLOP/s in float32 (an 8,192 × 576 by 576 × 1,536 product, SmolLM2's "
+          "feed-forward at 8,192 tokens): the times below scale with it")  # fmt: skip
     print("\n| tokens | text → layer 0's map (s) | text → last layer's map (s) | text → all thumbnails (s) | head metrics "
           "(s) | head switch (s) | layer switch (s) | server peak RSS (MB) |\n| --- | --- | --- | --- | --- | --- | --- "
           "| --- |")  # fmt: skip
