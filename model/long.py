@@ -41,6 +41,7 @@ from model.analysis.streaming import (
     weights,
     weights_at,
 )
+from model.analysis.thumbs import block_sums
 from model.observe import LONG_FROM
 
 #: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
@@ -80,6 +81,7 @@ class LongObservation:
     _layer_locks: list[threading.Lock] = field(default_factory=list, repr=False)
     _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _peaks: dict[tuple[int, int, str], np.ndarray] = field(default_factory=dict, repr=False)
+    _pooled: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)  # thumbnails' block sums
 
     def __post_init__(self) -> None:
         self.width = grid_width(self.n_tokens, GRID_CELLS)
@@ -200,16 +202,30 @@ class LongObservation:
 
     def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
         """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of
-        at most ``size`` cells a side, pooled from the grids: ((L', H, t, t) float32, (t + 1,) token bounds).
-        ``layers``: which (default every layer: needs every layer's summary)."""
+        at most ``size`` cells a side: ((L', H, t, t) float32, (t + 1,) token bounds). ``layers``: which (default
+        every layer). From a layer's grid once its summary is streamed, else through the fused kernel
+        (model/analysis/thumbs.py: the overview need not wait for the summary), else its summary, streamed now."""
         edges = self.edges()
         picks = np.unique(np.linspace(0, self.cells, min(size, self.cells) + 1).round().astype(int))[:-1]
         bounds = np.append(edges[picks], self.n_tokens)  # pooled cells differ by one grid cell at most
         area = np.outer(np.diff(bounds), np.diff(bounds)).astype(np.float64)
         chosen = range(self.n_layers) if layers is None else layers
-        sums = np.stack([self.summary(layer).grid for layer in chosen])  # (L', H, B, B)
-        pooled = np.add.reduceat(np.add.reduceat(sums, picks, axis=-2), picks, axis=-1)
-        return (pooled / area).astype(np.float32), bounds
+        sums = np.stack([self._block_sums(layer, picks, bounds) for layer in chosen])  # (L', H, t, t)
+        return (sums / area).astype(np.float32), bounds
+
+    def _block_sums(self, layer: int, picks: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """(H, t, t) sums of one layer's weights over the pooled blocks (:meth:`pooled`); the kernel's kept per
+        layer and size."""
+        self._need(layer)
+        if self.summaries[layer] is None and not self.rules[layer].softcap:  # the kernel cannot soft-cap scores
+            with self._lock:
+                found = self._pooled.get((layer, len(bounds)))
+            if found is None:
+                found = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
+                with self._lock:
+                    self._pooled[(layer, len(bounds))] = found
+            return found
+        return np.add.reduceat(np.add.reduceat(self.summary(layer).grid, picks, axis=-2), picks, axis=-1)
 
     def stats(self) -> dict[str, np.ndarray]:
         """{name: (L, H)} for every name in ROW_STATS (head metrics, sink shares, relations): needs every layer."""

@@ -327,3 +327,24 @@ def test_find_heads_over_the_whole_text_equals_find_heads_on_its_patterns(name):
         want = patterns[layer][:, rows][:, :, keys]  # (H, R, K)
         assert np.abs(long.weights_at(layer, rows, keys) - want).max() <= TOL
         assert np.abs(long.weights_at(layer, rows, keys, total=True) - want.sum(-1)).max() <= 1e-5
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_thumbnails_without_the_summary_are_the_patterns_block_means(name, monkeypatch):
+    """The overview's thumbnails through the fused kernel (one-hot key blocks as values), before any summary: the
+    same plain block means as the full patterns give, windows included (their rows a block at a time); and the same
+    as from the summary."""
+    from model.analysis import thumbs
+
+    monkeypatch.setattr(thumbs, "WINDOW_ROWS", 96)  # several row blocks behind a window, not one
+    n = 700
+    long, patterns, _ = long_and_patterns(tiny(**VARIANTS[name]), n)
+    quick, bounds = long.pooled(32)
+    assert long.summarised == 0  # nothing was streamed for them
+    for layer in range(long.n_layers):
+        for a, b in ((0, 0), (5, 3), (31, 31), (20, 29)):
+            want = patterns[layer, :, bounds[a] : bounds[a + 1], bounds[b] : bounds[b + 1]].mean((-2, -1))
+            assert np.abs(quick[layer, :, a, b] - want).max() <= TOL
+    long.summarise()
+    slow, _ = long.pooled(32)
+    assert np.abs(quick - slow).max() <= TOL

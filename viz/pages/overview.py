@@ -27,7 +27,10 @@ obs = ctx.obs
 follow_open_page()
 whole = reads_whole(ctx)
 st.title("Model overview", help=f"Marked “{WHOLE}”: on a long text this page reads every token." if whole else None)
-long = long_observation(ctx, summary=True) if whole else None
+# the thumbnails go through the fused kernel as soon as the pass is over (model/analysis/thumbs.py), not after the
+# summary every other whole-text page waits for; a soft cap on the scores (Gemma 2) needs the summary
+capped = bool(ctx.loaded.model.cfg.attn_softcap)
+long = long_observation(ctx, summary=capped) if whole else None
 st.caption(
     f"All {obs.n_layers} × {obs.n_heads} heads"
     + (f" over all {long.n_tokens:,} tokens" if long is not None else "")
