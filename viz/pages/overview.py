@@ -1,5 +1,7 @@
 """Model overview: every layer × head as a thumbnail; click one to open it on the attention page."""
 
+from contextlib import nullcontext
+
 import streamlit as st
 
 from viz.shell.context import page_context
@@ -37,7 +39,9 @@ st.caption(
     + ". Thumbnails are block-averaged to at most 32 × 32 cells and each is "
     "scaled to its own maximum, so you see the shape of each pattern. Click a head (or pick it below) to open it."
 )
-(fig,) = views(ctx, "overview", layer=st.session_state["layer"], head=st.session_state["head"])
+summing = f"Summing every head's thumbnail over all {long.n_tokens:,} tokens…" if long is not None else None
+with st.spinner(summing, show_time=True) if summing else nullcontext():  # about 10 s at 8,192 tokens, once
+    (fig,) = views(ctx, "overview", layer=st.session_state["layer"], head=st.session_state["head"])
 show_view(fig, "overview_fig", on_select=open_clicked_head, selection_mode="points")
 with st.form("overview_pick"):
     layer, head = layer_head_picker(obs.n_layers, obs.n_heads, prefix="ov_")
