@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import plotly.io as pio
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from model.io.catalog import ModelSpec
@@ -55,6 +55,7 @@ def test_thinning_keeps_the_focus_and_spaces_the_rest():
     keep=st.lists(st.integers(0, 199), max_size=4),
     named=st.lists(st.integers(0, 199), max_size=6),
 )
+@example(n=195, budget=2, keep=[97], named=[0, 1])  # one label shown: its two named neighbours overprinted each other
 def test_thinned_labels_never_sit_closer_than_the_gap_the_budget_leaves(n, budget, keep, named):
     """Labels sit at their cells' centres: shown ones are at least ceil(n / budget) cells apart (the room each of
     ``budget`` labels has), kept ones included, and adding the labels a caption names keeps that spacing."""

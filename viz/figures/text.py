@@ -100,7 +100,9 @@ def keep_shown(shown: list[str], labels: list[str], wanted: set[str], limit: int
     extra = [i for i in named if i not in chosen][:limit]
     if not extra or not chosen:
         return shown
-    gap = min((b - a for a, b in itertools.pairwise(chosen)), default=1)  # what the thinning left between labels
+    # what the thinning left between labels; one label alone had the whole axis (not 1: two named neighbours of a
+    # lone label would then overprint each other)
+    gap = min((b - a for a, b in itertools.pairwise(chosen)), default=-(-len(labels) // len(chosen)))
     fixed = {i for i in named if i in chosen}
     ends = (0, len(labels) - 1)
     for i in extra:
