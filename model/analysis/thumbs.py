@@ -26,26 +26,36 @@ def block_sums(q: np.ndarray, k: np.ndarray, rule: Rule, bounds: np.ndarray) -> 
     if rule.softcap:
         raise ValueError("the fused kernel cannot soft-cap scores: stream the layer's summary")
     H, n, d = q.shape
-    t = len(bounds) - 1
+    kv, t = k.shape[0], len(bounds) - 1
+    G = H // kv
     block = torch.from_numpy(np.searchsorted(bounds, np.arange(n), side="right") - 1)  # (N,) each token's block
     # one-hot key blocks as the values, padded to d_k columns: the fused kernel needs v as wide as q and k
     values = F.pad(F.one_hot(block, t).float(), (0, max(0, d - t)))  # (N, max(d_k, t))
-    keys = torch.from_numpy(k).repeat_interleave(H // k.shape[0], 0)  # (H, N, d_k): query head h reads h // G
-    values = values[None].expand(H, n, values.shape[-1]).contiguous()  # (H, N, max(d_k, t))
-    queries = torch.from_numpy(q)
-    out = torch.empty(H, n, t)
+    sums = torch.zeros(H, t, t, dtype=torch.float64)
     with torch.inference_mode():
-        if not rule.window:  # one call: the kernel skips what the causal mask hides
-            out[:] = F.scaled_dot_product_attention(
-                queries[None], keys[None], values[None], is_causal=rule.causal, scale=rule.factor
-            )[0, :, :, :t]  # (H, N, t): each row's weight in each key block
-        else:  # rows a block at a time, each with the keys its window lets it see: no N × N mask
-            for r0 in range(0, n, WINDOW_ROWS):
-                r1 = min(n, r0 + WINDOW_ROWS)
-                lo, hi = rule.keys(r0, r1, n)
-                seen = ~rule.blocked(torch.arange(r0, r1), torch.arange(lo, hi))  # (R, C)
-                out[:, r0:r1] = F.scaled_dot_product_attention(
-                    queries[None, :, r0:r1], keys[None, :, lo:hi], values[None, :, lo:hi], attn_mask=seen,
-                    scale=rule.factor,
-                )[0, :, :, :t]  # fmt: skip
-    return torch.zeros(H, t, t, dtype=torch.float64).index_add_(1, block, out.double()).numpy()
+        for g in range(kv):  # the query heads of one key/value head at a time: a few MB, not H × N × d_k
+            heads = slice(g * G, (g + 1) * G)
+            queries = torch.from_numpy(q[heads])  # (G, N, d_k)
+            keys = torch.from_numpy(k[g])[None].expand(G, n, d)  # (G, N, d_k): query head h reads h // G
+            vals = values[None].expand(G, n, values.shape[-1])  # (G, N, max(d_k, t))
+            out = _weights_per_block(queries, keys, vals, rule, n)[..., :t]  # (G, N, t): each row's weight per block
+            sums[heads].index_add_(1, block, out.double())
+    return sums.numpy()
+
+
+def _weights_per_block(queries, keys, values, rule: Rule, n: int) -> torch.Tensor:
+    """The fused kernel's output (G, N, w) for one group's heads; behind a sliding window its rows a block at a
+    time, each with the keys its window lets it see (no N × N mask)."""
+    if not rule.window:  # one call: the kernel skips what the causal mask hides
+        return F.scaled_dot_product_attention(
+            queries[None], keys[None], values[None], is_causal=rule.causal, scale=rule.factor
+        )[0]
+    out = torch.empty(queries.shape[0], n, values.shape[-1])
+    for r0 in range(0, n, WINDOW_ROWS):
+        r1 = min(n, r0 + WINDOW_ROWS)
+        lo, hi = rule.keys(r0, r1, n)
+        seen = ~rule.blocked(torch.arange(r0, r1), torch.arange(lo, hi))  # (R, C)
+        out[:, r0:r1] = F.scaled_dot_product_attention(
+            queries[None, :, r0:r1], keys[None, :, lo:hi], values[None, :, lo:hi], attn_mask=seen, scale=rule.factor
+        )[0]
+    return out
