@@ -32,7 +32,6 @@ from model.analysis.streaming import (
     LayerSummary,
     Rule,
     Tokens,
-    columns,
     grid_width,
     head_grid,
     scores_block,
@@ -257,7 +256,7 @@ class LongObservation:
 
     def columns(self, layer: int, key: int) -> np.ndarray:
         """(H, N) exact weight every query gives one key, for every head of a layer."""
-        return columns(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, key)
+        return self.weights_at(layer, np.arange(self.n_tokens), [key])[..., 0]
 
     def weights_at(self, layer: int, rows, keys, total: bool = False) -> np.ndarray:
         """(H, R, K) exact weights of any rows on any keys (``total``: (H, R) summed over the keys), every head of a

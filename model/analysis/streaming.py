@@ -86,13 +86,6 @@ def weights(q: np.ndarray, k: np.ndarray, rule: Rule, rows: tuple[int, int], col
     return torch.exp(s - lse).nan_to_num_(0.0).numpy()  # a row blocked everywhere: 0, as masked_softmax
 
 
-def columns(q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, key: int) -> np.ndarray:
-    """(H, N): the weight every query gives key ``key``, from the rows' stored logsumexp (H, N)."""
-    n = q.shape[1]
-    s = scores_block(torch.from_numpy(q), torch.from_numpy(np.ascontiguousarray(k[:, key : key + 1])), rule, 0, key)
-    return torch.exp(s[..., 0] - torch.from_numpy(lse)).nan_to_num_(0.0).numpy().reshape(-1, n)
-
-
 def weights_at(
     q: np.ndarray, k: np.ndarray, rule: Rule, lse: np.ndarray, rows, keys, total: bool = False
 ) -> np.ndarray:
