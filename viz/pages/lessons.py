@@ -12,7 +12,7 @@ from model.io.bert import model_note
 from viz.settings import LESSON_SECTIONS
 from viz.shell.choices import LEAN_ABOVE_HEADS
 from viz.shell.context import page_context
-from viz.shell.longrun import WHOLE, long_observation, reads_whole
+from viz.shell.longrun import whole_section
 from viz.shell.needle import needle_section
 from viz.shell.services import views
 from viz.shell.widgets import (
@@ -161,9 +161,7 @@ elif part == "Attention sinks":
         "rows must sum to 1, so a head with nothing useful to read parks its weight on a token whose value moves "
         "little (Xiao et al., 2023, “attention sinks”). Encoders do the same with [CLS] and [SEP]."
     )
-    long = long_observation(ctx, summary=True) if reads_whole(ctx) else None  # a long text: over all its tokens
-    if long is not None:
-        st.caption(f"Marked “{WHOLE}”: this section reads all {long.n_tokens:,} tokens.")
+    long = whole_section(ctx)  # a long text: over all its tokens
     chosen = st.session_state.get("sink_layer", -1), st.session_state.get("sink_head", -1)
     if not (0 <= chosen[0] < obs.n_layers and 0 <= chosen[1] < obs.n_heads):  # first visit: the strongest sink
         mass = long.sink_mass() if long is not None else None

@@ -8,7 +8,7 @@ from model.analysis.sinks import first_target, present_targets
 from viz.settings import MIXING_SECTIONS
 from viz.shell.components import token_strip
 from viz.shell.context import page_context
-from viz.shell.longrun import WHOLE, long_observation, reads_whole
+from viz.shell.longrun import whole_section
 from viz.shell.services import views
 from viz.shell.widgets import ask_once, follow_open_page, open_clicked, section, show_view, show_views
 from viz.views.mixing import MAX_ZEROING_TOKENS, TARGET_NAMES
@@ -83,9 +83,7 @@ elif part == "Compare methods":
     show_views(views(ctx, "mixing.compare", query=int(query), target=target), "mix_cmp")
 else:
     # a long text: every token read whole, as the sink lesson and the head gallery read it (one number per head)
-    long = long_observation(ctx, summary=True) if reads_whole(ctx) else None
-    if long is not None:
-        st.caption(f"Marked “{WHOLE}”: this section reads all {long.n_tokens:,} tokens.")
+    long = whole_section(ctx)  # a long text: over all its tokens
     tokens, special = (long.tokens, long.special) if long is not None else (obs.tokens, obs.special)
     offered = present_targets(tokens, special)  # a decoder's text has no [CLS] or [SEP] to weigh
     if st.session_state.get("mix_sink") not in offered:

@@ -35,6 +35,16 @@ def reads_whole(ctx: PageContext) -> bool:
     )
 
 
+def whole_section(ctx: PageContext) -> LongObservation | None:
+    """A page section that reads a long text whole (once every head is measured), and says so under its title;
+    None for a text whose every pattern fits in memory."""
+    if not reads_whole(ctx):
+        return None
+    long = long_observation(ctx, summary=True)
+    st.caption(f"Marked “{WHOLE}”: this section reads all {long.n_tokens:,} tokens.")
+    return long
+
+
 def whole_status(ctx: PageContext) -> str | None:
     """The sidebar's line about the text read whole, once it is (None before, or for a short text)."""
     long = CACHE.peek(_key(ctx)) if reads_whole(ctx) else None
