@@ -149,3 +149,25 @@ def test_config_from_dict_rejects_unknown_and_wrong_types():
         TransformerConfig.from_dict({"causal": "yes"})
     cfg = TransformerConfig(d_model=64, n_heads=8)
     assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_a_fused_causal_pass_builds_no_mask_unless_a_layer_slides(monkeypatch):
+    """The fused kernel skips the causal triangle itself: no (N, N) mask is made for it (64 MB at 8,192 tokens);
+    a sliding layer still reads its window's."""
+    import model.masks
+
+    built = []
+    real = model.masks.layer_masks
+    monkeypatch.setattr(model.masks, "layer_masks", lambda *a, **k: built.append(1) or real(*a, **k))
+    torch.manual_seed(0)
+    ids = torch.randint(0, 64, (1, 40))
+    for types, expected in (((), 0), (("sliding", "global"), 1)):
+        cfg = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, causal=True,
+                                positional="rope", layer_types=types, sliding_window=8 if types else 0)  # fmt: skip
+        model_ = Transformer(cfg).eval()
+        built.clear()
+        with torch.no_grad():
+            fused = model_(ids, fused=True)
+        assert len(built) == expected, types
+        with torch.no_grad():
+            torch.testing.assert_close(fused, model_(ids), rtol=1e-5, atol=1e-5)
