@@ -151,6 +151,33 @@ def test_config_from_dict_rejects_unknown_and_wrong_types():
     assert TransformerConfig.from_dict(cfg.to_dict()) == cfg
 
 
+@pytest.mark.parametrize("activation", ["swiglu", "gelu"])
+def test_a_long_input_goes_through_the_feed_forward_a_block_of_rows_at_a_time(activation):
+    """Its hidden layer's temporaries stay under BLOCK_BYTES (d_ff 4,096 in float32: 512 rows of 16 kB), the
+    output as one product over every row gives it; a hook on the hidden layer or a gradient sees it whole."""
+    from model.feedforward import BLOCK_BYTES
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=1, d_ff=4096, activation=activation)
+    ff = Transformer(cfg).eval().blocks[0].ff
+    seen = []
+    ff.fc1.register_forward_hook(lambda _m, _i, out: seen.append(out.shape[1]))
+    x = torch.randn(2, 1500, 32)
+    with torch.no_grad():
+        out = ff(x)
+        assert seen == [256, 256, 256, 256, 256, 220]  # two batch rows: 2 × 4,096 × 4 B a row, 8 MiB in 256 rows
+        assert max(seen) * 2 * 4096 * 4 <= BLOCK_BYTES
+        seen.clear()
+        torch.testing.assert_close(out, ff._rows(x))
+        handle = ff.hook_hidden.register_forward_hook(lambda _m, _i, out: None)
+        torch.testing.assert_close(ff(x), out)
+        handle.remove()
+        assert seen == [1500, 1500]
+    seen.clear()
+    ff(x)
+    assert seen == [1500]
+
+
 def test_a_fused_causal_pass_builds_no_mask_unless_a_layer_slides(monkeypatch):
     """The fused kernel skips the causal triangle itself: no (N, N) mask is made for it (64 MB at 8,192 tokens);
     a sliding layer still reads its window's."""
