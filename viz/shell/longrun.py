@@ -13,6 +13,7 @@ import time
 import streamlit as st
 
 from model.long import LONG_FROM, LongObservation
+from model.memory import release_freed_memory
 from model.whole import prepare_long, read_long
 from viz.shell import jobs
 from viz.shell.cache import CACHE
@@ -72,19 +73,32 @@ def _start(ctx: PageContext) -> jobs.Job:
 
     def work(job: jobs.Job) -> None:
         job.report(0, model.cfg.n_layers, READ)
+        release_freed_memory()  # what the pages' short pass of this text freed, before 0.75 GB of q and k arrive
         long = prepare_long(model, loaded.tokenizer, text, options)
         _keep(key, long)  # in the cache from the start: a page draws each layer as soon as it is read
         try:
-            read_long(long, model, options, lambda done, total: job.report(done, total), job.stop.is_set)
+            read_long(long, model, options, _reporter(job), job.stop.is_set)
         except BaseException:
             CACHE.discard(key)  # half read: nobody may take it for the whole text
             raise
         _keep(key, long)  # sized again with its final hidden states
         job.report(0, long.n_layers, SUMMARY)
-        long.summarise(lambda done, total: job.report(done, total), job.stop.is_set)
+        long.summarise(_reporter(job), job.stop.is_set)
         _keep(key, long)  # sized again with its summaries
 
     return jobs.run(key, "long", model.cfg.n_layers, work, name=f"{len(text)}-chars")
+
+
+def _reporter(job: jobs.Job):
+    """``job.report`` after every layer, once the memory freed meanwhile is handed back: the server lets each
+    thread's heap keep up to 1 GB of freed memory for its next short pass (model/memory.py), and a long run's
+    layers, with the pages drawing them meanwhile, would pile it up (SmolLM2 at 8,192 tokens: 0.2 GB at the peak)."""
+
+    def report(done: int, total: int) -> None:
+        release_freed_memory()
+        job.report(done, total)
+
+    return report
 
 
 def _keep(key: tuple, long: LongObservation) -> None:
