@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,7 @@ from model.analysis.streaming import (
     weights_at,
 )
 from model.analysis.thumbs import block_sums
+from model.analysis.turns import PagesFirst
 from model.observe import LONG_FROM
 
 #: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
@@ -81,6 +83,7 @@ class LongObservation:
     _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _peaks: dict[tuple[int, int, str], np.ndarray] = field(default_factory=dict, repr=False)
     _pooled: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)  # thumbnails' block sums
+    turns: PagesFirst = field(default_factory=PagesFirst, repr=False)  # pages compute before the background run
 
     def __post_init__(self) -> None:
         self.width = grid_width(self.n_tokens, GRID_CELLS)
@@ -135,21 +138,23 @@ class LongObservation:
         return np.minimum(np.arange(self.cells + 1) * self.width, self.n_tokens)
 
     # ---- the summary: every head streamed once -------------------------------------------------------------------
-    def summary(self, layer: int, cancel: Callable[[], bool] | None = None) -> LayerSummary:
-        """Layer ``layer``'s summary, streamed now unless it already was (once, whoever asks first)."""
+    def summary(self, layer: int, cancel: Callable[[], bool] | None = None, *, behind: bool = False) -> LayerSummary:
+        """Layer ``layer``'s summary, streamed now unless it already was (once, whoever asks first); ``behind``:
+        for the background run, which lets pages go first."""
         self._need(layer)
         with self._layer_locks[layer]:
             if self.summaries[layer] is None:
-                self.summaries[layer] = summarise_layer(
-                    self.q[layer], self.k[layer], self.rules[layer], self._tokens, self.width, self.sample_rows,
-                    cancel, self._relations,
-                )  # fmt: skip
+                with nullcontext() if behind else self.turns.serving():
+                    self.summaries[layer] = summarise_layer(
+                        self.q[layer], self.k[layer], self.rules[layer], self._tokens, self.width, self.sample_rows,
+                        self.turns.behind(cancel) if behind else cancel, self._relations,
+                    )  # fmt: skip
             return self.summaries[layer]
 
     def summarise(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> None:
-        """Stream every layer not streamed yet; ``progress(layers done, L)``."""
+        """Stream every layer not streamed yet, in the background (pages go first); ``progress(layers done, L)``."""
         for layer in range(self.n_layers):
-            self.summary(layer, cancel)
+            self.summary(layer, cancel, behind=True)
             if progress is not None:
                 progress(layer + 1, self.n_layers)
 
@@ -183,7 +188,8 @@ class LongObservation:
         if found is None:
             self._need(layer)
             kv = head // self.kv_group
-            found = head_grid(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width, how)
+            with self.turns.serving():
+                found = head_grid(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width, how)
             with self._lock:
                 self._peaks[(layer, head, how)] = found
         return found
@@ -220,7 +226,8 @@ class LongObservation:
             with self._lock:
                 found = self._pooled.get((layer, len(bounds)))
             if found is None:
-                found = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
+                with self.turns.serving():
+                    found = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
                 with self._lock:
                     self._pooled[(layer, len(bounds))] = found
             return found
@@ -261,7 +268,9 @@ class LongObservation:
     def weights_at(self, layer: int, rows, keys, total: bool = False) -> np.ndarray:
         """(H, R, K) exact weights of any rows on any keys (``total``: (H, R) summed over the keys), every head of a
         layer: a product over those cells only (the rows' logsumexp comes from the layer's summary)."""
-        return weights_at(self.q[layer], self.k[layer], self.rules[layer], self.summary(layer).lse, rows, keys, total)
+        lse = self.summary(layer).lse
+        with self.turns.serving():
+            return weights_at(self.q[layer], self.k[layer], self.rules[layer], lse, rows, keys, total)
 
     def pair(self, query: int, key: int) -> Found:
         """Find heads' score of one (query, key) pair for every head, exact (model.analysis.find_long.picked)."""

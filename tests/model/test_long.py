@@ -348,3 +348,37 @@ def test_thumbnails_without_the_summary_are_the_patterns_block_means(name, monke
     long.summarise()
     slow, _ = long.pooled(32)
     assert np.abs(quick - slow).max() <= TOL
+
+
+def test_pages_go_first_the_background_summary_waits_while_a_page_computes():
+    """model/analysis/turns.py: the background run checks between blocks of rows and waits there while any page
+    computes (a page's summary of a layer counts), and a cancel still stops it while it waits."""
+    import threading
+
+    long, _, _ = long_and_patterns(tiny(causal=True, n_layers=4), 300)
+    seen = []
+    long.summary(3, cancel=lambda: seen.append(long.turns.serving_now) or False)  # a page's: it is computing
+    assert seen == [1] and long.turns.serving_now == 0
+    with long.turns.serving():
+        run = threading.Thread(target=long.summarise)
+        run.start()
+        run.join(0.6)
+        assert run.is_alive() and long.summarised == 1  # waiting at its first check, nothing streamed
+    run.join(30)
+    assert not run.is_alive() and long.summarised == 4
+    stop = threading.Event()
+    again, _, _ = long_and_patterns(tiny(causal=True, n_layers=2), 300)
+    errors = []
+
+    def background() -> None:
+        try:
+            again.summarise(cancel=stop.is_set)
+        except Cancelled as exc:
+            errors.append(exc)
+
+    with again.turns.serving():
+        run = threading.Thread(target=background)
+        run.start()
+        stop.set()
+        run.join(5)  # stopped while it waited for the page
+        assert not run.is_alive() and errors and again.summarised == 0

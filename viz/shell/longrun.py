@@ -77,7 +77,7 @@ def _start(ctx: PageContext) -> jobs.Job:
         long = prepare_long(model, loaded.tokenizer, text, options)
         _keep(key, long)  # in the cache from the start: a page draws each layer as soon as it is read
         try:
-            read_long(long, model, options, _reporter(job), job.stop.is_set)
+            read_long(long, model, options, _reporter(job), long.turns.behind(job.stop.is_set))  # pages first
         except BaseException:
             CACHE.discard(key)  # half read: nobody may take it for the whole text
             raise
