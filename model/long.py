@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from model.analysis.streaming import (
 )
 from model.analysis.thumbs import block_sums
 from model.analysis.turns import PagesFirst
+from model.memory import release_freed_memory
 from model.observe import LONG_FROM
 
 #: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
@@ -137,6 +138,15 @@ class LongObservation:
         """(B + 1,) token positions where grid cells start (the last: N)."""
         return np.minimum(np.arange(self.cells + 1) * self.width, self.n_tokens)
 
+    @contextmanager
+    def _computing(self):
+        """A page's computation: the background run waits meanwhile (model/analysis/turns.py), and what it freed
+        goes back to the OS after it (a server's heaps keep up to 1 GB freed each, model/memory.py: the thumbnails
+        of 30 layers piled up 0.2 GB while the background run, which trims after each of its layers, waited)."""
+        with self.turns.serving():
+            yield
+        release_freed_memory()
+
     # ---- the summary: every head streamed once -------------------------------------------------------------------
     def summary(self, layer: int, cancel: Callable[[], bool] | None = None, *, behind: bool = False) -> LayerSummary:
         """Layer ``layer``'s summary, streamed now unless it already was (once, whoever asks first); ``behind``:
@@ -144,7 +154,7 @@ class LongObservation:
         self._need(layer)
         with self._layer_locks[layer]:
             if self.summaries[layer] is None:
-                with nullcontext() if behind else self.turns.serving():
+                with nullcontext() if behind else self._computing():
                     self.summaries[layer] = summarise_layer(
                         self.q[layer], self.k[layer], self.rules[layer], self._tokens, self.width, self.sample_rows,
                         self.turns.behind(cancel) if behind else cancel, self._relations,
@@ -188,7 +198,7 @@ class LongObservation:
         if found is None:
             self._need(layer)
             kv = head // self.kv_group
-            with self.turns.serving():
+            with self._computing():
                 found = head_grid(self.q[layer, head], self.k[layer, kv], self.rules[layer], self.width, how)
             with self._lock:
                 self._peaks[(layer, head, how)] = found
@@ -226,7 +236,7 @@ class LongObservation:
             with self._lock:
                 found = self._pooled.get((layer, len(bounds)))
             if found is None:
-                with self.turns.serving():
+                with self._computing():
                     found = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
                 with self._lock:
                     self._pooled[(layer, len(bounds))] = found
@@ -269,7 +279,7 @@ class LongObservation:
         """(H, R, K) exact weights of any rows on any keys (``total``: (H, R) summed over the keys), every head of a
         layer: a product over those cells only (the rows' logsumexp comes from the layer's summary)."""
         lse = self.summary(layer).lse
-        with self.turns.serving():
+        with self._computing():
             return weights_at(self.q[layer], self.k[layer], self.rules[layer], lse, rows, keys, total)
 
     def pair(self, query: int, key: int) -> Found:

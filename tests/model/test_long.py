@@ -382,3 +382,20 @@ def test_pages_go_first_the_background_summary_waits_while_a_page_computes():
         stop.set()
         run.join(5)  # stopped while it waited for the page
         assert not run.is_alive() and errors and again.summarised == 0
+
+
+def test_a_pages_computation_hands_what_it_freed_back(monkeypatch):
+    """The server's heaps keep freed memory (model/memory.py); each layer's thumbnails, summary or exact weights a
+    page computes trims them after it, as the background run does after each of its layers."""
+    import model.long
+
+    trims = []
+    monkeypatch.setattr(model.long, "release_freed_memory", lambda: trims.append(1))
+    long, _, _ = long_and_patterns(tiny(causal=True, n_layers=3), 300)
+    long.pooled(8)  # the kernel's block sums, one layer at a time
+    assert len(trims) == 3
+    long.summary(1)
+    long.weights_at(1, [5, 6], [0, 1])
+    assert len(trims) == 5
+    long.summarise()  # the background run: the job trims after its layers (viz/shell/longrun.py)
+    assert len(trims) == 5
