@@ -27,6 +27,13 @@ from bench.pages import submit, timed
 from scripts.browser import chromium, nav_to, streamlit_server, wait_idle
 
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
+#: the head metrics page is drawn: its charts are there and no progress bar (the summary's) is left
+METRICS_DRAWN = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const title = Array.from(document.querySelectorAll('h1')).some(h => h.textContent.includes('Head metrics'));
+  return title && app && app.dataset.testScriptState === 'notRunning' && !document.querySelector('[data-testid="stProgress"]')
+    && document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length > 0;
+}"""
 
 
 def long_text(n_tokens: int, label: str) -> tuple[str, int]:
@@ -106,8 +113,7 @@ def one_length(page, n: int, label: str, shots: Path | None, pid: int) -> dict:
     if shots:
         page.screenshot(path=str(shots / f"long-overview-{n}.png"), full_page=True)
     nav(page, "Head metrics")  # drawn once every head is measured (the page shows the summary's progress till then)
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=600_000)
-    wait_idle(page)
+    page.wait_for_function(METRICS_DRAWN, timeout=600_000, polling=100)
     metrics = time.perf_counter() - start  # from the text, as the maps and thumbnails
     if shots:
         page.screenshot(path=str(shots / f"long-metrics-{n}.png"), full_page=True)
