@@ -19,12 +19,13 @@ from viz.shell.boot import import_once  # noqa: E402
 
 import_once()  # the heavy imports, once per process, one session at a time (two at once broke pandas' import)
 
-from model.memory import keep_freed_memory  # noqa: E402
+from model.memory import keep_freed_memory, release_freed_memory  # noqa: E402
 from viz.export.render import note_activity, warm_up_renderer  # noqa: E402
 from viz.shell import prepare  # noqa: E402
 from viz.shell.claims import claim_note, place_claim_focus  # noqa: E402
 from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
 from viz.shell.export_panel import export_section, session_controls  # noqa: E402
+from viz.shell.longrun import reads_whole  # noqa: E402
 from viz.shell.sidebar import draw_sidebar  # noqa: E402
 from viz.shell.state import init_state, load_url_state, save_url_state  # noqa: E402
 from viz.shell.widgets import CHIP_CSS, PRESENTATION_CSS, unavailable  # noqa: E402
@@ -120,6 +121,8 @@ link_note = save_url_state()
 if link_note:
     st.caption(link_note)
 export_section(page.title, page.url_path)
+if reads_whole(context):  # a text read whole: its pages free large arrays, which the heaps would keep (model/memory.py)
+    release_freed_memory()
 if os.environ.get("ATTENTION_LAB_WARM_RENDERER", "1") != "0":
     # once per process, in the background, once the first page is up and no run has started or ended for 5 s
     # (a class opening the app together does not share the cores with a starting browser): downloads are quick

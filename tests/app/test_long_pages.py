@@ -60,3 +60,22 @@ def test_a_long_run_hands_freed_memory_back_after_every_layer(monkeypatch):
     for done in (1, 2, 3):
         report(done, 3)
     assert calls == ["trim", 1, "trim", 2, "trim", 3]
+
+
+def test_each_run_on_a_text_read_whole_hands_freed_memory_back(monkeypatch):
+    """A text read whole: every finished run trims the heaps, which the server lets keep up to 1 GB freed each
+    (model/memory.py), so that its pages' large temporaries do not pile up (SmolLM2 at 8,192 tokens: 0.1–0.2 GB
+    while one switches layers); a short text's runs keep them for the next pass."""
+    import model.memory
+
+    calls = []
+    monkeypatch.setattr(model.memory, "release_freed_memory", lambda: calls.append(1) or True)
+    at = new_app()  # loading the model may trim (viz.shell.services)
+    loaded = len(calls)
+    at.run()
+    assert len(calls) == loaded
+    at.sidebar.text_area(key="text").set_value(LONG).run()
+    settle(at)
+    before = len(calls)
+    at.run()
+    assert not at.exception and len(calls) == before + 1
