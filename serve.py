@@ -29,6 +29,18 @@ def warm() -> None:
         pass
     finally:
         quiet.setLevel(level)
+        _idle()
+
+
+def _idle() -> None:
+    """This thread stays in asyncio's pool, idle: it hands back the OpenMP threads the model's loading made, or
+    every page's torch work would run with its threads sleeping between operations (model/openmp.py)."""
+    try:
+        from model.openmp import release_pool
+
+        release_pool()
+    except ImportError:
+        pass
 
 
 @asynccontextmanager

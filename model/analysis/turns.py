@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from model.openmp import release_pool
+
 
 class PagesFirst:
     """How many pages compute now; the background run waits for none to."""
@@ -39,6 +41,7 @@ class PagesFirst:
         try:
             yield
         finally:
+            release_pool()  # the page's thread goes on drawing: the background run's OpenMP threads may spin
             with self._turn:
                 self._front -= 1
                 self._turn.notify_all()
@@ -49,6 +52,8 @@ class PagesFirst:
 
         def check() -> bool:
             with self._turn:
+                if self._front:
+                    release_pool()  # while this run waits, the page's OpenMP threads may spin (model/openmp.py)
                 while self._front and not (cancel is not None and cancel()):
                     self._turn.wait(0.5)
             return cancel is not None and cancel()
