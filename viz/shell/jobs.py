@@ -50,6 +50,7 @@ class Job:
     path: Path | None = None
     stop: threading.Event = field(default_factory=threading.Event, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
+    _change: threading.Condition = field(default_factory=threading.Condition, repr=False)
 
     @property
     def running(self) -> bool:
@@ -57,9 +58,25 @@ class Job:
 
     def report(self, done: int, total: int, phase: str | None = None) -> None:
         """Progress from the work: ``done`` of ``total`` (in ``phase``, when it changes)."""
-        self.done, self.total = done, total
-        if phase is not None:
-            self.phase = phase
+        with self._change:
+            self.done, self.total = done, total
+            if phase is not None:
+                self.phase = phase
+            self._change.notify_all()
+
+    def wait_for(self, ready: Callable[[], bool], timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds, woken by every report, until ``ready()`` or the run is over; returns
+        ``ready()``. A page waiting for a layer reruns as soon as it is read, not at its next tick."""
+        end = time.monotonic() + timeout
+        with self._change:
+            while not ready() and not self.finished and (left := end - time.monotonic()) > 0:
+                self._change.wait(left)
+        return ready()
+
+    def _finish(self) -> None:
+        with self._change:
+            self.finished = True
+            self._change.notify_all()
 
     @property
     def ahead(self) -> int:
@@ -137,7 +154,7 @@ def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: 
         finally:
             if gate is not None:
                 gate.release()
-            job.finished = True
+            job._finish()
 
     job.thread = threading.Thread(target=body, name=f"{kind}-{name or id(job)}", daemon=True)
     job.thread.start()

@@ -9,6 +9,7 @@ when it is shown), then the summary of every head (the overview, head metrics, s
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -21,6 +22,8 @@ from viz.shell.context import PageContext
 
 READ, SUMMARY = "Reading the whole text", "Measuring every head"
 WHOLE = "whole text"  # what a page that reads the whole text says in its title's help
+#: how long the progress fragment waits for what its page needs before it draws the bar (it reruns every second)
+WAIT_S = 0.8
 
 
 def reads_whole(ctx: PageContext) -> bool:
@@ -160,13 +163,18 @@ def _progress(key: tuple, summary: bool, layer: int | None) -> None:
     """Redrawn every second while the run goes on (other users and pages are not blocked); the page reruns once
     what it needs is ready."""
     job = jobs.job_for(key)
-    progress_of(job, "layer", _ready(CACHE.peek(key), summary, layer))
+    progress_of(job, "layer", lambda: _ready(CACHE.peek(key), summary, layer))
 
 
-def progress_of(job: jobs.Job | None, unit: str, ready: bool = False) -> None:
+def progress_of(job: jobs.Job | None, unit: str, ready: bool | Callable[[], bool] = False) -> None:
     """A job's progress bar and Cancel button (inside a fragment that reruns every second); the whole page reruns
-    once the job is over or ``ready`` (what the page needs exists)."""
-    if job is None or job.finished or ready:
+    once the job is over or ``ready`` (what the page needs exists). A callable ``ready`` is waited for up to
+    :data:`WAIT_S` first, woken by the job's reports: the page reruns when the layer it shows is read, not up to
+    a second later at the fragment's next tick."""
+    check = ready if callable(ready) else (lambda: ready)
+    if job is not None and not job.finished and callable(ready):
+        job.wait_for(check, WAIT_S)
+    if job is None or job.finished or check():
         st.rerun()
     elapsed = time.perf_counter() - job.started
     if job.queued:
