@@ -21,7 +21,7 @@ import_once()  # the heavy imports, once per process, one session at a time (two
 
 from model.memory import keep_freed_memory, release_freed_memory  # noqa: E402
 from viz.export.render import note_activity, warm_up_renderer  # noqa: E402
-from viz.shell import prepare  # noqa: E402
+from viz.shell import jobs, prepare  # noqa: E402
 from viz.shell.claims import claim_note, place_claim_focus  # noqa: E402
 from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
 from viz.shell.export_panel import export_section, session_controls  # noqa: E402
@@ -125,6 +125,7 @@ if reads_whole(context):  # a text read whole: its pages free large arrays, whic
     release_freed_memory()
 if os.environ.get("ATTENTION_LAB_WARM_RENDERER", "1") != "0":
     # once per process, in the background, once the first page is up and no run has started or ended for 5 s
-    # (a class opening the app together does not share the cores with a starting browser): downloads are quick
+    # (a class opening the app together does not share the cores with a starting browser) and no background run
+    # works (a long text's pass runs no script for seconds): downloads are quick
     note_activity()
-    warm_up_renderer(delay=10.0, quiet=5.0)
+    warm_up_renderer(delay=10.0, quiet=5.0, busy=jobs.any_running)

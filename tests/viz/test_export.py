@@ -357,3 +357,25 @@ def test_the_renderer_warms_up_only_after_the_runs_go_quiet(monkeypatch):
     clock.advance(0.1, thread)
     thread.join(10)
     assert len(started) == 1 and started[0] - last >= 0.2 - 1e-9
+
+
+def test_the_renderer_does_not_warm_up_while_a_background_run_works(monkeypatch):
+    """A long text's pass runs no script for seconds: the runs look quiet, but the browser's start would take two
+    of its seconds; the warm-up waits until ``busy()`` is false."""
+    clock = _Clock()
+    started, working = [], [True]
+    monkeypatch.setattr(render, "time", clock)
+    monkeypatch.setattr(render, "image_export_available", lambda: True)
+    monkeypatch.setattr(render, "_renderer", None)
+    monkeypatch.setattr(render, "_warm_up_thread", None)
+    monkeypatch.setattr(render, "_start_renderer_locked", lambda: started.append(clock.now))
+    thread = render.warm_up_renderer(delay=0.0, quiet=0.2, busy=lambda: working[0])
+    with clock.cond:
+        assert clock.cond.wait_for(lambda: clock.asleep_until is not None, timeout=10)
+    for _ in range(5):  # quiet for seconds, but the run works
+        clock.advance(render.BUSY_POLL_S, thread)
+        assert not started
+    working[0] = False
+    clock.advance(render.BUSY_POLL_S, thread)
+    thread.join(10)
+    assert len(started) == 1

@@ -13,6 +13,7 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable
 
 import plotly.graph_objects as go
 
@@ -27,6 +28,7 @@ _kaleido_lock = threading.Lock()
 _renderer: _Renderer | None = None
 _warm_up_thread: threading.Thread | None = None
 _last_activity = 0.0  # time.monotonic() of the last script run's start or end (note_activity)
+BUSY_POLL_S = 1.0  # how often the warm-up asks whether a background run still works
 
 
 def find_browser() -> str | None:
@@ -106,11 +108,15 @@ def note_activity() -> None:
     _last_activity = time.monotonic()
 
 
-def warm_up_renderer(delay: float = 0.0, quiet: float = 0.0) -> threading.Thread | None:
+def warm_up_renderer(
+    delay: float = 0.0, quiet: float = 0.0, busy: Callable[[], bool] | None = None
+) -> threading.Thread | None:
     """Start the render server on a background thread after ``delay`` seconds, once no script run has started
     or ended for ``quiet`` seconds (:func:`note_activity`), so that the first PNG/SVG download does not wait for
     a browser to start (seconds) — and so that starting one (a second of a core) does not slow pages down:
-    a class that opens the app together would otherwise share the server's cores with it. Idempotent; None when
+    a class that opens the app together would otherwise share the server's cores with it. Nor while ``busy()``
+    says a background run works (a long text read whole runs no script for seconds: the browser's start took
+    2 s of its pass, bench/RESULTS.md). Idempotent; None when
     it runs or is starting, or no browser exists. A failure here is only logged: the next download starts the
     server itself and reports the error."""
     global _warm_up_thread
@@ -120,8 +126,13 @@ def warm_up_renderer(delay: float = 0.0, quiet: float = 0.0) -> threading.Thread
 
     def start() -> None:
         time.sleep(delay)
-        while (idle := time.monotonic() - _last_activity) < quiet:
-            time.sleep(quiet - idle)
+        while True:
+            if (idle := time.monotonic() - _last_activity) < quiet:
+                time.sleep(quiet - idle)
+            elif busy is not None and busy():
+                time.sleep(max(quiet, BUSY_POLL_S))
+            else:
+                break
         try:
             with _kaleido_lock:
                 _start_renderer_locked()

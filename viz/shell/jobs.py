@@ -103,6 +103,12 @@ def _ahead(job: Job) -> int:
     return running + before
 
 
+def any_running() -> bool:
+    """Whether any background run works or waits for its place now."""
+    with _guard:
+        return any(job.running for job in _jobs.values())
+
+
 def job_for(key: Hashable) -> Job | None:
     with _guard:
         return _jobs.get(key)
