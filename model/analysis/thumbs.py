@@ -33,29 +33,28 @@ def block_sums(q: np.ndarray, k: np.ndarray, rule: Rule, bounds: np.ndarray) -> 
     values = F.pad(F.one_hot(block, t).float(), (0, max(0, d - t)))  # (N, max(d_k, t))
     sums = torch.zeros(H, t, t, dtype=torch.float64)
     with torch.inference_mode():
-        for g in range(kv):  # the query heads of one key/value head at a time: a few MB, not H × N × d_k
-            heads = slice(g * G, (g + 1) * G)
-            queries = torch.from_numpy(q[heads])  # (G, N, d_k)
-            keys = torch.from_numpy(k[g])[None].expand(G, n, d)  # (G, N, d_k): query head h reads h // G
-            vals = values[None].expand(G, n, values.shape[-1])  # (G, N, max(d_k, t))
-            out = _weights_per_block(queries, keys, vals, rule, n)[..., :t]  # (G, N, t): each row's weight per block
-            sums[heads].index_add_(1, block, out.double())
+        # every head in one call, as (key/value head, its query heads): the kernel splits heads × row blocks over
+        # the cores evenly; a call per key/value head (3 of SmolLM2's) left one core a quarter of a head more
+        queries = torch.from_numpy(q).view(kv, G, n, d)  # (H_kv, G, N, d_k): query head h reads h // G
+        keys = torch.from_numpy(k)[:, None].expand(kv, G, n, d)  # (H_kv, G, N, d_k), no copy
+        vals = values[None, None].expand(kv, G, n, values.shape[-1])  # (H_kv, G, N, max(d_k, t)), no copy
+        out = _weights_per_block(queries, keys, vals, rule, n)  # (H_kv, G, N, w): each row's weight per block
+        for g in range(kv):  # summed per row block one key/value head at a time: a few MB of float64
+            sums[g * G : (g + 1) * G].index_add_(1, block, out[g, ..., :t].double())
     return sums.numpy()
 
 
 def _weights_per_block(queries, keys, values, rule: Rule, n: int) -> torch.Tensor:
-    """The fused kernel's output (G, N, w) for one group's heads; behind a sliding window its rows a block at a
-    time, each with the keys its window lets it see (no N × N mask)."""
+    """The fused kernel's output (B, G, N, w) for queries, keys and values (B, G, N, ·); behind a sliding window
+    its rows a block at a time, each with the keys its window lets it see (no N × N mask)."""
     if not rule.window:  # one call: the kernel skips what the causal mask hides
-        return F.scaled_dot_product_attention(
-            queries[None], keys[None], values[None], is_causal=rule.causal, scale=rule.factor
-        )[0]
-    out = torch.empty(queries.shape[0], n, values.shape[-1])
+        return F.scaled_dot_product_attention(queries, keys, values, is_causal=rule.causal, scale=rule.factor)
+    out = torch.empty(*queries.shape[:2], n, values.shape[-1])
     for r0 in range(0, n, WINDOW_ROWS):
         r1 = min(n, r0 + WINDOW_ROWS)
         lo, hi = rule.keys(r0, r1, n)
         seen = ~rule.blocked(torch.arange(r0, r1), torch.arange(lo, hi))  # (R, C)
-        out[:, r0:r1] = F.scaled_dot_product_attention(
-            queries[None, :, r0:r1], keys[None, :, lo:hi], values[None, :, lo:hi], attn_mask=seen, scale=rule.factor
-        )[0]
+        out[:, :, r0:r1] = F.scaled_dot_product_attention(
+            queries[:, :, r0:r1], keys[:, :, lo:hi], values[:, :, lo:hi], attn_mask=seen, scale=rule.factor
+        )
     return out
