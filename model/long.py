@@ -81,6 +81,7 @@ class LongObservation:
     summaries: list[LayerSummary | None] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _layer_locks: list[threading.Lock] = field(default_factory=list, repr=False)
+    _pool_locks: list[threading.Lock] = field(default_factory=list, repr=False)
     _counts: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _peaks: dict[tuple[int, int, str], np.ndarray] = field(default_factory=dict, repr=False)
     _pooled: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)  # thumbnails' block sums
@@ -91,6 +92,7 @@ class LongObservation:
         self.ready = self.n_layers if self.ready is None else self.ready
         self.summaries = [None] * self.n_layers
         self._layer_locks = [threading.Lock() for _ in range(self.n_layers)]
+        self._pool_locks = [threading.Lock() for _ in range(self.n_layers)]  # each layer's thumbnails, computed once
         words = word_ids(self.text, self.offsets, self.special)
         cols = target_columns(self.tokens, self.special)
         labels = np.unique(np.array(self.tokens, dtype=object), return_inverse=True)[1].astype(np.int64)
@@ -220,27 +222,42 @@ class LongObservation:
         at most ``size`` cells a side: ((L', H, t, t) float32, (t + 1,) token bounds). ``layers``: which (default
         every layer). From a layer's grid once its summary is streamed, else through the fused kernel
         (model/analysis/thumbs.py: the overview need not wait for the summary), else its summary, streamed now."""
-        edges = self.edges()
-        picks = np.unique(np.linspace(0, self.cells, min(size, self.cells) + 1).round().astype(int))[:-1]
-        bounds = np.append(edges[picks], self.n_tokens)  # pooled cells differ by one grid cell at most
+        picks, bounds = self._bounds(size)
         area = np.outer(np.diff(bounds), np.diff(bounds)).astype(np.float64)
         chosen = range(self.n_layers) if layers is None else layers
         sums = np.stack([self._block_sums(layer, picks, bounds) for layer in chosen])  # (L', H, t, t)
         return (sums / area).astype(np.float32), bounds
 
-    def _block_sums(self, layer: int, picks: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-        """(H, t, t) sums of one layer's weights over the pooled blocks (:meth:`pooled`); the kernel's kept per
-        layer and size."""
+    def thumbnails(self, size: int, progress: Progress | None = None, cancel: Callable[[], bool] | None = None):
+        """The background run's thumbnails, after the pass and before the summary (pages go first): every layer's
+        block sums for :meth:`pooled` at ``size``, so a model overview opened later draws at once (a layer already
+        summarised, or whose scores are soft-capped, is left to its summary). ``progress(layers done, L)``."""
+        picks, bounds = self._bounds(size)
+        check = self.turns.behind(cancel)
+        for layer in range(self.n_layers):
+            if check():
+                raise Cancelled
+            if self.summaries[layer] is None and not self.rules[layer].softcap:
+                self._block_sums(layer, picks, bounds, behind=True)
+            if progress is not None:
+                progress(layer + 1, self.n_layers)
+
+    def _bounds(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Which grid cells start the pooled blocks of at most ``size`` a side, and the blocks' token bounds."""
+        picks = np.unique(np.linspace(0, self.cells, min(size, self.cells) + 1).round().astype(int))[:-1]
+        return picks, np.append(self.edges()[picks], self.n_tokens)  # pooled cells differ by one grid cell at most
+
+    def _block_sums(self, layer: int, picks: np.ndarray, bounds: np.ndarray, behind: bool = False) -> np.ndarray:
+        """(H, t, t) sums of one layer's weights over the pooled blocks (:meth:`pooled`): the kernel's, kept per layer
+        and size, once whoever asks first (``behind``: the background run; a page waits a kernel call at most)."""
         self._need(layer)
         if self.summaries[layer] is None and not self.rules[layer].softcap:  # the kernel cannot soft-cap scores
-            with self._lock:
-                found = self._pooled.get((layer, len(bounds)))
-            if found is None:
-                with self._computing():
-                    found = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
-                with self._lock:
-                    self._pooled[(layer, len(bounds))] = found
-            return found
+            key, kept = (layer, len(bounds)), self._pooled
+            with self._pool_locks[layer]:
+                if key not in kept:
+                    with nullcontext() if behind else self._computing():
+                        kept[key] = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
+                return kept[key]
         return np.add.reduceat(np.add.reduceat(self.summary(layer).grid, picks, axis=-2), picks, axis=-1)
 
     def stats(self) -> dict[str, np.ndarray]:

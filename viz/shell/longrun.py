@@ -2,8 +2,9 @@
 per (model, device, tokens, options), shared by everyone who opens it, with its progress on the page and a Cancel
 button. Its result lives in the shared cache like every other analysis (viz/shell/budget.py).
 
-Two phases: the fused forward pass that keeps q and k (the attention map can draw from then on, a head computed
-when it is shown), then the summary of every head (the overview, head metrics, sinks and Find heads need it).
+Three phases: the fused forward pass that keeps q and k (the attention map can draw from then on, a head computed
+when it is shown), every head's thumbnail for the model overview (0.33 s a layer of SmolLM2 at 8,192 tokens: an
+overview opened later draws at once), then the summary of every head (head metrics, sinks and Find heads need it).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import streamlit as st
 from model.long import LONG_FROM, LongObservation
 from model.memory import release_freed_memory
 from model.whole import prepare_long, read_long
+from viz.figures.overview import THUMB as OVERVIEW_THUMB
 from viz.shell import jobs
 from viz.shell.cache import CACHE
 from viz.shell.context import PageContext
 
 READ, SUMMARY = "Reading the whole text", "Measuring every head"
+THUMBNAILS = "Drawing every head's thumbnail"
 WHOLE = "whole text"  # what a page that reads the whole text says in its title's help
 #: how long the progress fragment waits for what its page needs before it draws the bar (it reruns every second)
 WAIT_S = 0.8
@@ -85,6 +88,8 @@ def _start(ctx: PageContext) -> jobs.Job:
             CACHE.discard(key)  # half read: nobody may take it for the whole text
             raise
         _keep(key, long)  # sized again with its final hidden states
+        job.report(0, long.n_layers, THUMBNAILS)  # the model overview's, before the summary: drawn at once later
+        long.thumbnails(OVERVIEW_THUMB, _reporter(job), job.stop.is_set)
         job.report(0, long.n_layers, SUMMARY)
         long.summarise(_reporter(job), job.stop.is_set)
         _keep(key, long)  # sized again with its summaries
