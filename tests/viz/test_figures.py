@@ -123,6 +123,9 @@ def test_overview_is_downsampled_one_trace():
     assert list(centres.customdata[13]) == [1, 1]
     assert len(fig.layout.shapes) == 1
     assert len(fig.to_json()) < 2_000_000
+    # the axes end at the thumbnails' edges: no band the click markers' autorange padding would leave blank
+    assert list(fig.layout.yaxis.range) == [6 * 33 - 1.5, -0.5]
+    assert list(fig.layout.xaxis.range) == [-0.5, 12 * 33 - 1.5]
 
 
 def test_downsample_and_tiles_keep_structure():

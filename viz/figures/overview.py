@@ -68,10 +68,12 @@ def model_overview(
         x0, y0 = hd * (t + 1) - 0.5, lay * (t + 1) - 0.5
         add_shapes(fig, dict(type="rect", x0=x0, y0=y0, x1=x0 + t, y1=y0 + t, line={"color": "#e03131", "width": 3}))
     # Tick labels say "L3" and "H1": no axis titles (a top axis title would collide with the figure title).
+    # The ranges end at the thumbnails' edges: autorange would pad them for the click markers' size (a blank band
+    # of about half a thumbnail on every side).
     update_axes(
         fig,
         "y",
-        autorange="reversed",
+        range=[L * (t + 1) - 1.5, -0.5],  # reversed: layer 0 on top
         **({"scaleanchor": "x"} if deep else {}),
         tickvals=np.arange(L) * (t + 1) + (t - 1) / 2,
         ticktext=layer_labels if layer_labels is not None and len(layer_labels) == L else [f"L{i}" for i in range(L)],
@@ -81,6 +83,7 @@ def model_overview(
     update_axes(
         fig,
         "x",
+        range=[-0.5, H * (t + 1) - 1.5],
         tickvals=np.arange(H) * (t + 1) + (t - 1) / 2,
         ticktext=[f"H{i}" for i in range(H)],
         showgrid=False,
