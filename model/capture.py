@@ -24,44 +24,10 @@ import torch
 from torch import nn
 
 from model.errors import foreign_module
-from model.hooks import HookPoint
-
-#: kind -> hook path below ``blocks.{layer}``, with the shape each holds.
-KIND_PATHS: dict[str, str] = {
-    "attn_in": "hook_attn_in",  # (B, N, d_model), the attention sublayer's input
-    "q": "attn.hook_q",  # (B, H, N, d_k)
-    "k": "attn.hook_k",  # (B, H, M, d_k)
-    "v": "attn.hook_v",  # (B, H, M, d_k)
-    "scores": "attn.hook_scores",  # (B, H, N, M), scaled, masked cells -inf
-    "pattern": "attn.hook_pattern",  # (B, H, N, M)
-    "z": "attn.hook_z",  # (B, H, N, d_k), per-head output before W_o
-    "attn_out": "attn.hook_out",  # (B, N, d_model)
-    "cross_pattern": "cross.hook_pattern",  # (B, H, N, S): a decoder's cross-attention on the encoder's S tokens
-    "c2p": "attn.hook_c2p",  # (B, H, N, N): DeBERTa's content→position term of the scores, scaled
-    "p2c": "attn.hook_p2c",  # (B, H, N, N): its position→content term
-    "resid_pre": "hook_resid_pre",  # (B, N, d_model)
-    "resid_mid": "hook_resid_mid",  # (B, N, d_model)
-    "resid_mid_cross": "hook_resid_mid_cross",  # (B, N, d_model): a decoder's stream after its cross-attention
-    "resid_post": "hook_resid_post",  # (B, N, d_model)
-    "mlp_in": "hook_mlp_in",  # (B, N, d_model), what the feed-forward reads (LN(x) in a pre-norm block)
-    "mlp_hidden": "ff.hook_hidden",  # (B, N, d_ff), after the activation (SwiGLU: silu(gate) · up)
-    "mlp_out": "hook_mlp_out",  # (B, N, d_model), the feed-forward's output before it joins the stream
-    "router_logits": "ff.hook_router",  # (B, N, E), a mixture-of-experts layer's router (model/moe.py)
-    "expert_weights": "ff.hook_weights",  # (B, N, E), each expert's weight on each token: k nonzero per row
-    "sink": "attn.hook_sink",  # (B, H, N), the share of each row a learned sink takes (gpt-oss)
-}
-KINDS: tuple[str, ...] = tuple(KIND_PATHS)
+from model.hooks import KIND_PATHS, HookPoint, hook_name, named_hooks, select_names
+from model.hooks import KINDS as KINDS  # re-exported: model.capture is where callers import the kinds from
 
 _points_guard = threading.Lock()
-
-
-def hook_name(kind: str, layer: int) -> str:
-    """``hook_name("pattern", 0) == "blocks.0.attn.hook_pattern"``."""
-    if kind not in KIND_PATHS:
-        raise ValueError(f"unknown capture kind {kind!r}; choose from {', '.join(KINDS)}")
-    return f"blocks.{layer}.{KIND_PATHS[kind]}"
-
-
 _points_cache: weakref.WeakKeyDictionary[nn.Module, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
 
 
@@ -81,6 +47,7 @@ class Trace:
 
     names: tuple[str, ...]  # every hook point the model offers
     activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    stacks: dict[str, torch.Tensor] = field(default_factory=dict)  # kind -> (L, ...) its layers are written into
 
     def __contains__(self, name: str) -> bool:
         return name in self.activations
@@ -103,39 +70,14 @@ class Trace:
         layers = self.layers(kind)
         if not layers:
             raise KeyError(f"no {kind!r} activations were captured")
-        return torch.stack([self.get(kind, i) for i in layers])
+        whole, parts = self.stacks.get(kind), [self.get(kind, i) for i in layers]
+        if whole is not None and [p.data_ptr() for p in parts] == [w.data_ptr() for w in whole]:
+            return whole  # every layer written in place (capture's ``stacked``): no second copy
+        return torch.stack(parts)
 
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.activations.values())
-
-
-def _select(names: Iterable[str], layers: Iterable[int] | None, kinds: Iterable[str] | None) -> list[str]:
-    kinds = list(KINDS) if kinds is None else list(kinds)
-    for kind in kinds:
-        hook_name(kind, 0)  # validates the kind
-    available = set(names)
-    n_layers = len({n.split(".")[1] for n in available if n.startswith("blocks.")})
-    layers = list(range(n_layers)) if layers is None else list(layers)
-    for layer in layers:
-        if not 0 <= layer < n_layers:
-            raise ValueError(f"layer {layer} does not exist; the model has {n_layers} layers")
-    return [hook_name(k, i) for i in layers for k in kinds if hook_name(k, i) in available]
-
-
-def _named(points: Mapping[str, HookPoint], names_filter) -> list[str]:
-    """The hook names ``names_filter`` keeps, as TransformerLens's ``run_with_cache`` takes it: a callable
-    ``name -> bool``, one name, or a list of names (unknown names are refused, with where the names come from)."""
-    if callable(names_filter):
-        return [n for n in points if names_filter(n)]
-    wanted = [names_filter] if isinstance(names_filter, str) else list(names_filter)
-    unknown = [n for n in wanted if n not in points]
-    if unknown:
-        raise ValueError(
-            f"no hook point {', '.join(map(repr, unknown[:3]))} in this model; names look like "
-            f"{next(iter(points), 'blocks.0.attn.hook_pattern')!r} (model.capture.hook_points(model) lists them)"
-        )
-    return [n for n in points if n in set(wanted)]
 
 
 @contextlib.contextmanager
@@ -149,6 +91,7 @@ def capture(
     ablate_mode: str = "output",
     replace_patterns: Mapping[tuple[int, int], str | torch.Tensor] | None = None,
     names_filter: Callable[[str], bool] | Iterable[str] | str | None = None,
+    stacked: Iterable[str] = (),
 ) -> Iterator[Trace]:
     """Record activations (and apply interventions) for forward passes run inside the block.
 
@@ -160,6 +103,10 @@ def capture(
         "pattern" zeroes its attention pattern (same effect on the output, visible in the pattern).
     replace_patterns: {(layer, head): "uniform" | tensor (N, M)}; "uniform" spreads the weight evenly
         over the keys the mask allows.
+    stacked: kinds whose layers are written into one (L, ...) tensor as they come (``trace.stack`` returns it,
+        no copy) and not kept apart: half the memory, each layer's own tensor freed for the next layer to reuse
+        (SmolLM2's patterns at 512 tokens: 283 MB instead of 566). For one forward pass: a second one writes
+        over the first's.
     """
     if ablate_mode not in ("output", "pattern"):
         raise ValueError("ablate_mode must be 'output' or 'pattern'")
@@ -169,7 +116,7 @@ def capture(
     trace = Trace(names=tuple(points))
     if names_filter is not None and (layers is not None or kinds is not None):
         raise ValueError("give names_filter or layers/kinds, not both")
-    wanted = _select(points, layers, kinds) if names_filter is None else _named(points, names_filter)
+    wanted = select_names(points, layers, kinds) if names_filter is None else named_hooks(points, names_filter)
     ablate = sorted(set(ablate))
     replace_patterns = dict(replace_patterns or {})
     if ablate or replace_patterns:  # validate head indices only when there is something to validate
@@ -186,6 +133,10 @@ def capture(
     def mine() -> bool:
         return threading.get_ident() == owner
 
+    stacked = set(stacked)
+    slots = {n: (k, [m for m in wanted if m.endswith("." + KIND_PATHS[k])]) for k in stacked for n in wanted
+             if n.endswith("." + KIND_PATHS[k])}  # fmt: skip
+
     def recorder(name: str):
         def hook(_mod: nn.Module, _inp: tuple, out: torch.Tensor) -> None:
             if not mine():
@@ -193,7 +144,14 @@ def capture(
             t = out.detach()
             if dtype is not None and t.is_floating_point():
                 t = t.to(dtype)
-            trace.activations[name] = t if t.device.type == "cpu" else t.to("cpu")
+            kind, names = slots.get(name, (None, ()))
+            whole = trace.stacks.get(kind) if kind else None
+            if kind and whole is None:  # (L, ...) on the CPU, written layer by layer
+                whole = trace.stacks[kind] = torch.empty((len(names), *t.shape), dtype=t.dtype)
+            if whole is not None and whole.shape[1:] == t.shape and whole.dtype == t.dtype:
+                trace.activations[name] = whole[names.index(name)].copy_(t)
+            else:  # not stacked, or a layer unlike the first: kept apart
+                trace.activations[name] = t if t.device.type == "cpu" else t.to("cpu")
 
         return hook
 
@@ -282,6 +240,7 @@ def run_with_cache(
     ablate_mode: str = "output",
     replace_patterns: Mapping[tuple[int, int], str | torch.Tensor] | None = None,
     names_filter: Callable[[str], bool] | Iterable[str] | str | None = None,
+    stacked: Iterable[str] = (),
 ) -> tuple[torch.Tensor, Trace]:
     """One eval-mode, no-grad forward pass with capture. Returns (hidden (B, N, d) on CPU, trace).
 
@@ -301,6 +260,7 @@ def run_with_cache(
             ablate_mode=ablate_mode,
             replace_patterns=replace_patterns,
             names_filter=names_filter,
+            stacked=stacked,
         ) as trace,
     ):
         hidden = model(ids, attention_mask, token_type_ids, causal=causal, scale=scale, positions=positions)
