@@ -101,25 +101,34 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
     A query counts when it has at least one key. When every counted query has the same keys (picked tokens,
     special tokens, punctuation), ``column`` measures those keys' weight from the other ordinary queries that can
     see one of them (a sliding window keeps the keys from far queries, whose zeros would hide a column pattern)."""
-    p = np.asarray(patterns, dtype=np.float32)
     pairs = np.asarray(pairs, dtype=bool)
-    n, square = p.shape[-2], p.shape[-1] == p.shape[-2]
+    n, square = patterns.shape[-2], patterns.shape[-1] == patterns.shape[-2]
     queries = np.flatnonzero(pairs.any(1))
     if len(queries) == 0:
         raise ValueError("no (query, key) pair to look for: pick at least one query and one key")
-    mass = (p[:, :, queries] * pairs[queries][None, None]).sum(-1)  # (L, H, Q): weight on each query's keys
-    score = mass.mean(-1)
-    seen = (p[:, :, queries] > 0).any(axis=1)  # (L, Q, N): keys each query can see in each layer (masks hide some)
-    chance = ((pairs[queries] & seen).sum(-1) / seen.sum(-1).clip(min=1)).mean(-1)  # (L,)
-    column = None
+    chosen = pairs[queries].astype(np.float32)  # (Q, M)
     keys = pairs[queries[0]]
-    if all((pairs[q] == keys).all() for q in queries):
+    same_keys = all((pairs[q] == keys).all() for q in queries)
+    others = np.empty(0, dtype=np.int64)
+    if same_keys:
         ordinary = np.ones(n, dtype=bool) if special is None else ~np.asarray(special, dtype=bool)
         others = np.flatnonzero(ordinary & ~np.isin(np.arange(n), queries) & (~keys if square else True))
-        if len(others):
-            on_keys = p[:, :, others][..., keys]  # (L, H, O, K)
-            # the other queries that can see a key, per layer: a sliding window hides it from far ones
-            can = (on_keys > 0).any(axis=(1, 3))  # (L, O)
-            can = np.where(can.any(-1, keepdims=True), can, True)
-            column = (on_keys.sum(-1) * can[:, None]).sum(-1) / can.sum(-1)[:, None]  # (L, H)
+    n_layers, n_heads = patterns.shape[:2]
+    score = np.empty((n_layers, n_heads), dtype=np.float32)
+    chance = np.empty(n_layers, dtype=np.float64)
+    column = np.empty((n_layers, n_heads), dtype=np.float32) if len(others) else None
+    # a layer at a time: each step's temporaries are one layer's (H, Q, M), never the whole stack's — at 512
+    # tokens of a 30-layer model the stack's would be about 1 GB of fresh memory, slow to fault in
+    for layer in range(n_layers):
+        p = np.asarray(patterns[layer], dtype=np.float32)[:, queries]  # (H, Q, M)
+        score[layer] = np.einsum("hqm,qm->hq", p, chosen).mean(-1)  # each query's weight on its keys, averaged
+        seen = (p > 0).any(axis=0)  # (Q, M): keys each query can see in this layer (masks hide some)
+        chance[layer] = (((chosen > 0) & seen).sum(-1) / seen.sum(-1).clip(min=1)).mean()
+        if column is not None:
+            # the keys' weight from the other queries that can see one of them (a sliding window keeps the
+            # keys from far queries, whose zeros would hide a column pattern)
+            on_keys = np.asarray(patterns[layer], dtype=np.float32)[:, :, keys][:, others]  # (H, O, K)
+            can = (on_keys > 0).any(axis=(0, 2))  # (O,)
+            can = can if can.any() else np.ones_like(can)
+            column[layer] = (on_keys.sum(-1) * can).sum(-1) / can.sum()
     return Found(score, column, chance, len(queries))
