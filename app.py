@@ -19,9 +19,10 @@ from viz.shell.boot import import_once  # noqa: E402
 
 import_once()  # the heavy imports, once per process, one session at a time (two at once broke pandas' import)
 
-from model.memory import keep_freed_memory, release_freed_memory  # noqa: E402
+from model.memory import RESERVE, keep_freed_memory, release_freed_memory  # noqa: E402
 from viz.export.render import note_activity, warm_up_renderer  # noqa: E402
 from viz.shell import jobs, prepare  # noqa: E402
+from viz.shell.budget import reserve_from_env  # noqa: E402
 from viz.shell.claims import claim_note, place_claim_focus  # noqa: E402
 from viz.shell.deck import deck_status, restore_url_deck, slide_note  # noqa: E402
 from viz.shell.export_panel import export_section, session_controls  # noqa: E402
@@ -36,6 +37,7 @@ note_activity()  # a run starts: the image renderer's warm-up waits for a quiet 
 if _preloading:
     _charts.empty()
 keep_freed_memory()  # once per process: captured tensors reuse freed memory instead of page-faulting (model/memory.py)
+RESERVE.enable(reserve_from_env())  # and the next observation's patterns find their memory touched ahead
 
 PAGES = {
     "Where attention goes": [

@@ -26,6 +26,7 @@ from torch import nn
 from model.errors import foreign_module
 from model.hooks import KIND_PATHS, HookPoint, hook_name, named_hooks, select_names
 from model.hooks import KINDS as KINDS  # re-exported: model.capture is where callers import the kinds from
+from model.memory import RESERVE
 
 _points_guard = threading.Lock()
 _points_cache: weakref.WeakKeyDictionary[nn.Module, dict[str, HookPoint]] = weakref.WeakKeyDictionary()
@@ -147,7 +148,7 @@ def capture(
             kind, names = slots.get(name, (None, ()))
             whole = trace.stacks.get(kind) if kind else None
             if kind and whole is None:  # (L, ...) on the CPU, written layer by layer
-                whole = trace.stacks[kind] = torch.empty((len(names), *t.shape), dtype=t.dtype)
+                whole = trace.stacks[kind] = RESERVE.empty((len(names), *t.shape), t.dtype)  # memory touched ahead
             if whole is not None and whole.shape[1:] == t.shape and whole.dtype == t.dtype:
                 trace.activations[name] = whole[names.index(name)].copy_(t)
             else:  # not stacked, or a layer unlike the first: kept apart

@@ -27,3 +27,64 @@ def test_repeated_captures_reuse_memory_instead_of_page_faulting():
         run_with_cache(model, ids)
     per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 3
     assert per_call < 0.1 * retained_pages, (per_call, retained_pages)
+
+
+def _wait_for(cond, seconds: float = 10.0) -> bool:
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_warm_reserve_hands_out_memory_touched_ahead_and_touches_the_next_block_in_the_background():
+    from model.memory import WarmReserve
+
+    reserve = WarmReserve(least=2**20, delay=0.05)
+    off = reserve.empty((4, 2**18), torch.float32)  # disabled: torch.empty
+    assert off.shape == (4, 2**18) and reserve.held == 0
+    reserve.enable(64 * 2**20)
+    first = reserve.empty((4, 2**18), torch.float32)  # 4 MiB: nothing held yet; the block for the next is touched
+    assert _wait_for(lambda: reserve.held == 4 * 2**20)
+    block = reserve._block.data_ptr()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    second = reserve.empty((4, 2**18), torch.float32)
+    second.fill_(1.0)  # its pages were touched by the reserve's thread: writing them faults none
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 64  # not the 1,024 pages of 4 MiB
+    assert second.data_ptr() == block and second.shape == (4, 2**18) and second.dtype == torch.float32
+    assert float(second.sum()) == 4 * 2**18 and first.data_ptr() != second.data_ptr()
+    assert _wait_for(lambda: reserve.held == 4 * 2**20)  # and the next one
+    assert reserve.empty((2, 2**18), torch.float32).data_ptr() != reserve._block.data_ptr()  # half: not handed out
+    small = reserve.empty((16,), torch.float32)  # below ``least``: torch.empty, the reserve untouched
+    assert small.shape == (16,)
+    with reserve.held_off():  # a long read: nothing kept, nothing touched
+        assert reserve.held == 0
+        assert not _wait_for(lambda: reserve.held, 0.2)
+    assert _wait_for(lambda: reserve.held == 2 * 2**20)  # after it: the size asked for last
+    reserve.enable(2**20)  # a smaller limit drops a larger block
+    assert reserve.held == 0
+
+
+def test_an_observation_writes_its_patterns_into_the_reserve_with_the_same_numbers():
+    from model.memory import RESERVE
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=100, d_model=64, n_heads=8, n_layers=3, d_ff=128)).eval()
+    ids = torch.randint(0, 100, (1, 256))
+    expected = run_with_cache(model, ids, kinds=("pattern",), stacked=("pattern",))[1].stack("pattern").clone()
+    least, delay = RESERVE.least, RESERVE.delay
+    RESERVE.least, RESERVE.delay = 2**20, 0.0
+    RESERVE.enable(64 * 2**20)
+    try:
+        run_with_cache(model, ids, kinds=("pattern",), stacked=("pattern",))  # asks: the next block is touched
+        assert _wait_for(lambda: RESERVE.held >= expected.numel() * 4)
+        block = RESERVE._block.data_ptr()
+        _, trace = run_with_cache(model, ids, kinds=("pattern",), stacked=("pattern",))
+        assert trace.stack("pattern").data_ptr() == block
+        assert torch.equal(trace.stack("pattern"), expected)
+    finally:
+        RESERVE.enable(0)
+        RESERVE.least, RESERVE.delay = least, delay

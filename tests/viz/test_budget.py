@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from viz.shell.budget import ByteBudgetCache, budget_from_env, size_of
+from viz.shell.budget import ByteBudgetCache, budget_from_env, reserve_from_env, size_of
 
 
 def test_size_of_counts_each_buffer_once():
@@ -108,6 +108,10 @@ def test_budget_comes_from_the_environment():
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "256"}) == 256 * 2**20
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "lots"}) == 2048 * 2**20
     assert budget_from_env({"ATTENTION_LAB_CACHE_MB": "-5"}) == 2048 * 2**20
+    assert reserve_from_env({}) == 512 * 2**20  # a quarter of the cache budget
+    assert reserve_from_env({"ATTENTION_LAB_CACHE_MB": "1024"}) == 256 * 2**20
+    assert reserve_from_env({"ATTENTION_LAB_WARM_MB": "0"}) == 0  # off
+    assert reserve_from_env({"ATTENTION_LAB_WARM_MB": "300"}) == 300 * 2**20
 
 
 def test_freed_memory_is_handed_back_after_a_quarter_of_the_budget_was_evicted():

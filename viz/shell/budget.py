@@ -35,6 +35,18 @@ def budget_from_env(environ=os.environ) -> int:
     return int((mb if mb > 0 else DEFAULT_MB) * 2**20)
 
 
+def reserve_from_env(environ=os.environ) -> int:
+    """Bytes of memory kept touched for the next observation's patterns (model/memory.py's WarmReserve):
+    ``ATTENTION_LAB_WARM_MB`` (0 turns it off), else a quarter of the cache budget (512 MB by default; SmolLM2's
+    patterns at 512 tokens take 270 MB)."""
+    text = environ.get("ATTENTION_LAB_WARM_MB", "")
+    try:
+        mb = float(text) if text else -1.0
+    except ValueError:
+        mb = -1.0
+    return int(mb * 2**20) if mb >= 0 else budget_from_env(environ) // 4
+
+
 SAMPLE_OVER = 64  # lists longer than this are measured on a sample (see _long_sequence)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from model.long import LONG_FROM, LongObservation
-from model.memory import release_freed_memory
+from model.memory import RESERVE, release_freed_memory
 from model.whole import prepare_long, read_long
 from viz.figures.overview import THUMB as OVERVIEW_THUMB
 from viz.shell import jobs
@@ -78,6 +78,10 @@ def _start(ctx: PageContext) -> jobs.Job:
     model = loaded.model
 
     def work(job: jobs.Job) -> None:
+        with RESERVE.held_off():  # no memory kept touched beside this run's peak (model/memory.py)
+            read_whole(job)
+
+    def read_whole(job: jobs.Job) -> None:
         job.report(0, model.cfg.n_layers, READ)
         release_freed_memory()  # what the pages' short pass of this text freed, before 0.75 GB of q and k arrive
         long = prepare_long(model, loaded.tokenizer, text, options)
