@@ -63,7 +63,9 @@ def test_a_warm_reserve_hands_out_memory_touched_ahead_and_touches_the_next_bloc
     with reserve.held_off():  # a long read: nothing kept, nothing touched
         assert reserve.held == 0
         assert not _wait_for(lambda: reserve.held, 0.2)
-    assert _wait_for(lambda: reserve.held == 2 * 2**20)  # after it: the size asked for last
+    assert not _wait_for(lambda: reserve.held, 0.2)  # nor after it, until the next request
+    reserve.empty((2, 2**18), torch.float32)
+    assert _wait_for(lambda: reserve.held == 2 * 2**20)  # the size asked for last
     reserve.enable(2**20)  # a smaller limit drops a larger block
     assert reserve.held == 0
 
