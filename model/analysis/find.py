@@ -120,14 +120,15 @@ def find_heads(patterns: np.ndarray, pairs: np.ndarray, special=None) -> Found:
     # a layer at a time: each step's temporaries are one layer's (H, Q, M), never the whole stack's — at 512
     # tokens of a 30-layer model the stack's would be about 1 GB of fresh memory, slow to fault in
     for layer in range(n_layers):
-        p = np.asarray(patterns[layer], dtype=np.float32)[:, queries]  # (H, Q, M)
+        layer_p = patterns[layer]  # (H, N, M), in the stack's dtype (float16 for a long capture)
+        p = np.asarray(layer_p[:, queries], dtype=np.float32)  # (H, Q, M): only the rows used are converted
         score[layer] = np.einsum("hqm,qm->hq", p, chosen).mean(-1)  # each query's weight on its keys, averaged
         seen = (p > 0).any(axis=0)  # (Q, M): keys each query can see in this layer (masks hide some)
         chance[layer] = (((chosen > 0) & seen).sum(-1) / seen.sum(-1).clip(min=1)).mean()
         if column is not None:
             # the keys' weight from the other queries that can see one of them (a sliding window keeps the
             # keys from far queries, whose zeros would hide a column pattern)
-            on_keys = np.asarray(patterns[layer], dtype=np.float32)[:, :, keys][:, others]  # (H, O, K)
+            on_keys = np.asarray(layer_p[:, others][:, :, keys], dtype=np.float32)  # (H, O, K)
             can = (on_keys > 0).any(axis=(0, 2))  # (O,)
             can = can if can.any() else np.ones_like(can)
             column[layer] = (on_keys.sum(-1) * can).sum(-1) / can.sum()
