@@ -158,3 +158,40 @@ def test_modules_stay_small(name):
     """The app's modules, and the benchmarks and scripts beside it."""
     lines = len({**MODULES, **TOOLS}[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by concept"
+
+
+def bare_expressions(source: str) -> list[int]:
+    """Lines of the statements Streamlit's "magic" would draw: an expression standing alone that is neither a call
+    nor a docstring (a module's, function's or class's first statement)."""
+    tree = ast.parse(source)
+    docs = {
+        id(node.body[0])
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and id(node) not in docs
+        and not isinstance(node.value, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom))
+    ]
+
+
+def test_no_script_relies_on_streamlits_magic():
+    """.streamlit/config.toml turns magic off (no syntax-tree rewrite of each page script before it is compiled),
+    so a bare expression in a script Streamlit runs would silently draw nothing: there is none."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["runner"]["magicEnabled"] is False
+    scripts = [ROOT / "app.py", *sorted((ROOT / "viz" / "pages").glob("*.py"))]
+    assert len(scripts) > 20
+    found = {p.name: lines for p in scripts if (lines := bare_expressions(p.read_text(encoding="utf-8")))}
+    assert not found, f"bare expressions (magic is off; write st.write(...)): {found}"
+    planted = '"""Doc."""\nimport streamlit as st\nst.title("x")\n"drawn by magic"\nx = 1\nx\n'
+    planted += 'def f():\n    """Doc."""\n'
+    assert bare_expressions(planted) == [4, 6]
