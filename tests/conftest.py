@@ -34,6 +34,27 @@ from streamlit.components.v2 import manifest_scanner  # noqa: E402
 # with ~900 packages installed; the app registers its components in code and ships none): scanned once per session
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
+from streamlit.runtime.scriptrunner import script_cache  # noqa: E402
+from streamlit.testing.v1 import app_test, local_script_runner  # noqa: E402
+
+_COMPILED: dict = {}  # (path, size, modification time) -> bytecode
+
+
+class _CompiledOnce(script_cache.ScriptCache):
+    """Every AppTest makes its own ScriptCache, so each compiled app.py and every page script it ran again (about
+    10 % of an AppTest's time, by py-spy); a server compiles each once. Here a script's bytecode is kept for the
+    session while the file is unchanged (its path, size and modification time: a test may write a script)."""
+
+    def get_bytecode(self, script_path: str):
+        stat = os.stat(script_path)
+        key = (os.path.abspath(script_path), stat.st_size, stat.st_mtime_ns)
+        if key not in _COMPILED:
+            _COMPILED[key] = super().get_bytecode(script_path)
+        return _COMPILED[key]
+
+
+app_test.ScriptCache = local_script_runner.ScriptCache = _CompiledOnce
+
 from viz.figures import layout as figure_layout  # noqa: E402
 
 # every figure a test builds is validated by plotly at each layout edit (a misspelt property fails); the app stores
@@ -122,12 +143,23 @@ def smollm():
 
 @pytest.fixture(scope="session")
 def default_run(tmp_path_factory):
-    """Watch it learn's default run, trained once per test session (about 20 s) and stored in a folder of its own:
-    (the run, the folder). Tests that need the finished run point ATTENTION_LAB_RUNS there."""
-    from model.learn.loop import TrainSpec, train
-    from model.learn.store import write
+    """Watch it learn's default run, trained once per test run (about 20 s) and stored in a folder of its own:
+    (the run as read back from there, the folder). Tests that need the finished run point ATTENTION_LAB_RUNS there.
+    The pytest-xdist workers share it: the first to ask trains it while the others wait on a lock (each trained
+    its own before, up to three times at once on two cores)."""
+    import fcntl
 
-    folder = tmp_path_factory.mktemp("default-run")
-    run = train(TrainSpec())
-    write(run, folder)
+    from model.learn.loop import TrainSpec, train
+    from model.learn.store import read, write
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # every worker's folder is below it
+    folder, key = shared / "default-run", TrainSpec().key
+    with open(shared / "default-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if read(folder, key) is None:
+            folder.mkdir(exist_ok=True)
+            write(train(TrainSpec()), folder)
+    run = read(folder, key)
+    assert run is not None
     return run, folder
