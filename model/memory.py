@@ -101,7 +101,7 @@ class WarmReserve:
         if not self.limit or not self.least <= n <= self.limit:
             return torch.empty(shape, dtype=dtype)
         with self._lock:
-            block = self._block if self._block is not None and n <= self._block.numel() <= n * 5 // 4 else None
+            block = self._block if self._fits(n) else None
             if block is not None:
                 self._block = None
             self._want, self._asked = n, time.monotonic()
@@ -131,9 +131,14 @@ class WarmReserve:
             self._thread = threading.Thread(target=self._refill, name="warm-reserve", daemon=True)
             self._thread.start()
 
+    def _fits(self, n: int) -> bool:
+        """Whether the block held serves a request of ``n`` bytes (at least that, at most a quarter more)."""
+        return self._block is not None and n <= self._block.numel() <= n * 5 // 4
+
     def _due(self) -> float | None:
-        """Seconds until a block should be touched (0: now), or None while there is nothing to do."""
-        if self._off or not self._want or self._want > self.limit or self.held >= self._want:
+        """Seconds until a block should be touched (0: now), or None while there is nothing to do. A block held
+        for another size (a longer text's, another model's) is replaced by one for the size asked for last."""
+        if self._off or not self._want or self._want > self.limit or self._fits(self._want):
             return None
         return max(0.0, self._asked + self.delay - time.monotonic())
 
@@ -145,6 +150,7 @@ class WarmReserve:
                 while (wait := self._due()) != 0.0:
                     self._lock.wait(wait)
                 want = self._want
+                self._block = None  # one block at a time: a block of another size goes before the next is made
             block = torch.empty(want, dtype=torch.uint8)
             block.numpy()[::PAGE] = 0  # numpy, one thread: no OpenMP pool for this thread (model/openmp.py)
             with self._lock:

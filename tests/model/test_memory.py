@@ -57,7 +57,10 @@ def test_a_warm_reserve_hands_out_memory_touched_ahead_and_touches_the_next_bloc
     assert second.data_ptr() == block and second.shape == (4, 2**18) and second.dtype == torch.float32
     assert float(second.sum()) == 4 * 2**18 and first.data_ptr() != second.data_ptr()
     assert _wait_for(lambda: reserve.held == 4 * 2**20)  # and the next one
-    assert reserve.empty((2, 2**18), torch.float32).data_ptr() != reserve._block.data_ptr()  # half: not handed out
+    block = reserve._block
+    assert reserve.empty((2, 2**18), torch.float32).data_ptr() != block.data_ptr()  # half: not handed out
+    assert _wait_for(lambda: reserve.held == 2 * 2**20)  # the 4 MiB block makes way for one of the size asked
+    assert reserve.empty((2, 2**18), torch.float32).data_ptr() != block.data_ptr()
     small = reserve.empty((16,), torch.float32)  # below ``least``: torch.empty, the reserve untouched
     assert small.shape == (16,)
     with reserve.held_off():  # a long read: nothing kept, nothing touched
@@ -81,8 +84,11 @@ def test_an_observation_writes_its_patterns_into_the_reserve_with_the_same_numbe
     RESERVE.least, RESERVE.delay = 2**20, 0.0
     RESERVE.enable(64 * 2**20)
     try:
+        RESERVE.empty((2**22,), torch.float32)  # as a longer text's observation might: a 16 MiB block is kept
+        assert _wait_for(lambda: RESERVE.held == 16 * 2**20)
         run_with_cache(model, ids, kinds=("pattern",), stacked=("pattern",))  # asks: the next block is touched
-        assert _wait_for(lambda: RESERVE.held >= expected.numel() * 4)
+        # the block of another size (6 MiB are asked for) is replaced by one of this size
+        assert _wait_for(lambda: RESERVE.held == expected.numel() * 4)
         block = RESERVE._block.data_ptr()
         _, trace = run_with_cache(model, ids, kinds=("pattern",), stacked=("pattern",))
         assert trace.stack("pattern").data_ptr() == block
