@@ -157,9 +157,10 @@ def default_run(tmp_path_factory):
     folder, key = shared / "default-run", TrainSpec().key
     with open(shared / "default-run.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if read(folder, key) is None:
+        run = read(folder, key)
+        if run is None:
             folder.mkdir(exist_ok=True)
             write(train(TrainSpec()), folder)
-    run = read(folder, key)
+            run = read(folder, key)
     assert run is not None
     return run, folder
