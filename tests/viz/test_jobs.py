@@ -18,7 +18,7 @@ def test_a_waiting_page_wakes_when_the_report_it_needs_arrives():
     def work(job: jobs.Job) -> None:
         go.wait(10)
         job.report(1, 3)  # the layer the page shows
-        time.sleep(5)  # the rest of the pass
+        job.stop.wait(5)  # the rest of the pass (a real pass checks stop: so does this one, or exit waits on it)
         job.report(3, 3)
 
     job = _job("wakes", work)
