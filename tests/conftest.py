@@ -14,6 +14,11 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+# pytest keeps each test module, its asserts rewritten, in __pycache__ (git ignores it) and Python each module's
+# bytecode; where the environment sets PYTHONDONTWRITEBYTECODE (this workplace's images do), every worker rewrote all
+# of them at every run: about 7 s of CPU per worker on 2 cores, a sixth of the fast tier. The tests run the same code.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the workers and the servers the browser tests start
 # AppTest runs app.py inside pytest: no background image renderer there (tests/e2e's real server keeps it)
 os.environ.setdefault("ATTENTION_LAB_WARM_RENDERER", "0")
 # runs of "Watch it learn" go to a folder of this test session (never the checkout's ./runs), removed at its end
