@@ -9,9 +9,15 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
+
+if TYPE_CHECKING:
+    import torch
+
+    from model.config import TransformerConfig
+    from model.transformer import Transformer
 
 ROOT = Path(__file__).resolve().parent.parent
 # pytest keeps each test module, its asserts rewritten, in __pycache__ (git ignores it) and Python each module's
@@ -27,47 +33,56 @@ if "ATTENTION_LAB_RUNS" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["ATTENTION_LAB_RUNS"], ignore_errors=True)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-# plain `pytest` runs the fast tier on two pytest-xdist workers and scripts/test.sh every tier on three
-# (pyproject.toml): a worker, and every server it starts, runs torch on one thread; two threads per worker on 2 cores
-# fight over them (the fast tier took 93 s instead of 30)
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    torch.set_num_threads(int(os.environ.setdefault("OMP_NUM_THREADS", "1")))
 
-from streamlit.components.v2 import manifest_scanner  # noqa: E402
 
-# Every AppTest scans each installed distribution for Streamlit component manifests when it first runs (0.25 s
-# with ~900 packages installed; the app registers its components in code and ships none): scanned once per session
-manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+def _prepare_test_process() -> None:
+    """What every process that runs tests needs before it imports a test module (called from pytest_configure; not
+    in the pytest-xdist controller, which runs no test: the workers start after its configure, and torch, Streamlit
+    and the app's modules cost it 2.4 s on the 2-core box, which the workers waited for)."""
+    import torch
+    from streamlit.components.v2 import manifest_scanner
+    from streamlit.runtime.scriptrunner import script_cache
+    from streamlit.testing.v1 import app_test, local_script_runner
 
-from streamlit.runtime.scriptrunner import script_cache  # noqa: E402
-from streamlit.testing.v1 import app_test, local_script_runner  # noqa: E402
+    from viz.figures import layout as figure_layout
+
+    # plain `pytest` runs the fast tier on two pytest-xdist workers and scripts/test.sh every tier on three
+    # (pyproject.toml): a worker, and every server it starts, runs torch on one thread; two threads per worker on 2
+    # cores fight over them (the fast tier took 93 s instead of 30)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(int(os.environ.setdefault("OMP_NUM_THREADS", "1")))
+
+    # Every AppTest scans each installed distribution for Streamlit component manifests when it first runs (0.25 s
+    # with ~900 packages installed; the app registers its components in code and ships none): scanned once per session
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+    class CompiledOnce(script_cache.ScriptCache):
+        """Every AppTest makes its own ScriptCache, so each compiled app.py and every page script it ran again (about
+        10 % of an AppTest's time, by py-spy); a server compiles each once. Here a script's bytecode is kept for the
+        session while the file is unchanged (its path, size and modification time: a test may write a script)."""
+
+        def get_bytecode(self, script_path: str):
+            stat = os.stat(script_path)
+            key = (os.path.abspath(script_path), stat.st_size, stat.st_mtime_ns)
+            if key not in _COMPILED:
+                _COMPILED[key] = super().get_bytecode(script_path)
+            return _COMPILED[key]
+
+    app_test.ScriptCache = local_script_runner.ScriptCache = CompiledOnce
+
+    # every figure a test builds is validated by plotly at each layout edit (a misspelt property fails); the app
+    # stores the edits as given, and tests/viz/test_views.py checks that every view makes the same JSON both ways
+    figure_layout.STRICT = True
+
 
 _COMPILED: dict = {}  # (path, size, modification time) -> bytecode
 
 
-class _CompiledOnce(script_cache.ScriptCache):
-    """Every AppTest makes its own ScriptCache, so each compiled app.py and every page script it ran again (about
-    10 % of an AppTest's time, by py-spy); a server compiles each once. Here a script's bytecode is kept for the
-    session while the file is unchanged (its path, size and modification time: a test may write a script)."""
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # the pytest-xdist controller: it hands out tests and runs none
+    _prepare_test_process()
 
-    def get_bytecode(self, script_path: str):
-        stat = os.stat(script_path)
-        key = (os.path.abspath(script_path), stat.st_size, stat.st_mtime_ns)
-        if key not in _COMPILED:
-            _COMPILED[key] = super().get_bytecode(script_path)
-        return _COMPILED[key]
-
-
-app_test.ScriptCache = local_script_runner.ScriptCache = _CompiledOnce
-
-from viz.figures import layout as figure_layout  # noqa: E402
-
-# every figure a test builds is validated by plotly at each layout edit (a misspelt property fails); the app stores
-# the edits as given, and tests/viz/test_views.py checks that every view makes the same JSON both ways
-figure_layout.STRICT = True
-
-from model.config import TransformerConfig  # noqa: E402
-from model.transformer import Transformer  # noqa: E402
 
 #: the test files that take longest on the 2-core box, longest first (each file's tests summed from
 #: `scripts/test.sh --durations=0`, 2026-12-04). They are collected first, so that the workers of scripts/test.sh
@@ -108,17 +123,25 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def tiny_cfg() -> TransformerConfig:
+    from model.config import TransformerConfig
+
     return TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=32, dropout=0.0)
 
 
 @pytest.fixture
 def tiny_model(tiny_cfg: TransformerConfig) -> Transformer:
+    import torch
+
+    from model.transformer import Transformer
+
     torch.manual_seed(0)
     return Transformer(tiny_cfg).eval()
 
 
 @pytest.fixture
 def ids() -> torch.Tensor:
+    import torch
+
     return torch.randint(0, 64, (2, 10), generator=torch.Generator().manual_seed(1))
 
 
