@@ -177,10 +177,12 @@ def build_from_state(
     cfg: TransformerConfig, state: dict[str, torch.Tensor], tokenizer: Tokenizer | None, info: dict | None = None
 ) -> LoadedModel:
     """Instantiate ``cfg`` and load ``state`` strictly, with readable errors and NaN/Inf warnings. A sinusoidal
-    model reads at least SINUSOIDAL_MIN_LEN tokens (its table is computed, not stored)."""
+    model reads at least SINUSOIDAL_MIN_LEN tokens (its table is computed, not stored). The model is built without
+    random initialisation (:func:`empty_model`): the strict load writes every parameter and stored buffer, and the
+    random values were overwritten anyway (1.6 of MPNet's 2.7 s to load, 0.4 of MiniLM's 0.6)."""
     if cfg.positional == "sinusoidal" and cfg.max_seq_len < SINUSOIDAL_MIN_LEN:
         cfg = replace(cfg, max_seq_len=SINUSOIDAL_MIN_LEN)
-    model = Transformer(cfg)
+    model = empty_model(cfg)
     notes = load_into(model, state)
     loaded = LoadedModel(model=model, tokenizer=None, info=dict(info or {}), warnings=notes)
     if tokenizer is not None:
