@@ -13,6 +13,7 @@ from torch import nn
 
 from model.disentangled import position_terms
 from model.hooks import HookPoint
+from model.kvcache import KVCache  # imported from here by generation, patching and the needle test
 
 
 def attention_scores(
@@ -28,10 +29,10 @@ def attention_scores(
     query_pre_attn_scalar^-½), soft-capped to ``softcap``·tanh(s / ``softcap``) when given (Gemma 2), plus a
     relative-position ``bias`` when given (T5, MPNet), with blocked cells set to −inf.
 
-    q: (B, H, N, d_k), k: (B, H, M, d_k), mask and bias: broadcastable to (B, H, N, M), mask 0 = blocked.
-    Returns (B, H, N, M).
+    q: (B, H, N, d_k), k: (B, H, M, d_k) or, grouped-query, (B, H_kv, M, d_k) shared by H / H_kv query heads each;
+    mask and bias: broadcastable to (B, H, N, M), mask 0 = blocked. Returns (B, H, N, M).
     """
-    scores = q @ k.transpose(-2, -1)  # (B, H, N, M)
+    scores = grouped(q, k.transpose(-2, -1))  # (B, H, N, M)
     if scale and factor:
         scores = scores * factor
     elif scale:
@@ -45,6 +46,20 @@ def attention_scores(
     if mask is not None:
         scores = scores.masked_fill(mask == 0, float("-inf"))
     return scores
+
+
+def grouped(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x @ y per head, where y may hold fewer heads than x (grouped-query attention: x's head h reads y's head
+    h // (H / H_kv)) without repeating y: each group's rows of x are stacked into one product with its head of y (a
+    decoding step with a long cache copied every cached key and value H / H_kv times over before).
+
+    x: (B, H, N, a), y: (B, H_kv, a, b) with H a multiple of H_kv. Returns (B, H, N, b)."""
+    B, H, N, _ = x.shape
+    h_kv = y.size(1)
+    if h_kv == H:
+        return x @ y  # (B, H, N, b)
+    rows = x.reshape(B, h_kv, (H // h_kv) * N, x.size(-1))  # (B, H_kv, g·N, a): head h = kv·g + j, g = H / H_kv
+    return (rows @ y).view(B, H, N, y.size(-1))  # (B, H, N, b)
 
 
 def masked_softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -86,36 +101,6 @@ def scaled_dot_product_attention(
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # (B, H, N, d_k)
-
-
-class KVCache:
-    """Keys and values of the tokens seen so far, one (k, v) pair per layer, for step-by-step generation.
-
-    k, v: (B, H_kv, P, d_k) after RoPE, so a new token only computes its own projections (Pope et al.'s
-    "KV cache"; nothing is recomputed for the P earlier positions).
-    """
-
-    def __init__(self, n_layers: int) -> None:
-        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
-
-    @property
-    def length(self) -> int:
-        """Positions already cached (0 before the first forward pass); read before a forward pass starts."""
-        return self.cached(0)
-
-    def cached(self, layer: int) -> int:
-        """Positions cached for ``layer`` (during a forward pass, earlier layers have already grown)."""
-        entry = self.layers[layer]
-        return 0 if entry is None else entry[0].size(-2)
-
-    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append this step's k, v (B, H_kv, N, d_k); returns every position's (B, H_kv, P + N, d_k)."""
-        past = self.layers[layer]
-        if past is not None:
-            k = torch.cat((past[0], k), dim=-2)  # (B, H_kv, P + N, d_k)
-            v = torch.cat((past[1], v), dim=-2)
-        self.layers[layer] = (k, v)
-        return k, v
 
 
 class MultiHeadAttention(nn.Module):
@@ -251,7 +236,7 @@ class MultiHeadAttention(nn.Module):
             return self._fused(q, k, v, mask, scale, is_causal, bias)
         if is_causal:
             raise ValueError("is_causal is for the fused kernel; pass the causal mask instead")
-        scores = attention_scores(q, self.expand_kv(k), mask, scale, self.scale_factor, self.softcap, bias)
+        scores = attention_scores(q, k, mask, scale, self.scale_factor, self.softcap, bias)  # K/V heads shared
         # scores: (B, H, N, M)
         scores = self.hook_scores(scores)
         if self.sinks is None:
@@ -263,7 +248,7 @@ class MultiHeadAttention(nn.Module):
         pattern = self.hook_pattern(weights)  # (B, H, N, M)
         if self.training and self.dropout > 0:
             pattern = F.dropout(pattern, p=self.dropout)
-        z = self.hook_z(pattern @ self.expand_kv(v))  # (B, H, N, d_k)
+        z = self.hook_z(grouped(pattern, v))  # (B, H, N, d_k)
         return self.hook_out(self.w_o(self.merge_heads(z)))  # (B, N, d_model)
 
     def _fused(
