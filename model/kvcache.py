@@ -33,6 +33,15 @@ class KVCache:
         entry = self.layers[layer]
         return 0 if entry is None else entry[0].size(-2)
 
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` positions of every layer (a shared prefix, read once for several texts that
+        begin with it). Tensors returned before keep their values: the next extension copies the kept positions into
+        new room instead of writing where an earlier view still reads."""
+        for i, entry in enumerate(self.layers):
+            if entry is not None and entry[0].size(-2) > length:
+                kept = (entry[0][..., :length, :], entry[1][..., :length, :])  # (B, H_kv, length, d_k)
+                self.layers[i] = kept if length else None
+
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append this step's k, v (B, H_kv, N, d_k); returns every position's (B, H_kv, P + N, d_k).
 

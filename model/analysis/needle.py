@@ -6,9 +6,11 @@ A run reads the haystack less its last token in one fused pass with a KV cache (
 decodes greedily, one token a step, from that last token: each step's query row is computed exactly, so for every
 head its most-attended key is known. Wu et al.'s retrieval score: each time the model emits a token, a head whose
 most-attended key lies in the answer's span of the needle and *is that token* copies it; the head scores
-1 / (answer length) for it. Like them, a grid's score of a head is its mean over the runs that found the answer.
+1 / (answer length) for it. Like them, a grid's score of a head is its mean over the runs that found the answer. A
+grid reads what its haystacks share at their beginning once (``Prefix``: the filler before the needles, the needle at
+depth 0), which halves what a grid of several lengths and depths reads.
 
-Shapes: L layers, H heads, N haystack tokens.
+Shapes: L layers, H heads, N haystack tokens. The haystacks themselves: model/analysis/haystack.py.
 """
 
 from __future__ import annotations
@@ -20,73 +22,34 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from model.analysis.haystack import ANSWER, NEEDLE, QUESTION, Haystack, filler_text, haystack
 from model.attention import KVCache, softmax_with_sink
 from model.capture import capture
 from model.intervene import hooks
 from model.transformer import Transformer
 
-NEEDLE = " The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day."
-ANSWER = "eat a sandwich and sit in Dolores Park on a sunny day"  # the part of the needle a right answer repeats
-QUESTION = (
-    "\n\nQuestion: What is the best thing to do in San Francisco?\nAnswer: The best thing to do in San Francisco is"
-)
+__all__ = [  # the haystack's names too, which the lesson's pages and the tests import from here
+    "ANSWER",
+    "FOUND",
+    "NEEDLE",
+    "QUESTION",
+    "Haystack",
+    "NeedleGrid",
+    "NeedleRun",
+    "Prefix",
+    "copies",
+    "filler_text",
+    "haystack",
+    "needle_grid",
+    "needle_run",
+    "sampled_rows",
+    "seconds",
+    "words",
+]
+
 SAMPLED_ROWS = 32  # query rows of the haystack whose weight on position 0 is measured (sinks as length grows)
 ROOM = 32  # tokens a haystack leaves free in the model's context for the reply
 FOUND = 0.5  # share of the answer's words a reply must repeat to count as found (Wu et al.: ROUGE-1 recall > 50)
-
-
-@dataclass(frozen=True)
-class Haystack:
-    """One prompt: filler with the needle at ``depth`` (0 = first, 1 = last), then the question; about ``length``
-    tokens (the pieces meet inside words sometimes). needle: (start, end) token positions of the needle sentence;
-    answer: those of the answer inside it."""
-
-    text: str
-    ids: tuple[int, ...]
-    needle: tuple[int, int]
-    answer: tuple[int, int]
-    length: int
-    depth: float
-
-
-def haystack(tokenizer, filler: str, length: int, depth: float, needle: str = NEEDLE,
-             question: str = QUESTION, answer: str = ANSWER) -> Haystack:  # fmt: skip
-    """Filler text, the needle inserted after the last sentence end before ``depth`` of it (as Kamradt's test
-    places it), and the question, at most ``length`` tokens in all; built as text, so the text box reads the same
-    tokens (pieces that meet inside a word can take a token more: the filler is then cut by as many)."""
-
-    def ordinary(text: str) -> int:  # tokens a piece adds ([CLS], [SEP] come once, around the whole)
-        return sum(not s for s in tokenizer.encode(text, max_len=10_000).special)
-
-    extra = len(tokenizer.encode("", max_len=10)) - ordinary("")  # special tokens of any text: [CLS] … [SEP]
-    budget = length - ordinary(needle) - ordinary(question) - extra
-    if budget < 1 or ordinary(filler) < budget:
-        raise ValueError(f"a haystack of {length} tokens needs {max(budget, 1)} filler tokens")
-    while True:
-        hay = _assemble(tokenizer, filler, budget, extra, depth, needle, question, answer)
-        if len(hay.ids) <= length or budget <= 1:
-            return Haystack(hay.text, hay.ids, hay.needle, hay.answer, length, depth)
-        budget -= len(hay.ids) - length
-
-
-def _assemble(tokenizer, filler, budget, extra, depth, needle, question, answer) -> Haystack:
-    enc = tokenizer.encode(filler, max_len=budget + extra)
-    text = filler[: max(b for b, s in zip((o[1] for o in enc.offsets), enc.special, strict=True) if not s)]
-    first = enc.special.index(False)  # filler token positions start after a leading special token
-    enc_ids, enc_special = enc.ids[first:], enc.special[first:]
-    cut, label = round(budget * depth), tokenizer.id_to_token
-    ends = [i + 1 for i in range(cut) if not enc_special[i] and label(enc_ids[i]).rstrip().endswith(".")]
-    cut = ends[-1] if ends and depth < 1 else cut  # a sentence break, not the middle of a word
-    at = enc.offsets[first + cut - 1][1] if cut else 0
-    full = text[:at] + needle + text[at:] + question
-    ids, offsets = (e := tokenizer.encode(full, max_len=10 * len(full) + 10)).ids, e.offsets
-
-    def tokens_of(start: int, end: int) -> tuple[int, int]:
-        inside = [i for i, (a, b) in enumerate(offsets) if max(a, start) < min(b, end)]  # " eat" holds its space
-        return inside[0], inside[-1] + 1
-
-    where = at + needle.index(answer)
-    return Haystack(full, tuple(ids), tokens_of(at, at + len(needle)), tokens_of(where, where + len(answer)), 0, depth)
 
 
 @dataclass(frozen=True)
@@ -115,23 +78,56 @@ def words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-def needle_run(model: Transformer, tokenizer, hay: Haystack, answer: str = ANSWER, extra: int = 4) -> NeedleRun:
+class Prefix:
+    """The KV cache of the prompt read last, kept for the next run (a prefix cache, as serving engines keep one):
+    haystacks that begin alike (the same filler before their needles, or the same needle at depth 0) read only what
+    follows their common beginning. Keys and values at a position depend only on the tokens up to it in a causal
+    model, so the kept positions are the ones a fresh pass computes (up to the kernel's float rounding). ``queries``:
+    the query rows (L, H, d_k) kept by position for the sink rows of later runs."""
+
+    def __init__(self, n_layers: int) -> None:
+        self.cache = KVCache(n_layers)
+        self.ids: tuple[int, ...] = ()  # the prompt the cache holds (decoded tokens after it are dropped)
+        self.queries: dict[int, torch.Tensor] = {}
+
+    def common(self, ids: Sequence[int]) -> int:
+        """Positions ``ids`` shares with the prompt held."""
+        return _common(self.ids, ids)
+
+
+def needle_run(model: Transformer, tokenizer, hay: Haystack, answer: str = ANSWER, extra: int = 4,
+               prefix: Prefix | None = None, keep: Sequence[int] = ()) -> NeedleRun:  # fmt: skip
     """Read a haystack (one fused pass, KV cache) and decode greedily up to the answer's length + ``extra`` tokens
-    (stopping at a new line or an end-of-text token), scoring every head at every step."""
+    (stopping at a new line or an end-of-text token), scoring every head at every step.
+
+    ``prefix``: the cache of the prompt read before; only the positions after what this prompt shares with it are
+    read, and the cache then holds this prompt. ``keep``: query positions a later run will ask ``prefix`` for."""
     cfg = model.cfg
     if not (cfg.causal and cfg.lm_head):
         raise ValueError("the needle test needs a decoder with a next-token head")
     dev = next(model.parameters()).device
     n = len(hay.ids)
-    rows = np.unique(np.linspace(1, n - 2, min(SAMPLED_ROWS, n - 2)).round().astype(int))
-    queries: dict[int, torch.Tensor] = {}
+    rows = sampled_rows(n)
+    prompt = hay.ids[:-1]
+    prefix = Prefix(cfg.n_layers) if prefix is None else prefix
+    start = prefix.common(prompt)
+    prefix.cache.truncate(start)
+    wanted = sorted({int(r) for r in (*rows, *keep) if start <= r < n - 1})
+    caught: dict[int, torch.Tensor] = {}
 
-    def keep(t: torch.Tensor, where) -> None:  # (1, H, N - 1, d_k): only the sampled rows are kept
-        queries[where.layer] = t[0, :, torch.from_numpy(rows)].detach().float().cpu()
+    def catch(t: torch.Tensor, where) -> None:  # (1, H, N - 1 - start, d_k): only the wanted rows are kept
+        caught[where.layer] = t[0, :, torch.tensor(wanted, dtype=torch.long) - start].detach().float().cpu()
 
-    cache = KVCache(cfg.n_layers)
-    with torch.no_grad(), hooks(model, [(lambda name: name.endswith("attn.hook_q"), keep)]):
-        model(torch.tensor([hay.ids[:-1]], device=dev), cache=cache, fused=True)
+    if start < len(prompt):
+        with torch.no_grad(), hooks(model, [(lambda name: name.endswith("attn.hook_q"), catch)]):
+            model(torch.tensor([prompt[start:]], device=dev), cache=prefix.cache, fused=True)
+    prefix.queries = {p: q for p, q in prefix.queries.items() if p < start}  # later positions now differ
+    for j, p in enumerate(wanted):
+        prefix.queries[p] = torch.stack([caught[i][:, j] for i in range(cfg.n_layers)])  # (L, H, d_k)
+    prefix.ids = tuple(prompt)
+    queries = {i: torch.stack([prefix.queries[int(r)][i] for r in rows], dim=1) for i in range(cfg.n_layers)}
+    # queries: (H, R, d_k) per layer
+    cache = prefix.cache
     factor = cfg.attn_scale or cfg.d_k**-0.5
     sink_rows = np.stack(
         [_first_key_share(queries[i], cache.layers[i][0], rows, factor, cfg, i, model) for i in range(cfg.n_layers)]
@@ -162,6 +158,15 @@ def needle_run(model: Transformer, tokenizer, hay: Haystack, answer: str = ANSWE
         hay.length, hay.depth, hay.needle, tuple(generated), recall, retrieval.astype(np.float32),
         first[..., a:b].sum(-1).numpy(), first[..., 0].numpy(), sink_rows.astype(np.float32),
     )  # fmt: skip
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def sampled_rows(n: int) -> np.ndarray:
+    """The SAMPLED_ROWS query positions of a haystack of n tokens whose weight on position 0 is measured."""
+    return np.unique(np.linspace(1, n - 2, min(SAMPLED_ROWS, n - 2)).round().astype(int))
 
 
 def copies(top: np.ndarray, ids: Sequence[int], span: tuple[int, int], token: int) -> np.ndarray:
@@ -228,27 +233,38 @@ def needle_grid(
     """Every (length, depth) run; ``progress(done, total)`` after each, ``cancel()`` true stops between runs."""
     from model.long import Cancelled  # the one cancellation the background jobs know
 
-    runs, total = [], len(lengths) * len(depths)
-    for length in lengths:
-        for depth in depths:
-            if cancel is not None and cancel():
-                raise Cancelled
-            hay = haystack(tokenizer, filler, min(length, model.cfg.max_seq_len - ROOM), depth)
-            runs.append(needle_run(model, tokenizer, replace(hay, length=length)))  # kept under its nominal length
-            if progress is not None:
-                progress(len(runs), total)
+    limit = model.cfg.max_seq_len - ROOM
+    plan = [(n, d) for n in lengths for d in depths]
+    hays = [replace(haystack(tokenizer, filler, min(n, limit), d), length=n) for n, d in plan]  # under its nominal
+    # length; read in the prompts' sorted order, each run's prompt shares the most with the one read before it
+    order = sorted(range(len(hays)), key=lambda i: hays[i].ids[:-1])
+    prefix, runs = Prefix(model.cfg.n_layers), [None] * len(hays)
+    for done, i in enumerate(order):
+        if cancel is not None and cancel():
+            raise Cancelled
+        later = [hays[j] for j in order[done + 1 :]]
+        keep = [r for h in later for r in sampled_rows(len(h.ids)) if r < _common(hays[i].ids[:-1], h.ids[:-1])]
+        runs[i] = needle_run(model, tokenizer, hays[i], prefix=prefix, keep=keep)
+        if progress is not None:
+            progress(done + 1, len(hays))
     return NeedleGrid(tuple(runs), tuple(lengths), tuple(depths))
 
 
-def filler_text() -> str:
-    """The haystack's filler: the bundled held-out documents (assets/corpus), tens of thousands of tokens."""
-    from model.profile.corpus import bundled_documents
-
-    return "\n\n".join(bundled_documents())
-
-
 def seconds(lengths: Sequence[int], depths: Sequence[float], at_512: float) -> float:
-    """A grid's time from one fused pass of 512 tokens here: a run's pass grows a little faster than its length
-    and costs half as much again as the bare pass (the q hooks, a cache), plus about 1.5 s of decoding steps
-    (measured on SmolLM2, 2 cores: 15 runs of 512, 1,024 and 2,048 tokens in 71 s, the bare pass 0.9 s)."""
-    return sum(1.5 * at_512 * n / 512 * (1 + n / 16_384) + 1.5 for n in lengths) * len(depths)
+    """A grid's time from one fused pass of 512 tokens here: reading n positions after s shared ones costs in
+    proportion to (n − s) + (n² − s²) / 16,384 (a pass grows a little faster than its length), half as much again as
+    the bare pass (the q hooks, a cache), plus about 1.5 s of decoding steps a run (measured on SmolLM2, 2 cores: 15
+    runs of 512, 1,024 and 2,048 tokens in 71 s, the bare pass 0.9 s). The shared beginnings are those of the
+    prompts laid out as needle_grid reads them: filler positions, the needle's and the question's tokens (their
+    lengths about SmolLM2's; sentence breaks aside)."""
+    needle, question = tuple(range(-24, 0)), tuple(range(-100, -60))  # stand-ins for their tokens
+    prompts = []
+    for n in lengths:
+        b = max(n - len(needle) - len(question), 1)  # filler positions
+        prompts += [(*range(round(b * d)), *needle, *range(round(b * d), b), *question) for d in depths]
+    total, before, per = 0.0, (), 1.5 * at_512 / 512
+    for p in sorted(prompts):
+        s, n = _common(before, p), len(p)
+        total += per * ((n - s) + (n * n - s * s) / 16_384) + 1.5
+        before = p
+    return total

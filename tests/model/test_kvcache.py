@@ -42,3 +42,22 @@ def test_an_entry_set_from_outside_is_copied_not_written_into():
     assert k.shape == (1, 2, 3, 4) and torch.equal(k[..., :2, :], kept[0]) and torch.equal(v[..., :2, :], kept[1])
     assert torch.equal(start[0], kept[0]) and torch.equal(start[1], kept[1])  # the caller's tensors untouched
     assert cache.cached(0) == 0 and cache.cached(1) == 3
+
+
+def test_a_truncated_cache_keeps_its_beginning_and_never_writes_where_an_earlier_result_reads():
+    cache, keys, values = KVCache(2), rand(1, 2, 6, 4, seed=11), rand(1, 2, 6, 4, seed=12)
+    cache.extend(0, keys, values)
+    step = (rand(1, 2, 1, 4, seed=13), rand(1, 2, 1, 4, seed=14))
+    earlier = cache.extend(0, *step)  # (1, 2, 7, 4), a view of the room
+    held = tuple(t.clone() for t in earlier)
+    cache.truncate(3)
+    assert cache.cached(0) == 3 and cache.cached(1) == 0 and cache.layers[1] is None  # a layer never filled stays so
+    torch.testing.assert_close(cache.layers[0][0], keys[..., :3, :], rtol=0, atol=0)
+    new = (rand(1, 2, 2, 4, seed=15), rand(1, 2, 2, 4, seed=16))
+    k, v = cache.extend(0, *new)  # positions 3 and 4 again, different tokens
+    torch.testing.assert_close(k, torch.cat([keys[..., :3, :], new[0]], dim=-2), rtol=0, atol=0)
+    torch.testing.assert_close(v, torch.cat([values[..., :3, :], new[1]], dim=-2), rtol=0, atol=0)
+    for got, want in zip(earlier, held):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)  # the step's result still reads its own positions
+    cache.truncate(0)
+    assert cache.layers == [None, None] and cache.length == 0

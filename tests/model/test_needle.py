@@ -5,6 +5,7 @@ scripts/make_needle_fixture.py)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,9 @@ from model.analysis.needle import (
     copies,
     filler_text,
     haystack,
+    needle_grid,
     needle_run,
+    seconds,
     words,
 )
 from model.capture import run_with_cache
@@ -105,6 +108,43 @@ def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok, ext
         np.testing.assert_allclose(result.sink_rows[layer], want, atol=1e-5)
     first = copies(last.argmax(-1), hay.ids, hay.answer, result.generated[0]) / (hay.answer[1] - hay.answer[0])
     assert np.all(result.retrieval >= first - 1e-6)  # the first step's copies are part of the score
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [{}, WINDOWED], ids=["plain", "sliding window and learned sinks"])
+def test_a_grid_reads_each_shared_beginning_once_and_equals_runs_read_whole(tok, extra):
+    """Haystacks that begin alike (the filler before their needles, the needle at depth 0) are read once up to where
+    they part; every run's numbers are those of the haystack read whole with a cache of its own."""
+    torch.manual_seed(1)
+    sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
+    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True, **extra)
+    model = Transformer(cfg).eval()
+    if cfg.attn_sinks:
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attn.sinks.normal_(0, 2)
+    lengths, depths, filler = (200, 320), (0.0, 0.5, 1.0), filler_text()
+    read = []
+    forward = model.forward
+    model.forward = lambda ids, *a, **k: read.append(ids.size(1)) or forward(ids, *a, **k)  # every pass's new tokens
+    grid = needle_grid(model, tok, filler, lengths, depths)
+    model.forward = forward
+    hays = [haystack(tok, filler, n, d) for n in lengths for d in depths]
+    prompts = sorted(h.ids[:-1] for h in hays)
+    parted = [next(i for i, (x, y) in enumerate(zip(p, q)) if x != y) for p, q in pairwise(prompts)]
+    assert sum(n for n in read if n > 1) == len(prompts[0]) + sum(len(q) - i for q, i in zip(prompts[1:], parted))
+    assert sum(n for n in read if n > 1) < 0.8 * sum(map(len, prompts))  # depth 0 and 100 % share their filler
+    for hay, got in zip(hays, grid.runs):
+        want = needle_run(model, tok, hay)
+        assert (got.length, got.depth, got.needle, got.generated) == (hay.length, hay.depth, hay.needle, want.generated)
+        for name in ("retrieval", "needle_share", "sink_share", "sink_rows"):
+            np.testing.assert_allclose(getattr(got, name), getattr(want, name), atol=1e-5, err_msg=name)
+
+
+def test_the_estimate_counts_a_shared_beginning_once():
+    alone = seconds((512,), (0.0,), 1.0) + seconds((1024,), (0.0,), 1.0)
+    assert seconds((512, 1024), (0.0,), 1.0) < alone - 1.0  # the 512's prompt is the 1,024's beginning, about
+    assert seconds((512,), (0.5,), 1.0) == pytest.approx(1.5 * (512 + 512**2 / 16_384) / 512 + 1.5)
 
 
 @pytest.mark.slow
