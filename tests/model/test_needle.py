@@ -77,6 +77,20 @@ def test_a_grids_score_is_the_mean_over_the_runs_that_found_the_answer():
     assert grid.table(lambda r: r.found).tolist() == [[1.0], [1.0], [0.0]]
 
 
+def tiny_decoder(tok, extra: dict, seed: int) -> Transformer:
+    """A random 2-layer decoder with grouped K/V heads and RoPE; its learned sinks (gpt-oss's) drawn large enough to
+    matter."""
+    torch.manual_seed(seed)
+    sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
+    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True, **extra)
+    model = Transformer(cfg).eval()
+    if cfg.attn_sinks:
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attn.sinks.normal_(0, 2)
+    return model
+
+
 WINDOWED = dict(layer_types=("sliding", "global"), sliding_window=40, attn_sinks=True)  # gpt-oss's kind of layer
 
 
@@ -85,14 +99,8 @@ WINDOWED = dict(layer_types=("sliding", "global"), sliding_window=40, attn_sinks
 def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok, extra):
     """The sink rows are the model's own weights: a window's mask and a learned sink as the model applies them, over
     the rows that can see position 0 (the window was ignored: far rows weighed a position 0 they cannot see)."""
-    torch.manual_seed(0)
-    sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
-    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True, **extra)
-    model = Transformer(cfg).eval()
-    if cfg.attn_sinks:
-        with torch.no_grad():
-            for block in model.blocks:
-                block.attn.sinks.normal_(0, 2)
+    model = tiny_decoder(tok, extra, seed=0)
+    cfg = model.cfg
     hay = haystack(tok, filler_text(), 300, 0.5)
     result = needle_run(model, tok, hay)
     _, trace = run_with_cache(model, torch.tensor([hay.ids]), kinds=["pattern"])
@@ -115,14 +123,7 @@ def test_a_runs_numbers_equal_the_explicit_attention_of_the_same_tokens(tok, ext
 def test_a_grid_reads_each_shared_beginning_once_and_equals_runs_read_whole(tok, extra):
     """Haystacks that begin alike (the filler before their needles, the needle at depth 0) are read once up to where
     they part; every run's numbers are those of the haystack read whole with a cache of its own."""
-    torch.manual_seed(1)
-    sizes = dict(vocab_size=tok.vocab_size, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_seq_len=1024)
-    cfg = TransformerConfig(**sizes, causal=True, positional="rope", norm_kind="rmsnorm", lm_head=True, **extra)
-    model = Transformer(cfg).eval()
-    if cfg.attn_sinks:
-        with torch.no_grad():
-            for block in model.blocks:
-                block.attn.sinks.normal_(0, 2)
+    model = tiny_decoder(tok, extra, seed=1)
     lengths, depths, filler = (200, 320), (0.0, 0.5, 1.0), filler_text()
     read = []
     forward = model.forward
