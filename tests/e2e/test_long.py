@@ -89,9 +89,9 @@ def test_the_needle_lesson_finds_a_retrieval_head_and_shows_it_on_its_haystack(s
     page.goto(f"{server}/lessons?model_kind=smollm2&{lesson}")  # a link to the lesson, as a lecturer shares it
     wait_idle(page)
     page.get_by_role("button", name="Run 4 haystacks").click()
-    # a hang's guard, not a speed test (bench/needle.py times the grid): 95 s in a clean clone's run on a 64 GFLOP/s
-    # host, where three workers share two cores
-    wait_title(page, "Attention sinks as the haystack grows", timeout=420_000)
+    # a hang's guard, not a speed test (bench/needle.py times the grid): the whole test took 340 s in a clean clone's
+    # run on a 64 GFLOP/s host, three workers sharing its two cores (64 s alone)
+    wait_title(page, "Attention sinks as the haystack grows", timeout=600_000)
     wait_idle(page)
     no_errors(page, "the needle lesson")
     assert page.get_by_text("in 4 of 4 haystacks").count() == 1
