@@ -56,10 +56,8 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         hays = [needle.haystack(tokenizer, filler, n, d) for n in args.lengths for d in depths]
         built = time.perf_counter() - start
-        prompts, before, read = sorted(h.ids[:-1] for h in hays), (), 0
-        for prompt in prompts:
-            read += len(prompt) - needle._common(before, prompt)
-            before = prompt
+        prompts = sorted(h.ids[:-1] for h in hays)
+        read = sum(len(p) - s for p, s in zip(prompts, needle.shared_starts(prompts)))
         start = time.perf_counter()
         needle.needle_grid(model, tokenizer, filler, args.lengths, depths)
         grid = time.perf_counter() - start

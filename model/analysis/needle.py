@@ -44,6 +44,7 @@ __all__ = [  # the haystack's names too, which the lesson's pages and the tests 
     "needle_run",
     "sampled_rows",
     "seconds",
+    "shared_starts",
     "words",
 ]
 
@@ -164,6 +165,12 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
+def shared_starts(prompts: Sequence[Sequence[int]]) -> list[int]:
+    """For prompts in the order they are read, the positions each shares with the one read before it (0 for the
+    first): where each run's reading starts."""
+    return [_common(a, b) for a, b in zip([(), *prompts[:-1]], prompts)]
+
+
 def sampled_rows(n: int) -> np.ndarray:
     """The SAMPLED_ROWS query positions of a haystack of n tokens whose weight on position 0 is measured."""
     return np.unique(np.linspace(1, n - 2, min(SAMPLED_ROWS, n - 2)).round().astype(int))
@@ -238,12 +245,16 @@ def needle_grid(
     hays = [replace(haystack(tokenizer, filler, min(n, limit), d), length=n) for n, d in plan]  # under its nominal
     # length; read in the prompts' sorted order, each run's prompt shares the most with the one read before it
     order = sorted(range(len(hays)), key=lambda i: hays[i].ids[:-1])
+    prompts = [hays[i].ids[:-1] for i in order]
+    starts = shared_starts(prompts)
     prefix, runs = Prefix(model.cfg.n_layers), [None] * len(hays)
     for done, i in enumerate(order):
         if cancel is not None and cancel():
             raise Cancelled
-        later = [hays[j] for j in order[done + 1 :]]
-        keep = [r for h in later for r in sampled_rows(len(h.ids)) if r < _common(hays[i].ids[:-1], h.ids[:-1])]
+        keep, common = [], len(prompts[done])
+        for k in range(done + 1, len(order)):  # sorted: what run k shares with this one is the least shared between
+            common = min(common, starts[k])
+            keep += [r for r in sampled_rows(len(hays[order[k]].ids)) if r < common]
         runs[i] = needle_run(model, tokenizer, hays[i], prefix=prefix, keep=keep)
         if progress is not None:
             progress(done + 1, len(hays))
@@ -262,9 +273,9 @@ def seconds(lengths: Sequence[int], depths: Sequence[float], at_512: float) -> f
     for n in lengths:
         b = max(n - len(needle) - len(question), 1)  # filler positions
         prompts += [(*range(round(b * d)), *needle, *range(round(b * d), b), *question) for d in depths]
-    total, before, per = 0.0, (), 1.5 * at_512 / 512
-    for p in sorted(prompts):
-        s, n = _common(before, p), len(p)
+    total, per = 0.0, 1.5 * at_512 / 512
+    prompts = sorted(prompts)
+    for p, s in zip(prompts, shared_starts(prompts)):
+        n = len(p)
         total += per * ((n - s) + (n * n - s * s) / 16_384) + 1.5
-        before = p
     return total
