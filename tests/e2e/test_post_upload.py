@@ -43,7 +43,7 @@ def test_upload_the_posts_state_dict_answer_heads_see_the_map(page, tmp_path):
     page.get_by_text("2 layers × 4 heads, d_model 64, d_k 16").wait_for(timeout=30_000)
     pick(page, "Head", "2")
     plot = page.locator(".js-plotly-plot").first
-    plot.wait_for(timeout=30_000)
+    plot.locator(".gtitle", has_text="Layer 0, head 2").first.wait_for(timeout=60_000)  # not the chart before the pick
     title = plot.locator(".gtitle").first.text_content()
     assert "Layer 0, head 2" in title
     z = np.array(plot.evaluate("el => Array.from(el._fullData[0].z, row => Array.from(row))"), dtype=float)
@@ -66,7 +66,8 @@ def test_upload_a_zipped_hugging_face_folder(page, tmp_path):
     page.locator('input[type="file"][accept*=".zip"]').set_input_files(str(path))
     wait_idle(page)
     plot = page.locator(".js-plotly-plot").first
-    plot.wait_for(timeout=30_000)
+    # the page may still show the previous model's chart right after the upload: wait for the uploaded model's title
+    plot.locator(".gtitle", has_text="Layer 0 (sliding window 6), head 0").first.wait_for(timeout=60_000)
     assert plot.locator(".gtitle").first.text_content().startswith("Layer 0 (sliding window 6), head 0")
     page.get_by_text("attends through a sliding window").first.wait_for(timeout=30_000)
     z = np.array(plot.evaluate("el => Array.from(el._fullData[0].z, row => Array.from(row))"), dtype=float)
