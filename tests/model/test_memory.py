@@ -22,11 +22,14 @@ def test_repeated_captures_reuse_memory_instead_of_page_faulting():
     del trace
     for _ in range(2):
         run_with_cache(model, ids)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(3):
+    faults = []
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         run_with_cache(model, ids)
-    per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 3
-    assert per_call < 0.1 * retained_pages, (per_call, retained_pages)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    # The median call: the heap may still settle once (a single call faulting ~10 % of the trace, seen in CI after
+    # a worker's earlier tests left it fragmented); without the setting every call faults about the whole trace.
+    assert sorted(faults)[2] < 0.1 * retained_pages, (faults, retained_pages)
 
 
 def _wait_for(cond, seconds: float = 10.0) -> bool:
