@@ -41,3 +41,93 @@ def test_a_waiting_page_wakes_when_the_job_ends_without_what_it_needs():
     start = time.monotonic()
     assert not job.wait_for(lambda: job.done >= 1, 10)
     assert time.monotonic() - start < 2 and job.finished and "the pass failed" in job.error
+
+
+def _watched_run(kind: str, sessions: set[str]) -> tuple[jobs.Job, threading.Event]:
+    """A run of ``kind`` that reports every 10 ms until stopped (at most 10 s), noted as asked for by
+    ``sessions``; the event is set once it has started."""
+    started = threading.Event()
+
+    def work(job: jobs.Job) -> None:
+        started.set()
+        for step in range(1000):
+            if job.stop.is_set():
+                raise jobs.Cancelled
+            job.report(step, 1000)
+            time.sleep(0.01)
+
+    job = jobs.run(("test-let-go", kind, time.monotonic()), kind, 1000, work, name="let-go")
+    job.sessions.update(sessions)
+    assert started.wait(10)
+    return job
+
+
+def test_a_long_run_whose_sessions_all_left_is_let_go_after_the_grace(monkeypatch):
+    """Issue 51: a closed tab's long read held the server's one place for long runs until its last layer (the
+    needle lesson of the next visitor waited 115 s of CPU behind it in CI)."""
+    connected = {"a": True, "b": True}
+    monkeypatch.setattr(jobs, "_connected", lambda s: connected.get(s, False))
+    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "0.15")
+    monkeypatch.setattr(jobs, "CHECK_EVERY_S", 0.05)
+    job = _watched_run("long", {"a", "b"})
+    try:
+        connected["a"] = False  # one of two tabs closed: the other still watches
+        time.sleep(0.3)
+        assert job.running and not job.let_go
+        connected["b"] = False
+        gone = time.monotonic()
+        job.thread.join(10)
+        assert job.finished and job.cancelled and job.let_go
+        assert 0.1 <= time.monotonic() - gone < 3  # the grace (from the last check that saw b), at a next report
+    finally:
+        job.stop.set()
+
+
+def test_a_session_back_within_the_grace_keeps_the_run_and_other_kinds_run_to_the_end(monkeypatch):
+    connected = {"a": False}
+    monkeypatch.setattr(jobs, "_connected", lambda s: connected.get(s, False))
+    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "0.25")
+    monkeypatch.setattr(jobs, "CHECK_EVERY_S", 0.05)
+    long_run, training = _watched_run("long", {"a"}), _watched_run("train", {"a"})
+    try:
+        time.sleep(0.1)
+        connected["a"] = True  # a reload reconnected within the grace
+        time.sleep(0.3)
+        assert long_run.running and not long_run.let_go
+        connected["a"] = False
+        long_run.thread.join(10)
+        assert long_run.let_go
+        assert training.running and not training.let_go  # kept on disk for whoever comes back: never let go
+    finally:
+        long_run.stop.set()
+        training.stop.set()
+
+
+def test_without_a_server_or_a_session_nothing_is_let_go(monkeypatch):
+    """A notebook, a test, a background thread: nobody to ask, so a run goes on (no Streamlit server runs here)."""
+    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "0")
+    monkeypatch.setattr(jobs, "CHECK_EVERY_S", 0.0)
+    monkeypatch.setattr(jobs, "LET_GO", {"long", "free"})  # a kind with no limit of places: both run at once
+    assert jobs._connected("anyone") is None
+    asked, nobody = _watched_run("free", {"someone"}), _watched_run("free", set())
+    try:
+        time.sleep(0.15)
+        assert asked.running and nobody.running and not asked.let_go and not nobody.let_go
+    finally:
+        asked.stop.set()
+        nobody.stop.set()
+
+
+def test_a_queued_run_whose_sessions_left_never_starts(monkeypatch):
+    monkeypatch.setattr(jobs, "_connected", lambda s: False)
+    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "0")
+    monkeypatch.setenv("ATTENTION_LAB_LONGQ_JOBS", "1")
+    monkeypatch.setattr(jobs, "LET_GO", {"long", "longq"})
+    first = _watched_run("longq", set())  # holds the one place, asked for by nobody a server knows
+    ran = threading.Event()
+    queued = jobs.run(("test-let-go", "queued", time.monotonic()), "longq", 1, lambda job: ran.set(), name="queued")
+    queued.sessions.add("gone")
+    assert queued.queued
+    first.stop.set()
+    queued.thread.join(10)
+    assert queued.let_go and queued.cancelled and not ran.is_set()

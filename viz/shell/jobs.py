@@ -5,6 +5,13 @@ classroom's users share one run instead of starting thirty.
 A job of a kind waits for a free place (``ATTENTION_LAB_<KIND>_JOBS``, default 1 for long texts and training
 runs) and says how many runs are ahead of it; other users' pages are served meanwhile (captures on a shared model
 run side by side: model/capture.py). Corpus profiles are written under ATTENTION_LAB_PROFILES (default: ./profiles).
+
+A text read whole and the needle lesson's haystacks (kind "long", one place by default) are let go once nobody
+who asked for them has the app open: every session that starts or looks at such a job is noted, and when none of
+them has been connected for ``ATTENTION_LAB_LET_GO_S`` seconds (default 20: a reload reconnects well within it) the
+run stops at its next report, so a closed tab's text no longer holds the server's one place for long runs (the next
+visitor of that text starts it again). Training runs and corpus profiles are kept on disk for whoever comes back:
+they run to the end.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
 from model.long import Cancelled
@@ -30,6 +40,29 @@ from model.profile.store import profile_dir
 ROOT = Path(__file__).resolve().parents[2]
 #: runs of each kind at once, unless ATTENTION_LAB_<KIND>_JOBS says otherwise (0 or missing kind: no limit)
 PLACES = {"corpus": 0, "long": 1, "train": 1}
+#: kinds of run stopped once no session that asked for them is connected (the module's note)
+LET_GO = {"long"}
+LET_GO_S = 20.0
+CHECK_EVERY_S = 1.0  # how often a run's reports ask whether anyone still watches it
+
+
+def let_go_after(environ=os.environ) -> float:
+    """Seconds a run of a LET_GO kind goes on after the last session that asked for it disconnected."""
+    try:
+        return max(0.0, float(environ.get("ATTENTION_LAB_LET_GO_S", LET_GO_S)))
+    except ValueError:
+        return LET_GO_S
+
+
+def _session_id() -> str | None:
+    """The session whose script asks (None from a background thread, a notebook or a test without a page)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else None
+
+
+def _connected(session_id: str) -> bool | None:
+    """Whether a session's browser is connected (None where no Streamlit server runs: nobody to ask)."""
+    return Runtime.instance().is_active_session(session_id) if Runtime.exists() else None
 
 
 @dataclass
@@ -48,8 +81,12 @@ class Job:
     error: str = ""
     result: Any = None
     path: Path | None = None
+    let_go: bool = False  # stopped because nobody who asked for it was connected any more (LET_GO)
     stop: threading.Event = field(default_factory=threading.Event, repr=False)
     thread: threading.Thread | None = field(default=None, repr=False)
+    sessions: set[str] = field(default_factory=set, repr=False)  # who started it or looked at it
+    _seen: float = field(default_factory=time.monotonic, repr=False)  # when one of them was last connected
+    _checked: float = field(default=0.0, repr=False)
     _change: threading.Condition = field(default_factory=threading.Condition, repr=False)
 
     @property
@@ -57,12 +94,37 @@ class Job:
         return not self.finished
 
     def report(self, done: int, total: int, phase: str | None = None) -> None:
-        """Progress from the work: ``done`` of ``total`` (in ``phase``, when it changes)."""
+        """Progress from the work: ``done`` of ``total`` (in ``phase``, when it changes). A run nobody watches any
+        more is stopped here (the work sees ``stop`` at its next check)."""
         with self._change:
             self.done, self.total = done, total
             if phase is not None:
                 self.phase = phase
             self._change.notify_all()
+        self.check_watched()
+
+    def note_session(self) -> None:
+        """Note the session whose script asks for this run (a page that started it, shows it or waits on it)."""
+        session = _session_id()
+        if session is not None:
+            with _guard:
+                self.sessions.add(session)
+
+    def check_watched(self, force: bool = False) -> bool:
+        """Whether someone still watches this run; a run of a LET_GO kind whose sessions have all been gone for
+        :func:`let_go_after` seconds is stopped (``let_go``). Asks at most every CHECK_EVERY_S unless ``force``."""
+        now = time.monotonic()
+        if self.kind not in LET_GO or self.stop.is_set() or (not force and now - self._checked < CHECK_EVERY_S):
+            return not self.let_go
+        self._checked = now
+        with _guard:
+            sessions = list(self.sessions)
+        if not sessions or any(_connected(s) is not False for s in sessions):
+            self._seen = now
+        elif now - self._seen >= let_go_after():
+            self.let_go = True
+            self.stop.set()
+        return not self.let_go
 
     def wait_for(self, ready: Callable[[], bool], timeout: float) -> bool:
         """Wait up to ``timeout`` seconds, woken by every report, until ``ready()`` or the run is over; returns
@@ -110,8 +172,12 @@ def any_running() -> bool:
 
 
 def job_for(key: Hashable) -> Job | None:
+    """The run under ``key`` (None: none yet); the asking page's session is noted as one that watches it."""
     with _guard:
-        return _jobs.get(key)
+        job = _jobs.get(key)
+    if job is not None:
+        job.note_session()
+    return job
 
 
 def plain_error(exc: Exception) -> str:
@@ -131,11 +197,13 @@ def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: 
     """Start ``work(job)`` in the background unless a run under ``key`` is going (that one is returned). The work
     reports through ``job.report``, checks ``job.stop`` and returns the result; raising Cancelled (model.long) or
     CancelledError (model.profile) ends it as cancelled, any other error as a message."""
+    session = _session_id()
     with _guard:
         job = _jobs.get(key)
         if job is not None and job.running:
+            job.sessions.update([session] if session else [])
             return job
-        job = _jobs[key] = Job(total=total, kind=kind)
+        job = _jobs[key] = Job(total=total, kind=kind, sessions={session} if session else set())
         limit = places(kind)
         gate = _places.setdefault(kind, threading.Semaphore(limit)) if limit else None
         if gate is not None:
@@ -150,7 +218,7 @@ def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: 
                 job.queued = False
                 if job in _waiting:
                     _waiting.remove(job)
-            if job.stop.is_set():
+            if job.stop.is_set() or not job.check_watched(force=True):  # everyone who asked left while it waited
                 raise Cancelled
             job.result = work(job)
         except (Cancelled, CancelledError):

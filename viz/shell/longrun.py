@@ -139,6 +139,8 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
     the first visit."""
     key = _key(ctx)
     found, job = CACHE.peek(key), jobs.job_for(key)
+    if job is not None and job.finished and job.let_go:
+        job = None  # stopped while nobody watched it (jobs.LET_GO): read again for whoever asks now
     if found is not None and not found.complete and (job is None or job.finished):
         CACHE.discard(key)  # half read with no pass going on (a failed pass takes its own away): never drawn
         found = None
