@@ -78,7 +78,7 @@ def test_a_long_run_whose_sessions_all_left_is_let_go_after_the_grace(monkeypatc
         gone = time.monotonic()
         job.thread.join(10)
         assert job.finished and job.cancelled and job.let_go
-        assert 0.1 <= time.monotonic() - gone < 3  # the grace (from the last check that saw b), at a next report
+        assert time.monotonic() - gone < 3  # after the grace, at one of the run's next reports
     finally:
         job.stop.set()
 
@@ -86,7 +86,7 @@ def test_a_long_run_whose_sessions_all_left_is_let_go_after_the_grace(monkeypatc
 def test_a_session_back_within_the_grace_keeps_the_run_and_other_kinds_run_to_the_end(monkeypatch):
     connected = {"a": False}
     monkeypatch.setattr(jobs, "_connected", lambda s: connected.get(s, False))
-    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "0.25")
+    monkeypatch.setenv("ATTENTION_LAB_LET_GO_S", "1")
     monkeypatch.setattr(jobs, "CHECK_EVERY_S", 0.05)
     long_run, training = _watched_run("long", {"a"}), _watched_run("train", {"a"})
     try:
