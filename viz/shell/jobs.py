@@ -201,7 +201,8 @@ def run(key: Hashable, kind: str, total: int, work: Callable[[Job], Any], name: 
     with _guard:
         job = _jobs.get(key)
         if job is not None and job.running:
-            job.sessions.update([session] if session else [])
+            if session is not None:
+                job.sessions.add(session)
             return job
         job = _jobs[key] = Job(total=total, kind=kind, sessions={session} if session else set())
         limit = places(kind)
