@@ -27,9 +27,10 @@ def test_repeated_captures_reuse_memory_instead_of_page_faulting():
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         run_with_cache(model, ids)
         faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-    # The median call: the heap may still settle once (a single call faulting ~10 % of the trace, seen in CI after
-    # a worker's earlier tests left it fragmented); without the setting every call faults about the whole trace.
-    assert sorted(faults)[2] < 0.1 * retained_pages, (faults, retained_pages)
+    # The median call under half the trace: with the setting calls fault 0 or, while the heap settles after a
+    # worker's earlier tests (the process's other threads count too), up to 15 % of it ([1176, 1176, 0, 1176, 0] of
+    # 7,848 pages in CI); without it every call faults about the whole trace (7,200–10,300 pages).
+    assert sorted(faults)[2] < 0.5 * retained_pages, (faults, retained_pages)
 
 
 def _wait_for(cond, seconds: float = 10.0) -> bool:
