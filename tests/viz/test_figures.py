@@ -1,4 +1,5 @@
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from viz.figures import (
@@ -36,6 +37,25 @@ def test_heatmap_shape_labels_hover_and_title():
     assert fig.layout.title.text == "L0 H1"
     assert fig.layout.yaxis.autorange == "reversed"
     assert trace.zmin == 0 and trace.zmax == pytest.approx(w.max())
+
+
+def test_click_targets_are_svg_markers_up_to_svg_max_cells_and_webgl_beyond():
+    from viz.figures.cells import SVG_MAX, add_cell_targets
+
+    w = np.random.default_rng(0).random((8, 8)).astype(np.float32)
+    ids = np.stack(np.meshgrid(np.arange(8), np.arange(8), indexing="ij"), axis=-1)  # (8, 8, 2): (query, key)
+    fig = attention_heatmap(w, TOKENS, theme=Theme(interactive=True), cell_ids=ids)
+    cells = [t for t in fig.data if t.name == "cells"]
+    assert [t.type for t in cells] == ["scatter"] and len(cells[0].x) == 64  # no WebGL canvas for 64 cells
+    assert fig.data[0].hoverinfo == "skip" and fig.layout.clickmode == "event+select"
+    assert cells[0].customdata[8 * 3 + 5][:2] == [3, 5] and cells[0].customdata[8 * 3 + 5][2] == pytest.approx(
+        w[3, 5], abs=1e-5
+    )
+    n = int(np.ceil(np.sqrt(SVG_MAX + 1)))  # a grid above SVG_MAX cells (a large model's layers × heads)
+    big = go.Figure(go.Heatmap(z=np.zeros((n, n))))
+    labels = [str(i) for i in range(n)]
+    add_cell_targets(big, labels, labels, np.zeros((n, n)), np.zeros((n, n, 2), dtype=int), "weight")
+    assert big.data[-1].type == "scattergl" and len(big.data[-1].x) == n * n
 
 
 def test_scores_mode_marks_masked_cells():

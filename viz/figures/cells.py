@@ -9,6 +9,7 @@ from viz.figures.common import Theme
 from viz.figures.layout import add_shapes, relayout
 
 FOCUS_QUERY, FOCUS_KEY = "#3b5bdb", "#e8590c"  # the colours of the focus row and column everywhere
+SVG_MAX = 4096  # click targets drawn as SVG up to this many cells, on a WebGL canvas beyond
 
 
 def add_cell_targets(
@@ -22,8 +23,13 @@ def add_cell_targets(
     where: str = "query: %{y}<br>key: %{x}",
 ) -> None:
     """Transparent square markers over every cell: plotly selects markers (not heatmap cells) on click, so a
-    click reports the cell's ids; the markers carry the hover text (the heatmap's own is switched off). WebGL
-    draws thousands of them on one canvas; they are for the screen only (the offline bundle has no WebGL)."""
+    click reports the cell's ids; the markers carry the hover text (the heatmap's own is switched off).
+
+    SVG up to ``SVG_MAX`` cells (48 × 48 tokens at most, a grid of layers × heads), WebGL beyond: a WebGL
+    canvas costs more to start than a few thousand SVG markers cost to draw. In chromium without a GPU
+    (SwiftShader), a page whose attention map has 144 such cells cost 2.7 instead of 4.1 core-seconds to load,
+    2,116 cells 4.3–4.8 instead of 8.5 (``docs/development.md``); and a browser keeps only so many WebGL canvases
+    alive per page (16 in Chrome): a page of grids would lose its oldest ones' hover and clicks."""
     ids = np.asarray(ids)  # (N, M, j): what a click on each cell reports, e.g. its (query, key) positions
     rows, cols = np.meshgrid(np.arange(len(y)), np.arange(len(x)), indexing="ij")
     values = z[rows, cols].ravel()
@@ -32,7 +38,7 @@ def add_cell_targets(
         if trace.type == "heatmap":
             trace.hoverinfo = "skip"
     fig.add_trace(
-        go.Scattergl(
+        (go.Scatter if values.size <= SVG_MAX else go.Scattergl)(
             x=[x[j] for j in cols.ravel()],
             y=[y[i] for i in rows.ravel()],
             mode="markers",

@@ -24,7 +24,7 @@ from viz.figures.sinks import add_sink_column, sink_rows
 from viz.figures.text import slide_plot_px
 
 # Up to this many tokens (heads, in a head-similarity matrix) every cell is clickable (a transparent marker each);
-# beyond, 5,184 markers cost ~1 s to draw without a GPU: the token strip and the tables offer the same choices.
+# beyond, the markers would number 5,000 and more: the token strip and the tables offer the same choices.
 CLICK_MAX = 48
 CLICK_MAX_HEADS = 36
 HOVER_WEIGHT = "query: %{y}<br>key: %{x}<br>weight: %{z:.5f}<extra></extra>"

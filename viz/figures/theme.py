@@ -30,7 +30,7 @@ class Theme:
     diverging: str = "RdBu_r"  # for differences and raw scores
     positions: str = "duplicates"
     max_cells: int | None = None  # on screen: token axes longer than this are block-averaged (None: exact)
-    interactive: bool = False  # on screen: click targets over heatmap cells (WebGL; never in exports)
+    interactive: bool = False  # on screen: click targets over heatmap cells (viz/figures/cells.py; never in exports)
     box: tuple[int, int] | None = None  # (width, height) px the figure is laid out in (slides); None: its own size
     window: tuple[int, int] | None = None  # on slides: token × token maps show only tokens start..stop-1
 
