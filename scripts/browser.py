@@ -28,6 +28,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    # one renderer process per site in a context: a new tab joins a warm one (tests/e2e/conftest.py: _fresh_tab)
+    "--process-per-site",
 ]
 #: (url path, page title) of every page, in the order of the navigation
 PAGES = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 
 from scripts.browser import streamlit_server, wait_idle
@@ -25,10 +27,34 @@ def server(profiles, runs):
         yield url
 
 
-def open_tab(browser, url: str | None, width: int = 1400, height: int = 1100):
-    """A fresh tab, opened on the app and idle (``url`` None: nothing opened yet), and the list its JavaScript
-    errors are collected in."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+#: per browser: one context for the fixtures' tabs, and in it a tab kept open on each server's origin
+_SHARED: dict[int, tuple] = {}
+
+
+def _fresh_tab(browser, origin: str, width: int, height: int):
+    """A new tab in the shared context, with no cookie and nothing in the origin's storage, as a new visitor's.
+
+    Chromium (``--process-per-site``, scripts/browser.py) puts a context's tabs of one origin in one renderer
+    process, and a tab kept open on the origin (a blank document: no Streamlit session) keeps that process and
+    its compiled scripts alive between tests: on the 64 GFLOP/s host a tab then costs chromium 4.1–4.7 core-seconds
+    to open the app instead of 8.7–12.6 in a context and a process of its own (docs/development.md)."""
+    context, kept = _SHARED.setdefault(id(browser), (browser.new_context(), {}))
+    if origin not in kept:
+        kept[origin] = context.new_page()  # a blank document of the origin, answered here: nothing holds the server
+        kept[origin].route(f"{origin}/_tab_kept", lambda route: route.fulfill(body="", content_type="text/html"))
+        kept[origin].goto(f"{origin}/_tab_kept")
+    context.clear_cookies()
+    kept[origin].evaluate("localStorage.clear(); sessionStorage.clear()")
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    return page
+
+
+def open_tab(browser, url: str | None, width: int = 1400, height: int = 1100, server: str | None = None):
+    """A fresh tab, opened on the app at ``url`` and idle (None: nothing opened yet; ``server`` the app's URL),
+    and the list its JavaScript errors are collected in."""
+    where = urlsplit(server or url)
+    page = _fresh_tab(browser, f"{where.scheme}://{where.netloc}", width, height)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     if url is not None:
@@ -41,7 +67,7 @@ def open_tab(browser, url: str | None, width: int = 1400, height: int = 1100):
 def tab(server, browser):
     """A fresh tab with nothing open yet, for a test that starts on a link (``scripts.browser.start_at``) rather
     than on the default page; the test fails if a page threw a JavaScript error."""
-    page, errors = open_tab(browser, None)
+    page, errors = open_tab(browser, None, server=server)
     yield page
     assert not errors, errors
     page.close()
