@@ -31,13 +31,16 @@ def server(profiles, runs):
 _SHARED: dict[int, tuple] = {}
 
 
-def _fresh_tab(browser, origin: str, width: int, height: int):
-    """A new tab in the shared context, with no cookie and nothing in the origin's storage, as a new visitor's.
+def fresh_tab(browser, server: str, width: int = 1400, height: int = 1100):
+    """A new tab for ``server`` (the app's URL) in the shared context, with no cookie and nothing in the origin's
+    storage, as a new visitor's; nothing opened yet.
 
     Chromium (``--process-per-site``, scripts/browser.py) puts a context's tabs of one origin in one renderer
     process, and a tab kept open on the origin (a blank document: no Streamlit session) keeps that process and
     its compiled scripts alive between tests: on the 64 GFLOP/s host a tab then costs chromium 4.1–4.7 core-seconds
     to open the app instead of 8.7–12.6 in a context and a process of its own (docs/development.md)."""
+    where = urlsplit(server)
+    origin = f"{where.scheme}://{where.netloc}"
     context, kept = _SHARED.setdefault(id(browser), (browser.new_context(), {}))
     if origin not in kept:
         kept[origin] = context.new_page()  # a blank document of the origin, answered here: nothing holds the server
@@ -53,8 +56,7 @@ def _fresh_tab(browser, origin: str, width: int, height: int):
 def open_tab(browser, url: str | None, width: int = 1400, height: int = 1100, server: str | None = None):
     """A fresh tab, opened on the app at ``url`` and idle (None: nothing opened yet; ``server`` the app's URL),
     and the list its JavaScript errors are collected in."""
-    where = urlsplit(server or url)
-    page = _fresh_tab(browser, f"{where.scheme}://{where.netloc}", width, height)
+    page = fresh_tab(browser, server or url, width, height)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     if url is not None:

@@ -9,6 +9,7 @@ from axe_playwright_python.sync_playwright import Axe
 
 from scripts.browser import PAGES, ROOT, open_page, run_if_asked, type_text, wait_idle
 from scripts.screenshots import SENTENCE
+from tests.e2e.conftest import fresh_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -47,7 +48,7 @@ OUR_MARKUP = {"exclude": [['[data-testid="stSidebarNav"]']]}
 def test_every_page_renders_in_chromium(server, browser):
     """Every page draws, with no error, and axe-core finds no serious or critical violation (contrast, labels, roles)
     in the app's own markup."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = fresh_tab(browser, server, 1400, 1000)
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)

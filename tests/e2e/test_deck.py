@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from scripts.browser import nav_to, wait_idle
+from tests.e2e.conftest import fresh_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 pptx = pytest.importorskip("pptx")
@@ -21,7 +22,7 @@ def _add(page, nth: int = 0) -> None:
 
 
 def test_build_a_deck_export_pptx_and_html(server, browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page = fresh_tab(browser, server, 1400, 1100)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{server}/?{urlencode({'layer': 1, 'head': 2, 'focus_query': 5, 'focus_key': 2})}")

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from scripts.browser import open_page, start_at, type_text, wait_idle
+from tests.e2e.conftest import fresh_tab
 from viz.export.band import png_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -120,7 +121,7 @@ def test_a_heatmap_click_focuses_the_query_on_every_page(server, app_page):
 
 
 def test_a_reload_keeps_model_text_page_head_and_focus(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page = fresh_tab(browser, server, 1400, 1100)
     missing: list[str] = []
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 and "_stcore" not in r.url else None)
     page.goto(server)

@@ -7,12 +7,13 @@ from urllib.parse import urlencode
 import pytest
 
 from scripts.browser import wait_idle
+from tests.e2e.conftest import fresh_tab
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_a_link_opens_the_lesson_section_and_the_permutation_switch(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = fresh_tab(browser, server, 1400, 1000)
     page.goto(f"{server}/lessons?{urlencode({'lesson_section': 'Why √d_k'})}")
     wait_idle(page)
     assert page.get_by_role("radio", name="Why √d_k").is_checked()
