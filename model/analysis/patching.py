@@ -168,12 +168,14 @@ def run_from(
     extra: Sequence[tuple[str, Callable]] = (),
     past: dict[str, torch.Tensor] | None = None,
     prefix: int = 0,
-) -> torch.Tensor:
+    until: int | None = None,
+) -> torch.Tensor | None:
     """Run blocks ``layer`` … L − 1 on ``start`` (R·B, N − prefix, d_model), the stream entering ``layer`` for R
     runs of a batch of B prompts, with ``edit`` hooked on ``name`` (and the ``extra`` (name, hook) pairs); returns
     each run's metric averaged over the prompts (R,). ``prefix`` > 0 (a causal model, :func:`reuses_prefix`):
     ``start`` holds positions ``prefix`` … N − 1 only, and ``past`` (a :func:`cache_run` with keys) gives every
-    layer's keys and values before them."""
+    layer's keys and values before them. ``until``: run blocks ``layer`` … ``until`` only, for what their hooks see,
+    and return None."""
     cfg = model.cfg
     n = start.size(1)
     masks = model.build_masks(n, None, cfg.causal, start.device, prefix)
@@ -186,8 +188,10 @@ def run_from(
             cache.layers[i] = tuple(past[hook_name(t, i)][:, :, :prefix].repeat(runs, 1, 1, 1) for t in "kv")
     with torch.no_grad(), hooks(model, [*([(name, edit)] if edit is not None else []), *extra]):
         x = start
-        for i in range(layer, cfg.n_layers):
+        for i in range(layer, cfg.n_layers if until is None else until + 1):
             x = model.blocks[i](x, mask=masks[i], layer=i, cache=cache, **extra_inputs)
+        if until is not None:
+            return None
         x = model.hook_final(model.ln_f(x) if model.ln_f is not None else x)
         logits = readout(model, x[:, metric.position % (n + prefix) - prefix])  # (R·B, V)
         return metric(logits.view(-1, prompts, logits.size(-1))).double().mean(1)  # (R, B) -> (R,)

@@ -159,7 +159,7 @@ def _path_reference(model, clean, corrupted, metric, sender, receivers):
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
-@pytest.mark.parametrize("receivers", ["logits", [(2, 1, "q"), (2, 3, "k")], [(1, 0, "v")]])
+@pytest.mark.parametrize("receivers", ["logits", [(2, 1, "q"), (2, 3, "k")], [(1, 0, "v")], [(1, 0, "v"), (2, 1, "q")]])
 def test_path_patching_matches_the_steps_written_out_for_every_sender(name, receivers):
     model = decoder(name)
     metric = Metric(9, 3)
