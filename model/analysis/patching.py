@@ -266,7 +266,7 @@ def activation_patching(
     progress: Callable[[float], None] | None = None,
 ) -> Patching:
     """Patch the clean run's activations into the corrupted run, cell by cell (see the module's docstring). Computed
-    once per model and inputs, for every caller (model/analysis/memo.py)."""
+    once per model, inputs and kind, for every caller (model/analysis/memo.py)."""
     clean, corrupted = as_batch(model, clean), as_batch(model, corrupted)
     if clean.shape != corrupted.shape:
         raise ValueError(
@@ -274,6 +274,12 @@ def activation_patching(
             "compares position with position, so they must have the same length"
             + (f" (and the batches {clean.size(0)} and {corrupted.size(0)} prompts)" if clean.size(0) > 1 else "")
         )
+    if len(kinds) > 1:  # each kind swept and kept on its own: a sweep of other kinds later reads what they share
+        parts = [
+            activation_patching(model, clean, corrupted, metric, (kind,), _share(progress, i, len(kinds)))
+            for i, kind in enumerate(kinds)
+        ]
+        return Patching(metric, parts[0].clean, parts[0].corrupted, {k: v for p in parts for k, v in p.raw.items()})
     key = ("activation_patching", ids_key(clean), ids_key(corrupted), metric.at(clean.size(-1)), tuple(kinds))
 
     def make() -> Patching:
@@ -282,6 +288,11 @@ def activation_patching(
         return Patching(metric, score(model, clean, metric), score(model, corrupted, metric), raw)
 
     return once(model, key, make)
+
+
+def _share(progress: Callable[[float], None] | None, i: int, n: int) -> Callable[[float], None] | None:
+    """Part ``i`` of ``n`` equal parts of a ``progress`` callback."""
+    return None if progress is None else lambda f: progress((i + f) / n)
 
 
 def ids_key(batch: torch.Tensor) -> tuple:
