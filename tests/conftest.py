@@ -33,6 +33,11 @@ if "ATTENTION_LAB_RUNS" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["ATTENTION_LAB_RUNS"], ignore_errors=True)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# sweeps on the real models, computed once per test run for every worker (tests/sweeps.py), in a folder of this run:
+# made here in the process that starts the run (the pytest-xdist workers inherit it), removed at its end
+if "TESTS_SHARED_SWEEPS" not in os.environ:
+    os.environ["TESTS_SHARED_SWEEPS"] = tempfile.mkdtemp(prefix="attention-lab-sweeps-")
+    atexit.register(shutil.rmtree, os.environ["TESTS_SHARED_SWEEPS"], ignore_errors=True)
 
 
 def _prepare_test_process() -> None:
@@ -73,6 +78,10 @@ def _prepare_test_process() -> None:
     # every figure a test builds is validated by plotly at each layout edit (a misspelt property fails); the app
     # stores the edits as given, and tests/viz/test_views.py checks that every view makes the same JSON both ways
     figure_layout.STRICT = True
+
+    from tests.sweeps import install
+
+    install(Path(os.environ["TESTS_SHARED_SWEEPS"]))  # activation and path patching on the real models: once a run
 
 
 _COMPILED: dict = {}  # (path, size, modification time) -> bytecode

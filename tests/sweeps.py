@@ -1,0 +1,97 @@
+"""Sweeps on the real models computed once per test run, for every pytest-xdist worker (installed by
+tests/conftest.py).
+
+The same sweep is asked for in three test files on three workers: activation patching and path patching on SmolLM2
+and the indirect-object prompt in the Causes page's AppTest, the export layout sweep and the research notebook's
+examples — about 100 core-seconds of a CI run computed twice or three times over. In one process the product already
+computes such a sweep once per model and inputs (model/analysis/memo.py); here that memo's ``make`` first looks in a
+folder the workers share, keyed by everything the result depends on: the model's configuration and every weight's
+bytes, and the memo's key (the prompts' ids, the metric, the kinds or receivers). The first worker to need a sweep
+computes it while any other that needs it waits on a lock, then writes it; the others read it. Only sweeps on models
+of at least MIN_PARAMS parameters are shared (the tests' small models compute theirs in a fraction of a second and
+some count what a sweep runs), never while a hook is attached (memo.py computes those every time)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model.analysis import memo, paths
+from model.analysis import patching as patching_module
+from model.analysis.patching import Metric, Patching
+
+SHARED = ("activation_patching", "path_patching")  # memo keys whose results are a Patching
+MIN_PARAMS = 50_000_000
+_prints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fingerprint(model: torch.nn.Module) -> str:
+    """A digest of the model's configuration and every parameter's and buffer's name, dtype, shape and bytes
+    (kept per model while its weights are unchanged: SmolLM2's 540 MB take about a second)."""
+    version = memo._version(model)
+    kept = _prints.get(model)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    digest = hashlib.blake2b(repr(getattr(model, "cfg", None)).encode(), digest_size=20)
+    for name, t in model.state_dict().items():
+        t = t.detach().cpu().contiguous()
+        digest.update(f"{name} {t.dtype} {tuple(t.shape)}".encode())
+        digest.update(t.view(-1).view(torch.uint8).numpy())  # (bytes,): any dtype, bfloat16 included
+    _prints[model] = (version, digest.hexdigest())
+    return _prints[model][1]
+
+
+def _tokens(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _write(value: Patching, path: Path) -> None:
+    meta = {
+        "clean": value.clean,
+        "corrupted": value.corrupted,
+        "metric": [_tokens(value.metric.answer), _tokens(value.metric.foil), value.metric.position],
+    }
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **{f"raw.{k}": v for k, v in value.raw.items()})
+    os.replace(tmp, path)
+
+
+def _read(path: Path) -> Patching:
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        raw = {k[4:]: data[k] for k in data.files if k.startswith("raw.")}
+    answer, foil, position = (tuple(v) if isinstance(v, list) else v for v in meta["metric"])
+    return Patching(Metric(answer, foil, position), meta["clean"], meta["corrupted"], raw)
+
+
+def install(folder: Path) -> None:
+    """Route the product's patching and path patching memo through ``folder`` (see the module)."""
+    real = memo.once
+
+    def once(model, key, make):
+        if key[0] not in SHARED or memo._hooked(model) or sum(p.numel() for p in model.parameters()) < MIN_PARAMS:
+            return real(model, key, make)
+
+        def shared():
+            name = hashlib.sha256(repr((fingerprint(model), key)).encode()).hexdigest()[:32]
+            path = folder / f"{name}.npz"
+            with open(folder / f"{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if path.exists():
+                    return _read(path)
+                version = memo._version(model)
+                value = make()
+                if isinstance(value, Patching) and memo._version(model) == version and not memo._hooked(model):
+                    _write(value, path)
+                return value
+
+        return real(model, key, shared)
+
+    patching_module.once = paths.once = once

@@ -1,0 +1,75 @@
+"""The test run's shared sweeps (tests/sweeps.py): a sweep on a model with the same weights and inputs is read back,
+equal to what computing it gives; other weights or inputs compute their own."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from model.analysis import patching as patching_module
+from model.analysis import paths
+from model.analysis.patching import Metric, activation_patching
+from model.analysis.paths import path_patching
+from tests import sweeps
+from tests.model.test_research import CLEAN, CORRUPTED, decoder
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """Sweeps shared through a folder of this test's, with models of any size; how many sweeps really ran."""
+    monkeypatch.setattr(sweeps, "MIN_PARAMS", 0)
+    monkeypatch.setattr(patching_module, "once", patching_module.once)  # restored after the test
+    monkeypatch.setattr(paths, "once", paths.once)
+    sweeps.install(tmp_path)
+    ran = {"patch": 0, "paths": 0}
+    sweep, path_run = patching_module.patch_sweep, paths._path_patching
+
+    def counted_sweep(*args, **kwargs):
+        ran["patch"] += 1
+        return sweep(*args, **kwargs)
+
+    def counted_paths(*args, **kwargs):
+        ran["paths"] += 1
+        return path_run(*args, **kwargs)
+
+    monkeypatch.setattr(patching_module, "patch_sweep", counted_sweep)
+    monkeypatch.setattr(paths, "_path_patching", counted_paths)
+    return ran
+
+
+def same(a, b) -> bool:
+    return (
+        a.metric == b.metric
+        and (a.clean, a.corrupted) == (b.clean, b.corrupted)
+        and a.raw.keys() == b.raw.keys()
+        and all(np.array_equal(a.raw[k], b.raw[k], equal_nan=True) for k in a.raw)
+    )
+
+
+def test_another_model_with_the_same_weights_reads_the_sweep_back(counted):
+    model = decoder("llama")
+    twin = copy.deepcopy(model)  # another object (another process's load), the same bytes
+    metric = Metric(9, 3)
+    first = activation_patching(model, CLEAN, CORRUPTED, metric, ("z", "resid_pre"))
+    direct = path_patching(model, CLEAN, CORRUPTED, metric, [(1, 0, "v")])
+    assert counted == {"patch": 2, "paths": 1}
+    assert same(activation_patching(twin, CLEAN, CORRUPTED, metric, ("resid_pre", "z")), first)
+    assert same(path_patching(twin, CLEAN, CORRUPTED, metric, [(1, 0, "v")]), direct)
+    assert counted == {"patch": 2, "paths": 1}  # read back, nothing computed again
+    path_patching(twin, CLEAN, CORRUPTED, metric, "logits")  # other receivers: computed
+    activation_patching(twin, CORRUPTED, CLEAN, metric, ("z",))  # other inputs: computed
+    assert counted == {"patch": 3, "paths": 2}
+    with torch.no_grad():
+        twin.blocks[0].attn.w_o.weight.add_(0.01)  # another weight: computed, and different
+    changed = activation_patching(twin, CLEAN, CORRUPTED, metric, ("z",))
+    assert counted["patch"] == 4 and not np.array_equal(changed.raw["z"], first.raw["z"])
+
+
+def test_a_sweep_of_a_small_model_is_never_shared(tmp_path, monkeypatch):
+    monkeypatch.setattr(patching_module, "once", patching_module.once)
+    sweeps.install(tmp_path)
+    activation_patching(decoder("llama"), CLEAN, CORRUPTED, Metric(9, 3), ("z",))
+    assert not list(tmp_path.glob("*.npz"))  # under MIN_PARAMS: the process's own memo only
