@@ -7,7 +7,8 @@ examples — about 100 core-seconds of a CI run computed twice or three times ov
 computes such a sweep once per model and inputs (model/analysis/memo.py); here that memo's ``make`` first looks in a
 folder the workers share, keyed by everything the result depends on: the model's configuration and every weight's
 bytes, and the memo's key (the prompts' ids, the metric, the kinds or receivers). The first worker to need a sweep
-computes it while any other that needs it waits on a lock, then writes it; the others read it. Only sweeps on models
+computes it while any other that needs it waits on a lock, then writes it; the others read it. The circuit card's
+sums over the vocabulary (its effective embedding reads every token through block 0) are shared the same way. Only sweeps on models
 of at least MIN_PARAMS parameters are shared (the tests' small models compute theirs in a fraction of a second and
 some count what a sweep runs), never while a hook is attached (memo.py computes those every time)."""
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.analysis import memo, paths
+from model.analysis import circuits, memo, paths
 from model.analysis import patching as patching_module
 from model.analysis.patching import Metric, Patching
 
@@ -71,27 +72,55 @@ def _read(path: Path) -> Patching:
     return Patching(Metric(answer, foil, position), meta["clean"], meta["corrupted"], raw)
 
 
+def _shared(folder: Path, model, key, make, write, read):
+    """``make()``, or what the first worker to make it for this model and ``key`` wrote (``write(value, path)``
+    where ``read(path)`` reads it back), waiting while another worker makes it."""
+    name = hashlib.sha256(repr((fingerprint(model), key)).encode()).hexdigest()[:32]
+    path = folder / f"{name}.npz"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if path.exists():
+            return read(path)
+        version = memo._version(model)
+        value = make()
+        if memo._version(model) == version and not memo._hooked(model):
+            write(value, path)
+        return value
+
+
+def _own(model) -> bool:
+    """Whether a model computes its own (small, or hooked: see the module)."""
+    return memo._hooked(model) or sum(p.numel() for p in model.parameters()) < MIN_PARAMS
+
+
+def _write_tensors(value: dict[str, torch.Tensor], path: Path) -> None:
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **{k: v.numpy() for k, v in value.items()})
+    os.replace(tmp, path)
+
+
+def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    with np.load(path, allow_pickle=False) as data:
+        return {k: torch.from_numpy(data[k]) for k in data.files}
+
+
 def install(folder: Path) -> None:
-    """Route the product's patching and path patching memo through ``folder`` (see the module)."""
-    real = memo.once
+    """Route the product's patching and path patching memo, and the circuit card's sums over the vocabulary (the
+    effective embedding: 49,152 tokens through SmolLM2's block 0, 13.6 s), through ``folder`` (see the module)."""
+    real, vocabulary = memo.once, circuits._vocabulary
 
     def once(model, key, make):
-        if key[0] not in SHARED or memo._hooked(model) or sum(p.numel() for p in model.parameters()) < MIN_PARAMS:
+        if key[0] not in SHARED or _own(model):
             return real(model, key, make)
+        return real(model, key, lambda: _shared(folder, model, key, make, _write, _read))
 
-        def shared():
-            name = hashlib.sha256(repr((fingerprint(model), key)).encode()).hexdigest()[:32]
-            path = folder / f"{name}.npz"
-            with open(folder / f"{name}.lock", "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-                if path.exists():
-                    return _read(path)
-                version = memo._version(model)
-                value = make()
-                if isinstance(value, Patching) and memo._version(model) == version and not memo._hooked(model):
-                    _write(value, path)
-                return value
-
-        return real(model, key, shared)
+    def shared_vocabulary(model, embedding: str) -> dict[str, torch.Tensor]:
+        kept = circuits._round_trips.setdefault(model, {})
+        if embedding not in kept and not _own(model):
+            key = ("vocabulary", embedding)
+            make = lambda: vocabulary(model, embedding)  # noqa: E731
+            kept[embedding] = _shared(folder, model, key, make, _write_tensors, _read_tensors)
+        return vocabulary(model, embedding)
 
     patching_module.once = paths.once = once
+    circuits._vocabulary = shared_vocabulary

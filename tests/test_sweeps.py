@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from model.analysis import circuits, paths
 from model.analysis import patching as patching_module
-from model.analysis import paths
+from model.analysis.circuits import circuit
 from model.analysis.patching import Metric, activation_patching
 from model.analysis.paths import path_patching
 from tests import sweeps
@@ -23,8 +24,16 @@ def counted(tmp_path, monkeypatch):
     monkeypatch.setattr(sweeps, "MIN_PARAMS", 0)
     monkeypatch.setattr(patching_module, "once", patching_module.once)  # restored after the test
     monkeypatch.setattr(paths, "once", paths.once)
+    monkeypatch.setattr(circuits, "_vocabulary", circuits._vocabulary)
     sweeps.install(tmp_path)
-    ran = {"patch": 0, "paths": 0}
+    ran = {"patch": 0, "paths": 0, "embedding": 0}
+    embed = circuits.effective_embedding
+
+    def counted_embedding(*args, **kwargs):
+        ran["embedding"] += 1
+        return embed(*args, **kwargs)
+
+    monkeypatch.setattr(circuits, "effective_embedding", counted_embedding)
     sweep, path_run = patching_module.patch_sweep, paths._path_patching
 
     def counted_sweep(*args, **kwargs):
@@ -55,13 +64,13 @@ def test_another_model_with_the_same_weights_reads_the_sweep_back(counted):
     metric = Metric(9, 3)
     first = activation_patching(model, CLEAN, CORRUPTED, metric, ("z", "resid_pre"))
     direct = path_patching(model, CLEAN, CORRUPTED, metric, [(1, 0, "v")])
-    assert counted == {"patch": 2, "paths": 1}
+    assert counted == {"patch": 2, "paths": 1, "embedding": 0}
     assert same(activation_patching(twin, CLEAN, CORRUPTED, metric, ("resid_pre", "z")), first)
     assert same(path_patching(twin, CLEAN, CORRUPTED, metric, [(1, 0, "v")]), direct)
-    assert counted == {"patch": 2, "paths": 1}  # read back, nothing computed again
+    assert counted == {"patch": 2, "paths": 1, "embedding": 0}  # read back, nothing computed again
     path_patching(twin, CLEAN, CORRUPTED, metric, "logits")  # other receivers: computed
     activation_patching(twin, CORRUPTED, CLEAN, metric, ("z",))  # other inputs: computed
-    assert counted == {"patch": 3, "paths": 2}
+    assert counted == {"patch": 3, "paths": 2, "embedding": 0}
     with torch.no_grad():
         twin.blocks[0].attn.w_o.weight.add_(0.01)  # another weight: computed, and different
     changed = activation_patching(twin, CLEAN, CORRUPTED, metric, ("z",))
@@ -73,3 +82,14 @@ def test_a_sweep_of_a_small_model_is_never_shared(tmp_path, monkeypatch):
     sweeps.install(tmp_path)
     activation_patching(decoder("llama"), CLEAN, CORRUPTED, Metric(9, 3), ("z",))
     assert not list(tmp_path.glob("*.npz"))  # under MIN_PARAMS: the process's own memo only
+
+
+def test_another_model_with_the_same_weights_reads_the_circuit_cards_vocabulary_back(counted):
+    model = decoder("llama")
+    twin = copy.deepcopy(model)
+    card = circuit(model, 1, 0, CLEAN)
+    through_block_0 = counted["embedding"]  # the vocabulary in chunks, and the text's tokens
+    assert through_block_0 >= 2
+    again = circuit(twin, 1, 0, CLEAN)
+    assert counted["embedding"] == through_block_0 + 1  # the text's tokens only: the vocabulary's sums read back
+    assert again.copying == card.copying and again.ov_pairs == card.ov_pairs and again.reads_like == card.reads_like
