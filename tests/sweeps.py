@@ -8,9 +8,9 @@ computes such a sweep once per model and inputs (model/analysis/memo.py); here t
 folder the workers share, keyed by everything the result depends on: the model's configuration and every weight's
 bytes, and the memo's key (the prompts' ids, the metric, the kinds or receivers). The first worker to need a sweep
 computes it while any other that needs it waits on a lock, then writes it; the others read it. The circuit card's
-sums over the vocabulary (its effective embedding reads every token through block 0) are shared the same way. Only sweeps on models
-of at least MIN_PARAMS parameters are shared (the tests' small models compute theirs in a fraction of a second and
-some count what a sweep runs), never while a hook is attached (memo.py computes those every time)."""
+sums over the vocabulary (its effective embedding reads every token through block 0) are shared the same way. Only
+sweeps on models of at least MIN_PARAMS parameters are shared (the tests' small models compute theirs in a fraction
+of a second and some count what a sweep runs), never while a hook is attached (memo.py computes those every time)."""
 
 from __future__ import annotations
 
