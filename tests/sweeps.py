@@ -8,9 +8,10 @@ computes such a sweep once per model and inputs (model/analysis/memo.py); here t
 folder the workers share, keyed by everything the result depends on: the model's configuration and every weight's
 bytes, and the memo's key (the prompts' ids, the metric, the kinds or receivers). The first worker to need a sweep
 computes it while any other that needs it waits on a lock, then writes it; the others read it. The circuit card's
-sums over the vocabulary (its effective embedding reads every token through block 0) are shared the same way. Only
-sweeps on models of at least MIN_PARAMS parameters are shared (the tests' small models compute theirs in a fraction
-of a second and some count what a sweep runs), never while a hook is attached (memo.py computes those every time)."""
+sums over the vocabulary (its effective embedding reads every token through block 0) and a source's needle runs are
+shared the same way. Only sweeps on models of at least MIN_PARAMS parameters are shared (the tests' small models
+compute theirs in a fraction of a second and some count what a sweep runs), never while a hook is attached (memo.py
+computes those every time)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ import torch
 
 from model.analysis import circuits, memo, paths
 from model.analysis import patching as patching_module
+from model.analysis.needle import NeedleGrid, NeedleRun
 from model.analysis.patching import Metric, Patching
+from viz.views import source
 
 SHARED = ("activation_patching", "path_patching")  # memo keys whose results are a Patching
 MIN_PARAMS = 50_000_000
@@ -104,9 +107,42 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
         return {k: torch.from_numpy(data[k]) for k in data.files}
 
 
+NEEDLE_ARRAYS = ("retrieval", "needle_share", "sink_share", "sink_rows")
+
+
+def _write_needles(grid: NeedleGrid, path: Path) -> None:
+    runs = [
+        {"length": r.length, "depth": r.depth, "needle": r.needle, "generated": r.generated, "recall": r.recall}
+        for r in grid.runs
+    ]
+    meta = {"lengths": grid.lengths, "depths": grid.depths, "runs": runs}
+    arrays = {f"{i}.{name}": getattr(r, name) for i, r in enumerate(grid.runs) for name in NEEDLE_ARRAYS}
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(tmp, path)
+
+
+def _read_needles(path: Path) -> NeedleGrid:
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        runs = tuple(
+            NeedleRun(
+                r["length"],
+                r["depth"],
+                tuple(r["needle"]),
+                tuple(r["generated"]),
+                r["recall"],
+                *(data[f"{i}.{name}"] for name in NEEDLE_ARRAYS),
+            )
+            for i, r in enumerate(meta["runs"])
+        )
+    return NeedleGrid(runs, tuple(meta["lengths"]), tuple(meta["depths"]))
+
+
 def install(folder: Path) -> None:
     """Route the product's patching and path patching memo, and the circuit card's sums over the vocabulary (the
-    effective embedding: 49,152 tokens through SmolLM2's block 0, 13.6 s), through ``folder`` (see the module)."""
+    effective embedding: 49,152 tokens through SmolLM2's block 0, 13.6 s) and a source's needle runs (SmolLM2's four
+    short haystacks, 13 s, in the export and slide layout sweeps) through ``folder`` (see the module)."""
     real, vocabulary = memo.once, circuits._vocabulary
 
     def once(model, key, make):
@@ -122,5 +158,14 @@ def install(folder: Path) -> None:
             kept[embedding] = _shared(folder, model, key, make, _write_tensors, _read_tensors)
         return vocabulary(model, embedding)
 
+    def shared_needles(model, tokenizer, filler, lengths, depths, progress=None, cancel=None) -> NeedleGrid:
+        if _own(model) or progress is not None or cancel is not None:
+            return needles(model, tokenizer, filler, lengths, depths, progress, cancel)
+        text = hashlib.sha256(f"{tokenizer.inner.to_str()}\n{filler}".encode()).hexdigest()
+        key = ("needle_grid", text, tuple(lengths), tuple(depths))
+        make = lambda: needles(model, tokenizer, filler, lengths, depths)  # noqa: E731
+        return _shared(folder, model, key, make, _write_needles, _read_needles)
+
     patching_module.once = paths.once = once
     circuits._vocabulary = shared_vocabulary
+    needles, source.needle_grid = source.needle_grid, shared_needles

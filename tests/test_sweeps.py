@@ -12,20 +12,29 @@ import torch
 from model.analysis import circuits, paths
 from model.analysis import patching as patching_module
 from model.analysis.circuits import circuit
+from model.analysis.needle import NeedleGrid, NeedleRun
 from model.analysis.patching import Metric, activation_patching
 from model.analysis.paths import path_patching
 from tests import sweeps
 from tests.model.test_research import CLEAN, CORRUPTED, decoder
+from viz.views import source
 
 
 @pytest.fixture
-def counted(tmp_path, monkeypatch):
-    """Sweeps shared through a folder of this test's, with models of any size; how many sweeps really ran."""
-    monkeypatch.setattr(sweeps, "MIN_PARAMS", 0)
-    monkeypatch.setattr(patching_module, "once", patching_module.once)  # restored after the test
+def isolated(tmp_path, monkeypatch):
+    """Sweeps shared through a folder of this test's (what install replaces is restored after the test)."""
+    monkeypatch.setattr(patching_module, "once", patching_module.once)
     monkeypatch.setattr(paths, "once", paths.once)
     monkeypatch.setattr(circuits, "_vocabulary", circuits._vocabulary)
+    monkeypatch.setattr(source, "needle_grid", source.needle_grid)
     sweeps.install(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def counted(isolated, monkeypatch):
+    """Shared sweeps with models of any size; how many sweeps really ran."""
+    monkeypatch.setattr(sweeps, "MIN_PARAMS", 0)
     ran = {"patch": 0, "paths": 0, "embedding": 0}
     embed = circuits.effective_embedding
 
@@ -77,11 +86,34 @@ def test_another_model_with_the_same_weights_reads_the_sweep_back(counted):
     assert counted["patch"] == 4 and not np.array_equal(changed.raw["z"], first.raw["z"])
 
 
-def test_a_sweep_of_a_small_model_is_never_shared(tmp_path, monkeypatch):
-    monkeypatch.setattr(patching_module, "once", patching_module.once)
-    sweeps.install(tmp_path)
+def test_a_sweep_of_a_small_model_is_never_shared(isolated):
     activation_patching(decoder("llama"), CLEAN, CORRUPTED, Metric(9, 3), ("z",))
-    assert not list(tmp_path.glob("*.npz"))  # under MIN_PARAMS: the process's own memo only
+    assert not list(isolated.glob("*.npz"))  # under MIN_PARAMS: the process's own memo only
+
+
+def test_needle_runs_read_back_as_they_were_written(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = lambda: (rng.random((2, 3)).astype(np.float32) for _ in sweeps.NEEDLE_ARRAYS)  # noqa: E731
+    runs = tuple(
+        NeedleRun(n, d, (5, 9), (1, 2, 3), r, *arrays()) for n, r in ((256, 1.0), (320, 0.25)) for d in (0, 1.0)
+    )
+    grid = NeedleGrid(runs, (256, 320), (0, 1.0))
+    sweeps._write_needles(grid, tmp_path / "grid.npz")
+    back = sweeps._read_needles(tmp_path / "grid.npz")
+    assert (back.lengths, back.depths) == (grid.lengths, grid.depths)
+    for a, b in zip(grid.runs, back.runs, strict=True):
+        assert (a.length, a.depth, a.needle, a.generated, a.recall) == (
+            b.length,
+            b.depth,
+            b.needle,
+            b.generated,
+            b.recall,
+        )
+        for name in sweeps.NEEDLE_ARRAYS:
+            assert (
+                np.array_equal(getattr(a, name), getattr(b, name)) and getattr(a, name).dtype == getattr(b, name).dtype
+            )
+    assert np.array_equal(back.scores(), grid.scores())
 
 
 def test_another_model_with_the_same_weights_reads_the_circuit_cards_vocabulary_back(counted):
