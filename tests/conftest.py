@@ -81,7 +81,7 @@ def _prepare_test_process() -> None:
 
     from tests.sweeps import install
 
-    install(Path(os.environ["TESTS_SHARED_SWEEPS"]))  # activation and path patching on the real models: once a run
+    install(Path(os.environ["TESTS_SHARED_SWEEPS"]))  # the real models' slowest sweeps: once a run (tests/sweeps.py)
 
 
 _COMPILED: dict = {}  # (path, size, modification time) -> bytecode

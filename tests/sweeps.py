@@ -56,15 +56,20 @@ def _tokens(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+def _savez(path: Path, **arrays) -> None:
+    """Write ``arrays`` to ``path`` at once: a worker reading it never sees half a file."""
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
 def _write(value: Patching, path: Path) -> None:
     meta = {
         "clean": value.clean,
         "corrupted": value.corrupted,
         "metric": [_tokens(value.metric.answer), _tokens(value.metric.foil), value.metric.position],
     }
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, meta=np.array(json.dumps(meta)), **{f"raw.{k}": v for k, v in value.raw.items()})
-    os.replace(tmp, path)
+    _savez(path, meta=np.array(json.dumps(meta)), **{f"raw.{k}": v for k, v in value.raw.items()})
 
 
 def _read(path: Path) -> Patching:
@@ -97,9 +102,7 @@ def _own(model) -> bool:
 
 
 def _write_tensors(value: dict[str, torch.Tensor], path: Path) -> None:
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, **{k: v.numpy() for k, v in value.items()})
-    os.replace(tmp, path)
+    _savez(path, **{k: v.numpy() for k, v in value.items()})
 
 
 def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
@@ -117,9 +120,7 @@ def _write_needles(grid: NeedleGrid, path: Path) -> None:
     ]
     meta = {"lengths": grid.lengths, "depths": grid.depths, "runs": runs}
     arrays = {f"{i}.{name}": getattr(r, name) for i, r in enumerate(grid.runs) for name in NEEDLE_ARRAYS}
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
-    os.replace(tmp, path)
+    _savez(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
 def _read_needles(path: Path) -> NeedleGrid:

@@ -17,7 +17,7 @@ def trained_once(default):
     """``model.learn.loop.train`` for the examples: a spec whose key is the default run's (the same spec trains the
     same model: the key names the run) is the run the test session trained once and stored (tests/conftest.py:
     ``default_run``, read back as the app reads a stored run); any other spec trains. Watch it learn's example
-    trains the default run, which took 65 core-seconds of a CI run a second time."""
+    trains the default run, which took about 45 core-seconds of a CI run a second time."""
     from model.learn import loop
 
     real = loop.train

@@ -102,6 +102,11 @@ class Patching:
             return np.full_like(self.raw[kind], np.nan)
         return (self.raw[kind] - self.corrupted) / gap
 
+    @staticmethod
+    def joined(metric: Metric, parts: Sequence[Patching]) -> Patching:
+        """One result of sweeps over different kinds of the same prompts."""
+        return Patching(metric, parts[0].clean, parts[0].corrupted, {k: v for p in parts for k, v in p.raw.items()})
+
 
 def _device(model: Transformer) -> torch.device:
     return next(model.parameters()).device
@@ -276,10 +281,10 @@ def activation_patching(
         )
     if len(kinds) > 1:  # each kind swept and kept on its own: a sweep of other kinds later reads what they share
         parts = [
-            activation_patching(model, clean, corrupted, metric, (kind,), _share(progress, i, len(kinds)))
+            activation_patching(model, clean, corrupted, metric, (kind,), progress_part(progress, i, len(kinds)))
             for i, kind in enumerate(kinds)
         ]
-        return Patching(metric, parts[0].clean, parts[0].corrupted, {k: v for p in parts for k, v in p.raw.items()})
+        return Patching.joined(metric, parts)
     key = ("activation_patching", ids_key(clean), ids_key(corrupted), metric.at(clean.size(-1)), tuple(kinds))
 
     def make() -> Patching:
@@ -290,7 +295,7 @@ def activation_patching(
     return once(model, key, make)
 
 
-def _share(progress: Callable[[float], None] | None, i: int, n: int) -> Callable[[float], None] | None:
+def progress_part(progress: Callable[[float], None] | None, i: int, n: int) -> Callable[[float], None] | None:
     """Part ``i`` of ``n`` equal parts of a ``progress`` callback."""
     return None if progress is None else lambda f: progress((i + f) / n)
 

@@ -12,7 +12,7 @@ from model.analysis.attribution import attribution_patching
 from model.analysis.circuits import Circuit, circuit
 from model.analysis.composition import composition_with
 from model.analysis.lens import Lens, LogitAttribution, direct_logit_attribution, logit_lens
-from model.analysis.patching import Metric, Patching, activation_patching
+from model.analysis.patching import Metric, Patching, activation_patching, progress_part
 from model.analysis.paths import path_patching
 from viz.shell.cache import shared
 
@@ -36,12 +36,11 @@ def get_patching_kind(spec, device, clean, corrupted, metric: Metric, kind: str,
 def get_patching(spec, device, clean, corrupted, metric: Metric, kinds: tuple[str, ...], _model, _progress=None):
     """A sweep over ``kinds``, each kind's kept on its own: "heads and residual stream" after "heads" runs only the
     residual stream, for every user."""
-    parts = []
-    for i, kind in enumerate(kinds):
-        step = None if _progress is None else (lambda f, i=i: _progress((i + f) / len(kinds)))
-        parts.append(get_patching_kind(spec, device, clean, corrupted, metric, kind, _model, step))
-    raw = {k: v for part in parts for k, v in part.raw.items()}
-    return Patching(metric, parts[0].clean, parts[0].corrupted, raw)
+    parts = [
+        get_patching_kind(spec, device, clean, corrupted, metric, kind, _model, progress_part(_progress, i, len(kinds)))
+        for i, kind in enumerate(kinds)
+    ]
+    return Patching.joined(metric, parts)
 
 
 @shared("Composing heads…")
