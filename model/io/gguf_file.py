@@ -4,7 +4,7 @@ The gguf package's own reader builds a numpy view for every element of every met
 262,144-token vocabulary on 2 cores. This one reads the same layout (llama.cpp's docs/gguf.md: header, key/value
 entries, tensor infos, aligned data) in well under a second, every length and offset checked against the file, and
 hands the tensors' bytes over as views of one read-only memory map. The gguf package still names the quantisation
-types and dequantises them.
+types and dequantises those model/io/gguf_weights.py does not.
 """
 
 from __future__ import annotations

