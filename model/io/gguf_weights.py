@@ -97,7 +97,8 @@ def _q5_0(blocks: np.ndarray, out: np.ndarray) -> None:
 
 
 #: the block types written here in place, as the gguf package computes them (tests/model/test_gguf_reader.py
-#: compares every tensor of SmolLM2 and Gemma 3 byte for byte); the rest go through gguf.quants
+#: compares every value's bits: random blocks of each type, and tensors of each type in SmolLM2 and Gemma 3); the
+#: rest go through gguf.quants
 _FAST = {"Q8_0": _q8_0, "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0}
 
 
