@@ -1,19 +1,28 @@
 """Admission by bytes (viz/shell/gate.py): how much forward-pass work runs at once."""
 
+import contextlib
 import threading
 import time
 
 from viz.shell.gate import ByteGate, inflight_from_env
 
 
-def run_all(gate: ByteGate, sizes: list[int], hold_s: float = 0.05, stagger_s: float = 0.0) -> list[tuple]:
-    """Each size in its own thread (started ``stagger_s`` apart); returns (size, start, end) per request."""
+def run_all(
+    gate: ByteGate, sizes: list[int], hold_s: float = 0.05, stagger_s: float = 0.0, together: bool = False
+) -> list[tuple]:
+    """Each size in its own thread (started ``stagger_s`` apart); returns (size, start, end) per request.
+    ``together``: each request, once in, also waits (up to 10 s) until every request is in, so that requests the
+    gate lets in side by side are all in at once however late a busy machine starts a thread."""
     spans: list[tuple] = []
     lock = threading.Lock()
+    meet = threading.Barrier(len(sizes))
 
     def work(size: int) -> None:
         with gate.hold(size):
             start = time.perf_counter()
+            if together:
+                with contextlib.suppress(threading.BrokenBarrierError):  # not all got in: the test's asserts say so
+                    meet.wait(timeout=10)
             time.sleep(hold_s)
             end = time.perf_counter()
         with lock:
@@ -44,7 +53,7 @@ def test_work_in_flight_stays_under_the_limit():
 
 def test_small_requests_pass_side_by_side():
     gate = ByteGate(1000)
-    run_all(gate, [10] * 8, hold_s=0.2)
+    run_all(gate, [10] * 8, hold_s=0.05, together=True)
     assert gate.peak == 80 and gate.waited == 0  # all eight held the gate at once: none waited for another
 
 
