@@ -62,6 +62,7 @@ def test_a_long_run_hands_freed_memory_back_after_every_layer(monkeypatch):
     assert calls == ["trim", 1, "trim", 2, "trim", 3]
 
 
+@pytest.mark.slow  # two long reads: 2.1-2.5 s on the 2-core box
 def test_each_run_on_a_text_read_whole_hands_freed_memory_back(monkeypatch):
     """A text read whole: every finished run trims the heaps, which the server lets keep up to 1 GB freed each
     (model/memory.py), so that its pages' large temporaries do not pile up (SmolLM2 at 8,192 tokens: 0.1–0.2 GB

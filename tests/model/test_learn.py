@@ -113,6 +113,7 @@ def test_the_last_snapshot_holds_the_finished_models_patterns_and_scores():
     assert torch.allclose(rows, torch.ones_like(rows), atol=2e-3)
 
 
+@pytest.mark.slow  # trains, pauses and waits: 1.4 s
 def test_cancel_raises_and_pause_waits():
     calls = {"n": 0}
 

@@ -52,6 +52,7 @@ def test_a_soft_capped_layer_is_left_to_its_summary(calls):
     assert len(calls) == 2 and long.summarised == 0
 
 
+@pytest.mark.slow  # waits on the background run: 1.0 s
 def test_the_background_thumbnails_wait_while_a_page_computes_and_stop_when_cancelled(calls):
     long, _, _ = long_and_patterns(tiny(**DECODER), 300)
     done = []
@@ -67,6 +68,7 @@ def test_the_background_thumbnails_wait_while_a_page_computes_and_stop_when_canc
         again.thumbnails(SIZE, cancel=lambda: True)
 
 
+@pytest.mark.slow  # a page and the background run take turns: 1.5 s, mostly waiting
 def test_a_page_and_the_background_run_never_compute_a_layer_twice(calls):
     long, _, _ = long_and_patterns(tiny(**{**DECODER, "n_layers": 6}), 300)
     progress: list[int] = []

@@ -43,6 +43,7 @@ print(json.dumps({"pages": pages, "without": without, "with": faults(), "ok": [f
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc allocator tuning")
+@pytest.mark.slow  # a fresh interpreter that imports torch: 3.5 s on the 2-core box
 def test_repeated_captures_reuse_memory_instead_of_page_faulting():
     import json
     import subprocess

@@ -285,6 +285,7 @@ def test_altis_terms_sum_to_the_attention_blocks_output_on_every_prenorm_family(
             assert float(rest.abs().max()) <= 1e-5 * float(y.abs().max()), (folder, layer)
 
 
+@pytest.mark.slow  # up to 128 gradient evaluations: 1.3 s each
 @pytest.mark.parametrize("target", ["next", "state"])
 def test_integrated_gradients_refine_the_path_where_the_output_moves_and_meet_completeness(target):
     """The OLMo 2 fixture's output moves steeply near the start of the path: 32 equal midpoints missed

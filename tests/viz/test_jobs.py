@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from viz.shell import jobs
 
 
@@ -83,6 +85,7 @@ def test_a_long_run_whose_sessions_all_left_is_let_go_after_the_grace(monkeypatc
         job.stop.set()
 
 
+@pytest.mark.slow  # waits out a grace: 1.4 s
 def test_a_session_back_within_the_grace_keeps_the_run_and_other_kinds_run_to_the_end(monkeypatch):
     connected = {"a": False}
     monkeypatch.setattr(jobs, "_connected", lambda s: connected.get(s, False))
