@@ -12,6 +12,7 @@ from model.analysis.decoder import sink_mass
 from model.analysis.find import RELATIONS, find_heads, relation_pairs, token_pairs, word_ids
 from model.analysis.find_long import picked, related
 from model.analysis.kinds import normalised_entropy, relation_score
+from model.analysis.long_heads import long_sink_mass
 from model.analysis.metrics import diagonal_mass, head_metrics
 from model.analysis.rows import OFFSETS, offset_name
 from model.analysis.sinks import head_types, sink_shares, streamed_types
@@ -200,7 +201,7 @@ def test_encoders_and_windows_with_special_tokens(name):
     shares = sink_shares(patterns, long.tokens, long.special, causal=long.causal)
     for target in ("[CLS]", "[SEP]", "punctuation", "position 0"):  # over the queries a window lets see it
         assert np.abs(stats[target] - shares[target]).max() <= TOL, target
-    assert np.abs(long.sink_mass() - sink_mass(patterns)).max() <= TOL
+    assert np.abs(long_sink_mass(long) - sink_mass(patterns)).max() <= TOL
     assert np.abs(stats["broad"] - normalised_entropy(patterns)).max() <= 1e-5  # each layer over its own window
     for k in OFFSETS:  # the head types' "positional": every row's weight k keys away
         assert np.abs(stats[offset_name(k)] - diagonal_mass(patterns, k).mean(-1)).max() <= TOL, k
@@ -399,3 +400,30 @@ def test_a_pages_computation_hands_what_it_freed_back(monkeypatch):
     assert len(trims) == 5
     long.summarise()  # the background run: the job trims after its layers (viz/shell/longrun.py)
     assert len(trims) == 5
+
+
+@pytest.mark.parametrize("name", ["decoder GQA RoPE", "causal sliding window"])
+def test_a_page_showing_one_head_streams_that_head_alone_and_the_same_numbers(name):
+    """The map and its caption need one head of a layer: it is streamed alone (a ninth of SmolLM2's layer), before
+    the layer's summary, and gives way to it once the layer is streamed."""
+    long, patterns, _ = long_and_patterns(tiny(**VARIANTS[name]), 300)
+    edges = long.edges()
+    for layer in range(long.n_layers):
+        for head in (0, 3):  # the first and the last query head of their key/value heads (GQA: 2 heads each)
+            alone, index = long.head_summary(layer, head)
+            assert index == 0 and alone.grid.shape[0] == 1 and long.summaries[layer] is None
+            assert long.head_summary(layer, head)[0] is alone  # kept, not streamed again
+            rule = long.rules[layer]
+            i, j = np.indices((long.n_tokens,) * 2)
+            blocked = (j > i) | ((j <= i - rule.window) if rule.window else False)
+            got, want = long.grid(layer, head), block_means(patterns[layer, head], edges, blocked)
+            assert np.abs(got[np.isfinite(got)] - want[np.isfinite(want)]).max() <= TOL
+        whole = long.summary(layer)
+        for head in (0, 3):
+            assert long.head_summary(layer, head) == (whole, head)  # the layer's now
+        assert not [key for key in long._heads if key[0] == layer]
+        for stat, value in alone.stats.items():  # head 3's, streamed alone above
+            assert np.allclose(value[0], whole.stats[stat][3], atol=TOL, equal_nan=True), stat
+        assert np.abs(alone.received[0] - whole.received[3]).max() <= TOL
+        assert np.abs(alone.lse[0] - whole.lse[3]).max() <= TOL
+        assert np.abs(alone.grid[0] - whole.grid[3]).max() <= TOL

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from model.analysis.decoder import strongest_sink
+from model.analysis.long_heads import long_sink_mass
 from model.analysis.metrics import METRIC_HELP, METRICS
 from model.io.bert import model_note
 from viz.settings import LESSON_SECTIONS
@@ -164,7 +165,7 @@ elif part == "Attention sinks":
     long = whole_section(ctx)  # a long text: over all its tokens
     chosen = st.session_state.get("sink_layer", -1), st.session_state.get("sink_head", -1)
     if not (0 <= chosen[0] < obs.n_layers and 0 <= chosen[1] < obs.n_heads):  # first visit: the strongest sink
-        mass = long.sink_mass() if long is not None else None
+        mass = long_sink_mass(long) if long is not None else None
         where = np.unravel_index(int(np.argmax(mass)), mass.shape) if mass is not None else None
         st.session_state["sink_layer"], st.session_state["sink_head"] = (
             (int(where[0]), int(where[1])) if where is not None else strongest_sink(obs.patterns)

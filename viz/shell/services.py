@@ -21,6 +21,7 @@ from model.analysis.find_long import found_whole
 from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import Attribution, attribute
 from model.analysis.kinds import HeadKinds, long_kinds, observed_kinds
+from model.analysis.long_heads import long_similarity
 from model.analysis.mixing import KINDS as MIXING_KINDS
 from model.analysis.mixing import Mixing, context_mixing
 from model.analysis.scaling import scaling_demo
@@ -33,7 +34,7 @@ from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load, reinit_of, stacked
 from model.io.checkpoint import Questions, questions_at, upload_questions
 from model.io.state import LoadedModel
-from model.long import LongObservation, long_similarity
+from model.long import LongObservation
 from model.memory import release_freed_memory
 from model.observe import (
     ATTENTION_KINDS,

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from model.analysis.long_heads import long_metrics
 from model.io.catalog import ModelSpec
 from model.io.state import LoadedModel
-from model.long import LongObservation, long_metrics
+from model.long import LongObservation
 from model.observe import ATTENTION_KINDS, Observation, Options
 from viz.shell.cache import CACHE
 from viz.shell.research import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from model.analysis.long_heads import long_sink_mass
 from model.analysis.rows import seeing
 from model.long import LongObservation
 from viz.figures import attention_heatmap, heads_grid, heatmap_panels, model_overview
@@ -53,8 +54,9 @@ def head_caption(long: LongObservation, layer: int, head: int, query: int, key: 
         seen = f" (rank {rank:,} of {int((row > 0).sum()):,} keys it sees);"
         text += seen if row[key] > 0 else " (a key it does not see);"
         return text + " strongest keys " + strongest + "."
-    stats = {k: float(v[head]) for k, v in long.summary(layer).stats.items()}
-    received = long.summary(layer).received[head]
+    summary, index = long.head_summary(layer, head)  # this head's alone while its layer is not streamed yet
+    stats = {k: float(v[index]) for k, v in summary.stats.items()}
+    received = summary.received[index]
     most = int(np.argmax(received))
     share = received[most] / max(received.sum(), 1e-12)
     first = np.arange(long.n_tokens) == 0
@@ -162,7 +164,7 @@ def sinks(src, theme: Theme, layer: int, head: int, subtitle: str, threshold: fl
     """The sinks lesson over the whole text: every head's weight on position 0 (exact), and one head's block means
     with and without it."""
     long: LongObservation = src.long
-    mass = long.sink_mass()
+    mass = long_sink_mass(long)
     grid = head_scores(mass, title=f"Weight on position 0 ({quoted(long.tokens[0])}), mean over the later "
                        "queries that see it", value_name="weight on pos. 0", threshold=threshold,
                        theme=theme)  # fmt: skip

@@ -16,6 +16,7 @@ from model.analysis.flow import attention_flow, flow_from
 from model.analysis.gradients import attribute
 from model.analysis.kinds import long_kinds, observed_kinds
 from model.analysis.lens import direct_logit_attribution, logit_lens
+from model.analysis.long_heads import long_metrics, long_similarity
 from model.analysis.mixing import context_mixing
 from model.analysis.needle import filler_text, needle_grid
 from model.analysis.patching import activation_patching
@@ -28,7 +29,7 @@ from model.experiments import Prediction, induction_run, masked_predictions, pad
 from model.generate import generate, predictions_from_hidden, stop_tokens
 from model.io.catalog import ModelSpec, load
 from model.io.state import LoadedModel
-from model.long import LONG_FROM, LongObservation, long_metrics, long_similarity
+from model.long import LONG_FROM, LongObservation
 from model.observe import ATTENTION_KINDS, Observation, Options, head_weights, observe
 from model.profile.store import read_profile
 from model.whole import observe_long
