@@ -155,8 +155,7 @@ class LongObservation:
         with self._layer_locks[layer]:
             if self.summaries[layer] is None:
                 with nullcontext() if behind else self._computing():
-                    self.summaries[layer] = self._stream(layer, slice(0, None), self.turns.behind(cancel) if behind
-                                                         else cancel)  # fmt: skip
+                    self.summaries[layer] = self._stream(layer, None, self.turns.behind(cancel) if behind else cancel)
                 self._heads = {key: one for key, one in self._heads.items() if key[0] != layer}  # the layer's now
             return self.summaries[layer]
 
@@ -168,16 +167,17 @@ class LongObservation:
         self._need(layer)
         if (found := self._heads.get((layer, head))) is None:  # two pages at once may both stream it
             with self._computing():
-                found = self._heads[(layer, head)] = self._stream(layer, slice(head, head + 1))
+                found = self._stream(layer, head)
+            if self.summaries[layer] is None:  # not kept beside a layer summary that came meanwhile
+                self._heads[(layer, head)] = found
         return found, 0
 
-    def _stream(self, layer: int, heads: slice, cancel: Callable[[], bool] | None = None) -> LayerSummary:
-        """The summary of query heads ``heads`` of one layer (model.analysis.streaming.summarise_layer)."""
-        q = self.q[layer, heads]  # (H', N, d_k)
-        first = (heads.start or 0) // self.kv_group
-        k = self.k[layer, first : first + -(-len(q) // self.kv_group)]  # (H_kv', N, d_k): the key heads they read
-        return summarise_layer(q, k, self.rules[layer], self._tokens, self.width, self.sample_rows, cancel,
-                               self._relations)  # fmt: skip
+    def _stream(self, layer: int, head: int | None, cancel: Callable[[], bool] | None = None) -> LayerSummary:
+        """The summary of one layer's heads (``head``: that query head alone, with the key head it reads)."""
+        heads = slice(None) if head is None else slice(head, head + 1)
+        kv = slice(None) if head is None else slice(head // self.kv_group, head // self.kv_group + 1)
+        return summarise_layer(self.q[layer, heads], self.k[layer, kv], self.rules[layer], self._tokens, self.width,
+                               self.sample_rows, cancel, self._relations)  # fmt: skip
 
     def summarise(self, progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> None:
         """Stream every layer not streamed yet, in the background (pages go first); ``progress(layers done, L)``."""
