@@ -134,3 +134,33 @@ def test_a_queued_run_whose_sessions_left_never_starts(monkeypatch):
     first.stop.set()
     queued.thread.join(10)
     assert queued.let_go and queued.cancelled and not ran.is_set()
+
+
+class _Running:
+    """A job in the middle of its run, recording the waits asked of it."""
+
+    kind, phase, done, total, queued, finished = "test-progress", "Reading", 3, 30, False, False
+
+    def __init__(self) -> None:
+        self.started, self.stop, self.waits = time.perf_counter(), threading.Event(), []
+
+    def wait_for(self, ready, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+@pytest.mark.parametrize(
+    ("page_goes_on", "fragment_alone", "waits"),
+    [(False, False, True), (False, True, True), (True, True, True), (True, False, False)],
+)
+def test_a_progress_bar_waits_for_what_its_page_needs_only_where_nothing_is_left_to_draw(
+    monkeypatch, page_goes_on, fragment_alone, waits
+):
+    """The bar is drawn, then the next report waited for: in the fragment's own reruns, and in the page's run when
+    the page stops at the bar; not in the page's run when the page draws on below it (a layer read already)."""
+    from viz.shell import longrun
+
+    monkeypatch.setattr(longrun, "_rerun_of_fragment", lambda: fragment_alone)
+    job = _Running()
+    longrun.progress_of(job, "layer", lambda: False, page_goes_on)
+    assert job.waits == ([longrun.WAIT_S] if waits else [])

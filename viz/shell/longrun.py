@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from model.long import LONG_FROM, LongObservation
 from model.memory import RESERVE, release_freed_memory
@@ -147,7 +148,7 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
     if _ready(found, summary, layer):
         ctx.source.read_whole(found, key)
         if not found.complete:  # this layer is drawn while the pass reads the later ones: its progress, Cancel
-            _progress(key, False, None)
+            _progress(key, False, None, True)
         return found
     if job is not None and job.finished:
         if job.error:
@@ -170,21 +171,22 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
 
 
 @st.fragment(run_every=1.0)
-def _progress(key: tuple, summary: bool, layer: int | None) -> None:
+def _progress(key: tuple, summary: bool, layer: int | None, page_goes_on: bool = False) -> None:
     """Redrawn every second while the run goes on (other users and pages are not blocked); the page reruns once
-    what it needs is ready."""
+    what it needs is ready. ``page_goes_on``: the page draws on below the bar (what it shows is read already)."""
     job = jobs.job_for(key)
-    progress_of(job, "layer", lambda: _ready(CACHE.peek(key), summary, layer))
+    progress_of(job, "layer", lambda: _ready(CACHE.peek(key), summary, layer), page_goes_on)
 
 
-def progress_of(job: jobs.Job | None, unit: str, ready: bool | Callable[[], bool] = False) -> None:
+def progress_of(
+    job: jobs.Job | None, unit: str, ready: bool | Callable[[], bool] = False, page_goes_on: bool = False
+) -> None:
     """A job's progress bar and Cancel button (inside a fragment that reruns every second); the whole page reruns
-    once the job is over or ``ready`` (what the page needs exists). A callable ``ready`` is waited for up to
-    :data:`WAIT_S` first, woken by the job's reports: the page reruns when the layer it shows is read, not up to
-    a second later at the fragment's next tick."""
+    once the job is over or ``ready`` (what the page needs exists). A callable ``ready`` is then waited for up to
+    :data:`WAIT_S`, woken by the job's reports: the page reruns when the layer it shows is read, not up to a
+    second later at the fragment's next tick. Not in the page's own run when ``page_goes_on``: the rest of the
+    page would wait behind the bar (a map drawn during a read came 0.8 s late)."""
     check = ready if callable(ready) else (lambda: ready)
-    if job is not None and not job.finished and callable(ready):
-        job.wait_for(check, WAIT_S)
     if job is None or job.finished or check():
         st.rerun()
     elapsed = time.perf_counter() - job.started
@@ -195,6 +197,17 @@ def progress_of(job: jobs.Job | None, unit: str, ready: bool | Callable[[], bool
     st.progress(job.done / max(job.total, 1), text=text)
     if st.button("Cancel", key=f"cancel_{job.kind}", icon=":material/stop:"):
         job.stop.set()
+    # drawn first, then waited for: the bar and the button are this run's while it waits, so the browser does not
+    # fade them as stale (a second-long transition, redrawn every frame, every second, on the cores of the pass)
+    waits = callable(ready) and not job.stop.is_set() and (_rerun_of_fragment() or not page_goes_on)
+    if waits and job.wait_for(lambda: job.finished or check(), WAIT_S):
+        st.rerun()
+
+
+def _rerun_of_fragment() -> bool:
+    """Whether this script run reruns fragments alone (the page's other elements are not being drawn)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def window_picker(long: LongObservation) -> tuple[int, ...]:
