@@ -37,6 +37,25 @@ def wait_title(page, text: str, timeout: float = 120_000) -> None:
     page.locator("svg .gtitle", has_text=text).first.wait_for(timeout=timeout)
 
 
+#: what animates on the page now: a CSS animation or transition, by its property and the test id nearest its element
+ANIMATING = """() => document.getAnimations().filter(a => a.playState === 'running').map(a => {
+    let el = a.effect && a.effect.target, id = '';
+    while (el && !id) { id = (el.getAttribute && el.getAttribute('data-testid')) || ''; el = el.parentElement; }
+    return `${a.animationName || a.transitionProperty} on ${id || 'the page'}`;
+})"""
+
+
+def animating_while(page, shown, seconds: float) -> tuple[list[set[str]], float]:
+    """What animated on the page, sampled every 0.1 s over ``seconds`` while ``shown`` stayed on it (one set per
+    sample; Streamlit's own running indicator, a small box that fades in and out with each run, left out), and for
+    how long it stayed."""
+    samples, start = [], time.monotonic()
+    while time.monotonic() - start < seconds and shown.count():
+        samples.append({a for a in page.evaluate(ANIMATING) if not a.endswith("on stStatusWidget")})
+        time.sleep(0.1)
+    return samples, time.monotonic() - start
+
+
 def test_a_long_text_is_read_whole_and_a_window_is_exact(server, page):
     type_text(page, LONG)
     wait_title(page, "all 1,082 tokens")  # layer 0's map may come before the pass is over: the page reruns then
@@ -101,6 +120,15 @@ def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_starte
     bar.first.wait_for(timeout=120_000)  # layers read: their pace says how long the rest would hold the place
     done, seconds = map(int, re.search(r"layer (\d+) of 30 · (\d+) s", bar.first.text_content()).groups())
     rest = (30 - done) * seconds / done  # the forward pass's remaining layers alone (thumbnails and summary follow)
+    # Nothing animates while the read goes on: the progress fragment draws its bar before it waits for the next
+    # layer (else the browser fades the bar and the button as stale for a second, every second) and the bar steps
+    # (a slide is redrawn every frame): on a machine that runs the browser too, each took the pass's cores.
+    # Before, the fade ran through most of every second and the slide through half of it; a fade that starts and
+    # is cut short at once by the fragment's new bar (the server busy with the pass) may still show in a sample.
+    samples, watched = animating_while(page, bar, 2.5)
+    assert watched > 1.2, f"the read ended {watched:.1f} s into the check: nothing was watched"
+    busy = [s for s in samples if s]
+    assert len(busy) <= len(samples) // 5, f"animated in {len(busy)} of {len(samples)} samples: {busy}"
     page.close()
     other = page.context.browser.new_page(viewport={"width": 1400, "height": 1100})
     lesson = "lesson_section=Needle+in+a+haystack&needle_lengths=256&needle_depths=0"

@@ -200,6 +200,9 @@ CHIP_CSS = """
 [data-testid="stCaptionContainer"] {color: #5c5b59; opacity: 1;}
 /* on a phone, plotly's floating toolbar sits on the chart's title; the buttons under each figure export it anyway */
 @media (max-width: 640px) {.js-plotly-plot .modebar-container {display: none;}}
+/* a progress bar steps instead of sliding: redrawn every frame for half of every second, the slide took a long
+   pass's cores away on a machine that runs the browser too (bench/RESULTS.md, "the browser beside a long pass") */
+[data-testid="stProgressBarTrack"], [data-testid="stProgressBarTrack"] * {transition: none !important;}
 </style>
 """
 
