@@ -148,7 +148,7 @@ def long_observation(ctx: PageContext, *, summary: bool = False, layer: int | No
     if _ready(found, summary, layer):
         ctx.source.read_whole(found, key)
         if not found.complete:  # this layer is drawn while the pass reads the later ones: its progress, Cancel
-            _progress(key, False, None, True)
+            _progress(key, False, None, page_goes_on=True)
         return found
     if job is not None and job.finished:
         if job.error:
