@@ -38,21 +38,20 @@ from model.analysis.streaming import (
     weights,
     weights_at,
 )
-from model.analysis.thumbs import block_sums
 from model.analysis.turns import PagesFirst
+from model.long_pooled import Pooling, Progress
 from model.memory import release_freed_memory
 from model.observe import LONG_FROM
 
 #: grid cells a side: what a page draws of a whole head (viz.shell.choices.SCREEN_CELLS)
 GRID_CELLS = 160
 SAMPLED_ROWS = 16  # rows per head kept for head similarity (as model.analysis.similarity compares 16 rows)
-Progress = Callable[[int, int], None]
 
 __all__ = ["GRID_CELLS", "LONG_FROM", "Cancelled", "LongObservation"]
 
 
 @dataclass
-class LongObservation:
+class LongObservation(Pooling):
     """A long text's attention: q and k of every layer, each head's summary once streamed (thread-safe: pages read
     while the summary fills in). Shapes as in :class:`model.observe.Observation`: q (L, H, N, d_k), k (L, H_kv, N,
     d_k); grids (B, B) with B = ceil(N / width) ≤ GRID_CELLS.
@@ -225,49 +224,6 @@ class LongObservation:
             with self._lock:
                 self._peaks[(layer, head, how)] = found
         return found
-
-    def pooled(self, size: int, layers=None) -> tuple[np.ndarray, np.ndarray]:
-        """Plain block means (masked cells count as 0, as viz.figures.common.downsample averages a pattern) of
-        at most ``size`` cells a side: ((L', H, t, t) float32, (t + 1,) token bounds). ``layers``: which (default
-        every layer). From a layer's grid once its summary is streamed, else through the fused kernel
-        (model/analysis/thumbs.py: the overview need not wait for the summary), else its summary, streamed now."""
-        picks, bounds = self._bounds(size)
-        area = np.outer(np.diff(bounds), np.diff(bounds)).astype(np.float64)
-        chosen = range(self.n_layers) if layers is None else layers
-        sums = np.stack([self._block_sums(layer, picks, bounds) for layer in chosen])  # (L', H, t, t)
-        return (sums / area).astype(np.float32), bounds
-
-    def thumbnails(self, size: int, progress: Progress | None = None, cancel: Callable[[], bool] | None = None):
-        """The background run's thumbnails, after the pass and before the summary (pages go first): every layer's
-        block sums for :meth:`pooled` at ``size``, so a model overview opened later draws at once (a layer already
-        summarised, or whose scores are soft-capped, is left to its summary). ``progress(layers done, L)``."""
-        picks, bounds = self._bounds(size)
-        check = self.turns.behind(cancel)
-        for layer in range(self.n_layers):
-            if check():
-                raise Cancelled
-            if self.summaries[layer] is None and not self.rules[layer].softcap:
-                self._block_sums(layer, picks, bounds, behind=True)
-            if progress is not None:
-                progress(layer + 1, self.n_layers)
-
-    def _bounds(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """Which grid cells start the pooled blocks of at most ``size`` a side, and the blocks' token bounds."""
-        picks = np.unique(np.linspace(0, self.cells, min(size, self.cells) + 1).round().astype(int))[:-1]
-        return picks, np.append(self.edges()[picks], self.n_tokens)  # pooled cells differ by one grid cell at most
-
-    def _block_sums(self, layer: int, picks: np.ndarray, bounds: np.ndarray, behind: bool = False) -> np.ndarray:
-        """(H, t, t) sums of one layer's weights over the pooled blocks (:meth:`pooled`): the kernel's, kept per layer
-        and size, once whoever asks first (``behind``: the background run; a page waits a kernel call at most)."""
-        self._need(layer)
-        if self.summaries[layer] is None and not self.rules[layer].softcap:  # the kernel cannot soft-cap scores
-            key, kept = (layer, len(bounds)), self._pooled
-            with self._pool_locks[layer]:
-                if key not in kept:
-                    with nullcontext() if behind else self._computing():
-                        kept[key] = block_sums(self.q[layer], self.k[layer], self.rules[layer], bounds)
-                return kept[key]
-        return np.add.reduceat(np.add.reduceat(self.summary(layer).grid, picks, axis=-2), picks, axis=-1)
 
     def stats(self) -> dict[str, np.ndarray]:
         """{name: (L, H)} for every name in ROW_STATS (head metrics, sink shares, relations): needs every layer."""

@@ -128,7 +128,7 @@ def attention(
 def heads(src, theme: Theme, layer: int, subtitle: str):
     """Every head of a layer as block means of the whole text, on one colour scale."""
     long: LongObservation = src.long
-    means, bounds = long.pooled(GRID_MAX, [layer])
+    means, bounds = long.pooled(GRID_MAX, [layer], fine=True)  # the layer's mean (below it) reads the same sums
     fig = heads_grid(
         means[0], None, title=f"Layer {layer}: every head, all {long.n_tokens:,} tokens", theme=theme,
         cols=min(4, long.n_heads), block_labels=token_ranges(bounds),
@@ -139,7 +139,7 @@ def heads(src, theme: Theme, layer: int, subtitle: str):
 def mean(src, theme: Theme, layer: int, query: int, key: int, subtitle: str):
     """The mean over a layer's heads (block means: the mean of the heads' block means)."""
     long: LongObservation = src.long
-    grid = np.mean([long.grid(layer, h) for h in range(long.n_heads)], axis=0)
+    grid = long.head_mean(layer)  # (B, B)
     bounds = long.edges()
     focus = tuple(int(np.searchsorted(bounds, p, side="right") - 1) if p >= 0 else -1 for p in (query, key))
     title = f"Layer {layer}: mean over {long.n_heads} heads, all {long.n_tokens:,} tokens (block means)"
