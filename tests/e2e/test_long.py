@@ -45,6 +45,14 @@ ANIMATING = """() => document.getAnimations().filter(a => a.playState === 'runni
 })"""
 
 
+#: a rerun's stale elements now, and how many of them fade (an opacity transition that takes time, not a step)
+FADING = """() => ({
+  stale: document.querySelectorAll('[data-testid="stElementContainer"][data-stale="true"]').length,
+  fading: document.getAnimations().filter(a => a.transitionProperty === 'opacity' && a.effect && a.effect.target
+    && a.effect.target.matches('[data-testid="stElementContainer"]') && a.effect.getTiming().duration > 0).length,
+})"""
+
+
 def animating_while(page, shown, seconds: float) -> tuple[list[set[str]], float]:
     """What animated on the page, sampled every 0.1 s over ``seconds`` while ``shown`` stayed on it (one set per
     sample; Streamlit's own running indicator, a small box that fades in and out with each run, left out), and for
@@ -103,6 +111,15 @@ def test_a_long_read_draws_its_first_layer_early_and_can_be_cancelled_and_starte
     area = page.get_by_label("Text to analyse")
     area.fill(" ".join(["Every student reads the long text and asks a question about it."] * 330))
     area.press("Control+Enter")
+    # While the page's first 512 tokens run, what the last run drew is stale: it dims at once after Streamlit's
+    # half-second delay rather than fading for a second (the fade of a page of charts, composited frame by frame,
+    # took most of a core from that run on a machine that runs the browser too: 1.9 s for it, 1.2 s now).
+    started, seen = time.monotonic(), []
+    while time.monotonic() - started < 10 and not page.get_by_text("Reading the whole text: layer").count():
+        seen.append(page.evaluate(FADING))
+        time.sleep(0.05)
+    assert any(s["stale"] for s in seen), f"nothing went stale in {len(seen)} samples: nothing was checked"
+    assert not any(s["fading"] for s in seen), [s for s in seen if s["fading"]][:3]
     page.get_by_text("Reading the whole text: layer").first.wait_for(timeout=60_000)  # the progress bar
     wait_title(page, "Layer 0, head 0 — attention weights, all", timeout=60_000)  # layer 0, before the pass is over
     bar = page.get_by_text("Reading the whole text: layer").first.text_content()

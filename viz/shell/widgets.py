@@ -203,6 +203,9 @@ CHIP_CSS = """
 /* a progress bar steps instead of sliding: redrawn every frame for half of every second, the slide took a long
    pass's cores away on a machine that runs the browser too (bench/RESULTS.md, "the browser beside a long pass") */
 [data-testid="stProgressBarTrack"], [data-testid="stProgressBarTrack"] * {transition: none !important;}
+/* what a rerun leaves stale dims at once after Streamlit's half-second delay instead of fading for a second: the
+   fade of a whole page, its charts composited frame by frame, took a core from the model beside it */
+[data-testid="stElementContainer"][data-stale="true"] {transition-duration: 0s !important;}
 </style>
 """
 
