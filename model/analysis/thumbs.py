@@ -38,36 +38,17 @@ def block_sums(q: np.ndarray, k: np.ndarray, rule: Rule, bounds: np.ndarray) -> 
         # the cores evenly; a call per key/value head (3 of SmolLM2's) left one core a quarter of a head more
         queries = torch.from_numpy(q).view(kv, G, n, d)  # (H_kv, G, N, d_k): query head h reads h // G
         keys = torch.from_numpy(k)[:, None].expand(kv, G, n, d)  # (H_kv, G, N, d_k), no copy
-        if t <= d:  # one call: one-hot key blocks as the values, padded to d_k columns (v as wide as q and k)
-            values = F.pad(F.one_hot(block, t).float(), (0, d - t))  # (N, d_k)
-            out = _weights_per_block(queries, keys, values[None, None].expand(kv, G, n, d), rule, n)[..., :t]
-        else:
-            out = _weights_by_groups(queries, keys, block, bounds, rule)  # (H_kv, G, N, t)
+        out = _weights_by_groups(queries, keys, block, bounds, rule)  # (H_kv, G, N, t): one call where t ≤ d_k
         for g in range(kv):  # summed per row block one key/value head at a time: a few MB of float64
             sums[g * G : (g + 1) * G].index_add_(1, block, out[g].double())
     return sums.numpy()
 
 
-def _weights_per_block(queries, keys, values, rule: Rule, n: int) -> torch.Tensor:
-    """The fused kernel's output (B, G, N, w) for queries, keys and values (B, G, N, ·); behind a sliding window
-    its rows a block at a time, each with the keys its window lets it see (no N × N mask)."""
-    if not rule.window:  # one call: the kernel skips what the causal mask hides
-        return F.scaled_dot_product_attention(queries, keys, values, is_causal=rule.causal, scale=rule.factor)
-    out = torch.empty(*queries.shape[:2], n, values.shape[-1])
-    for r0 in range(0, n, WINDOW_ROWS):
-        r1 = min(n, r0 + WINDOW_ROWS)
-        lo, hi = rule.keys(r0, r1, n)
-        seen = ~rule.blocked(torch.arange(r0, r1), torch.arange(lo, hi))  # (R, C)
-        out[:, :, r0:r1] = F.scaled_dot_product_attention(
-            queries[:, :, r0:r1], keys[:, :, lo:hi], values[:, :, lo:hi], attn_mask=seen, scale=rule.factor
-        )
-    return out
-
-
 def _weights_by_groups(queries, keys, block: torch.Tensor, bounds: np.ndarray, rule: Rule) -> torch.Tensor:
-    """(B, G, N, t) each row's weight in every key block, for more blocks t than the head is wide: a call per group
-    of at most d_k blocks over that group's keys alone, each giving its rows' logsumexp over those keys; a row's
-    weights in a group are the group's output times exp(the group's logsumexp − the row's over all keys)."""
+    """(B, G, N, t) each row's weight in every key block: one-hot key blocks as the values, padded to d_k columns
+    (the kernel needs v as wide as q and k), so at most d_k blocks a call. More blocks than that go a group at a
+    time, each call over that group's keys alone and giving its rows' logsumexp over them; a row's weights in a
+    group are the group's output times exp(the group's logsumexp − the row's over all keys)."""
     B, G, _, d = queries.shape
     t = len(bounds) - 1
     parts, sums = [], []
@@ -78,6 +59,8 @@ def _weights_by_groups(queries, keys, block: torch.Tensor, bounds: np.ndarray, r
         out, lse = _over_keys(queries, keys, values[None, None].expand(B, G, b - a, d), rule, a, b)
         parts.append(out[..., : c1 - c0])
         sums.append(lse)
+    if len(parts) == 1:  # every key in one call: its output is each row's weights already
+        return parts[0]
     total = torch.logsumexp(torch.stack(sums), dim=0)  # (B, G, N): each row's logsumexp over every key
     return torch.cat([out * torch.exp(lse - total)[..., None] for out, lse in zip(parts, sums)], dim=-1)
 
@@ -86,13 +69,14 @@ def _over_keys(queries, keys, values, rule: Rule, a: int, b: int) -> tuple[torch
     """The fused kernel over keys [a, b) only: ((B, G, N, d_k) output, (B, G, N) logsumexp of the scores each row
     sees there; a row that sees none of them: output 0, logsumexp −∞). ``values`` (B, G, b − a, d_k)."""
     B, G, n, d = queries.shape
-    out, lse = torch.zeros(B, G, n, d), torch.full((B, G, n), -torch.inf)
     kernel = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu  # the public call returns no logsumexp
     if not rule.window:  # causal: rows from a on see these keys, the mask aligned at their common start a
         r0 = a if rule.causal else 0
         o, s = kernel(queries[:, :, r0:], keys[:, :, a:b], values, 0.0, rule.causal, scale=rule.factor)
-        out[:, :, r0:], lse[:, :, r0:] = o, s
-        return out, lse
+        if r0 == 0:  # every row sees some of these keys
+            return o, s
+        return F.pad(o, (0, 0, r0, 0)), F.pad(s, (r0, 0), value=-torch.inf)  # the rows before a: 0, −∞
+    out, lse = torch.zeros(B, G, n, d), torch.full((B, G, n), -torch.inf)
     for r0 in range(0, n, WINDOW_ROWS):
         r1 = min(n, r0 + WINDOW_ROWS)
         lo, hi = rule.keys(r0, r1, n)
